@@ -1,0 +1,99 @@
+"""Delta encoding of request bodies, so a tape grows linearly with turns.
+
+Agent requests repeat the whole conversation on every turn.  Each request
+body is stored as a reference to one of the session's last few request bodies
+(the *base*) plus the bytes that differ: ``base[:prefix] + middle +
+base[len(base) - suffix:]``.  For chat APIs the new turn sits between the
+unchanged conversation (prefix) and the unchanged tool schemas (suffix), so
+``middle`` holds just the new messages.  The encoding is byte-exact.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+KEEP = 4
+"""How many recent request bodies of a session may serve as a base."""
+
+MIN_SAVING = 64
+"""A delta is used only when it saves at least this many bytes."""
+
+_STEP = 4096
+
+
+def common_prefix(a: bytes, b: bytes) -> int:
+    """Length of the longest common prefix, compared block-wise at C speed."""
+    n = min(len(a), len(b))
+    lo = 0
+    while lo + _STEP <= n and a[lo : lo + _STEP] == b[lo : lo + _STEP]:
+        lo += _STEP
+    hi = min(n, lo + _STEP)
+    # Invariant: a[:lo] == b[:lo]; the first difference (if any) is before hi.
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def common_suffix(a: bytes, b: bytes, limit: int) -> int:
+    """Length of the longest common suffix, at most ``limit`` bytes."""
+    n = min(len(a), len(b), limit)
+    lo = 0
+    la, lb = len(a), len(b)
+    while lo + _STEP <= n and a[la - lo - _STEP : la - lo] == b[lb - lo - _STEP : lb - lo]:
+        lo += _STEP
+    hi = min(n, lo + _STEP)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[la - mid : la - lo] == b[lb - mid : lb - lo]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+class DeltaEncoder:
+    """Per-session state on the writing side."""
+
+    def __init__(self) -> None:
+        self._recent: deque[bytes] = deque(maxlen=KEEP)
+
+    def encode(self, body: bytes) -> tuple[list[int] | None, bytes]:
+        """Return ``([back, prefix, suffix], middle)`` or ``(None, body)``."""
+        best: tuple[int, int, int] | None = None
+        best_saving = MIN_SAVING - 1
+        for back, base in enumerate(reversed(self._recent), start=1):
+            prefix = common_prefix(base, body)
+            suffix = common_suffix(base, body, min(len(base), len(body)) - prefix)
+            if prefix + suffix > best_saving:
+                best, best_saving = (back, prefix, suffix), prefix + suffix
+        self._recent.append(body)
+        if best is None:
+            return None, body
+        back, prefix, suffix = best
+        return [back, prefix, suffix], body[prefix : len(body) - suffix]
+
+
+class DeltaDecoder:
+    """Per-session state on the reading side; mirrors ``DeltaEncoder``."""
+
+    def __init__(self) -> None:
+        self._recent: deque[bytes] = deque(maxlen=KEEP)
+
+    def decode(self, ref: list[int] | None, middle: bytes) -> bytes:
+        """Rebuild a body; raises ``ValueError`` if the reference is impossible."""
+        if ref is None:
+            body = middle
+        else:
+            back, prefix, suffix = ref
+            if not 1 <= back <= len(self._recent):
+                raise ValueError(f"delta refers to body -{back}, only {len(self._recent)} known")
+            base = self._recent[-back]
+            if prefix < 0 or suffix < 0 or prefix + suffix > len(base):
+                raise ValueError("delta range outside its base body")
+            body = base[:prefix] + middle + base[len(base) - suffix :]
+        self._recent.append(body)
+        return body

@@ -1,0 +1,63 @@
+"""One-line human descriptions of sessions and events (``evaltape show``)."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from recorder._events import (
+    Event,
+    Exchange,
+    HarnessEvent,
+    RunnerFact,
+    SessionEnded,
+    SessionStarted,
+    WorkspaceSnapshot,
+)
+from recorder._reader import RecordedSession
+
+
+def _size(n: int) -> str:
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB"
+
+
+def describe_session(session: RecordedSession) -> str:
+    """``session <id>: case X attempt N, model M, live from real_api, completed``."""
+    h = session.header
+    state = "complete" if session.complete else f"INCOMPLETE ({session.problem})"
+    parts = [f"session {session.session_id}:"]
+    if h.case_id:
+        parts.append(f"case {h.case_id} attempt {h.attempt},")
+    if h.model:
+        parts.append(f"model {h.model},")
+    source = h.source.value + (f" ({h.source_detail})" if h.source_detail else "")
+    parts.append(f"{h.mode.value} from {source}, {len(session.events)} events, {state}")
+    return " ".join(parts)
+
+
+def describe_event(event: Event) -> str:
+    """One line per event, prefixed with its time offset."""
+    if isinstance(event, SessionStarted):
+        return f"{0.0:8.3f}s start  {event.started_at:.3f} (epoch) seed={event.seed}"
+    if isinstance(event, Exchange):
+        req = event.request
+        line = f"{event.at:8.3f}s http   {req.method} {urlsplit(req.url).path} "
+        line += f"({_size(len(req.body))})"
+        if event.response is not None:
+            r = event.response
+            kind = f"{len(r.chunks)} chunks" if r.streamed else _size(len(r.body))
+            line += f" -> {r.status} {kind}"
+        if event.error is not None:
+            line += f" !! {event.error.type}: {event.error.message}"
+        return line + f" in {event.duration:.3f}s"
+    if isinstance(event, HarnessEvent):
+        fields = " ".join(f"{k}={v}" for k, v in event.fields)
+        return f"{event.at:8.3f}s agent  {event.name} {fields}".rstrip()
+    if isinstance(event, RunnerFact):
+        return f"{event.at:8.3f}s runner {event.fact.value}: {event.message}"
+    if isinstance(event, WorkspaceSnapshot):
+        total = sum(len(f.data) for f in event.files)
+        omitted = f", {len(event.omitted)} omitted" if event.omitted else ""
+        return f"{event.at:8.3f}s files  {len(event.files)} files, {_size(total)}{omitted}"
+    assert isinstance(event, SessionEnded)
+    reason = f": {event.reason}" if event.reason else ""
+    return f"{event.at:8.3f}s end    {event.status.value}{reason}"

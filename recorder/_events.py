@@ -1,0 +1,262 @@
+"""The facts a tape records, as immutable values.
+
+Every event is a frozen attrs class with tuple fields and a ``kind`` tag.
+Events hold facts only; traces, usage totals, costs and scores are folds over
+them (see ``_session.py``), so a better fold re-derives them from old tapes.
+
+Times are seconds relative to the session's start (``at``), except the start
+itself, which carries the wall-clock epoch.  Clocks are never read here: the
+caller passes every time in.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import ClassVar, TypeAlias
+
+import attrs
+
+Scalar: TypeAlias = str | int | float | bool | None
+Headers: TypeAlias = tuple[tuple[str, str], ...]
+
+
+class Mode(enum.Enum):
+    """Why a session was run."""
+
+    LIVE = "live"
+    """Real attempt against a model API; the responses are new facts."""
+    REPLAY = "replay"
+    """The harness re-ran on recorded model responses."""
+    SCRIPT = "script"
+    """Responses came from a hand-written script (harness unit tests)."""
+
+
+class Source(enum.Enum):
+    """Where the model responses of a session came from."""
+
+    REAL_API = "real_api"
+    """A hosted model API (OpenAI, Anthropic, ...)."""
+    LOCAL_SERVER = "local_server"
+    """A real model served on this machine (e.g. llama.cpp)."""
+    SIMULATED = "simulated"
+    """A program that imitates a model API (a test server)."""
+    SCRIPT = "script"
+    """A hand-written script of responses."""
+
+
+class Status(enum.Enum):
+    """How a session ended."""
+
+    COMPLETED = "completed"
+    """The agent finished on its own."""
+    FAILED = "failed"
+    """The agent or a model call raised an error."""
+    TIMEOUT = "timeout"
+    """The runner stopped the attempt at its time limit."""
+    INTERRUPTED = "interrupted"
+    """The user interrupted the run (Ctrl-C)."""
+    INFRA_ERROR = "infra_error"
+    """Something outside the agent failed (provider 5xx, crash)."""
+
+
+class FactKind(enum.Enum):
+    """What a runner fact reports."""
+
+    TIMEOUT = "timeout"
+    """An attempt or a model call passed its time limit."""
+    INFRA_ERROR = "infra_error"
+    """A provider or sandbox failure outside the agent's control."""
+    INTERRUPT = "interrupt"
+    """The run was interrupted."""
+    NOTE = "note"
+    """Anything else the runner wants on the record."""
+
+
+@attrs.frozen(kw_only=True)
+class SessionStarted:
+    """The header of a session: what ran, where responses came from, when."""
+
+    kind: ClassVar[str] = "session_started"
+
+    session_id: str
+    """Unique id of the session (random hex); frames of the file carry it."""
+    started_at: float
+    """Wall-clock start, seconds since the Unix epoch."""
+    case_id: str = ""
+    """Id of the eval case this attempt ran, empty outside a suite."""
+    attempt: int = 0
+    """Zero-based attempt (trial) index of the case."""
+    model: str = ""
+    """Model requested by the runner."""
+    mode: Mode = Mode.LIVE
+    """Why the session ran."""
+    source: Source = Source.REAL_API
+    """Where the model responses came from."""
+    source_detail: str = ""
+    """Free text naming the server and model, e.g. "llama.cpp SmolLM2-135M"."""
+    harness_commit: str = ""
+    """Commit of the agent harness, if known."""
+    harness_version: str = ""
+    """Version string of the agent harness, if known."""
+    seed: int | None = None
+    """Sampling seed passed to the model, if any."""
+    replay_of: str = ""
+    """For replays: session id of the recorded session served."""
+    metadata: tuple[tuple[str, Scalar], ...] = ()
+    """Small free-form key/value facts (suite, run id, ...)."""
+
+
+@attrs.frozen(kw_only=True)
+class SessionEnded:
+    """The last event of a session."""
+
+    kind: ClassVar[str] = "session_ended"
+
+    at: float
+    """Seconds since the session started."""
+    status: Status
+    """How the session ended."""
+    reason: str = ""
+    """One line saying why, for anything but a plain completion."""
+
+
+@attrs.frozen(kw_only=True)
+class Chunk:
+    """Bytes of a response body as they arrived."""
+
+    at: float
+    """Seconds since the exchange started."""
+    data: bytes
+    """Raw bytes, still content-encoded as sent on the wire."""
+
+
+@attrs.frozen(kw_only=True)
+class Request:
+    """An HTTP request as sent, secrets already redacted."""
+
+    method: str
+    """HTTP method, upper case."""
+    url: str
+    """Full URL."""
+    headers: Headers = ()
+    """Headers in wire order, names lower-cased."""
+    body: bytes = b""
+    """Body bytes exactly as sent."""
+
+
+@attrs.frozen(kw_only=True)
+class Response:
+    """An HTTP response as received."""
+
+    status: int
+    """Status code."""
+    headers: Headers = ()
+    """Headers in wire order, names lower-cased."""
+    chunks: tuple[Chunk, ...] = ()
+    """Body as received: one chunk for a plain body, many for a stream."""
+    streamed: bool = False
+    """True when the caller consumed the body as a stream."""
+
+    @property
+    def body(self) -> bytes:
+        """The whole raw body (joined chunks)."""
+        return b"".join(c.data for c in self.chunks)
+
+
+@attrs.frozen(kw_only=True)
+class TransportError:
+    """A failure on the wire: connect error, timeout, disconnect mid-stream."""
+
+    type: str
+    """Exception class name, e.g. "ReadTimeout"."""
+    message: str
+    """The exception's message."""
+    after_chunks: int = 0
+    """How many response chunks had arrived before the failure."""
+    after_bytes: int = 0
+    """How many response body bytes had arrived before the failure."""
+
+
+@attrs.frozen(kw_only=True)
+class Exchange:
+    """One HTTP exchange with a model API."""
+
+    kind: ClassVar[str] = "exchange"
+
+    at: float
+    """Seconds since the session started, when the request was sent."""
+    duration: float
+    """Seconds from sending the request to the end of the response."""
+    request: Request
+    """The request."""
+    response: Response | None = None
+    """The response, if any status line arrived."""
+    error: TransportError | None = None
+    """The failure, if the exchange did not complete."""
+
+
+@attrs.frozen(kw_only=True)
+class HarnessEvent:
+    """Something the agent chose to log (tool timing, permission answers)."""
+
+    kind: ClassVar[str] = "harness"
+
+    at: float
+    """Seconds since the session started."""
+    name: str
+    """Short event name, e.g. "tool" or "permission"."""
+    fields: tuple[tuple[str, Scalar], ...] = ()
+    """Small key/value payload."""
+
+
+@attrs.frozen(kw_only=True)
+class RunnerFact:
+    """Something the runner observed about the attempt."""
+
+    kind: ClassVar[str] = "runner"
+
+    at: float
+    """Seconds since the session started."""
+    fact: FactKind
+    """What kind of fact."""
+    message: str = ""
+    """One line of detail."""
+
+
+@attrs.frozen(kw_only=True)
+class FileEntry:
+    """One file of a workspace snapshot."""
+
+    path: str
+    """Path relative to the workspace root, with forward slashes."""
+    data: bytes
+    """File content."""
+    mode: int = 0o644
+    """Permission bits."""
+
+
+@attrs.frozen(kw_only=True)
+class WorkspaceSnapshot:
+    """The sandbox's final files, so outcome checks can be rescored offline."""
+
+    kind: ClassVar[str] = "workspace"
+
+    at: float
+    """Seconds since the session started."""
+    files: tuple[FileEntry, ...] = ()
+    """Files kept, sorted by path."""
+    omitted: tuple[str, ...] = ()
+    """Paths left out (too large, or over the snapshot's budget)."""
+
+
+Event: TypeAlias = (
+    SessionStarted | SessionEnded | Exchange | HarnessEvent | RunnerFact | WorkspaceSnapshot
+)
+EVENT_TYPES: tuple[type[Event], ...] = (
+    SessionStarted,
+    SessionEnded,
+    Exchange,
+    HarnessEvent,
+    RunnerFact,
+    WorkspaceSnapshot,
+)

@@ -1,0 +1,25 @@
+"""The ``evaltape`` command: one click group; each command lives in its own module.
+
+Every expected error (``TapeError`` and friends) becomes one line on stderr and
+a non-zero exit; a traceback means a bug.
+"""
+
+from __future__ import annotations
+
+import click
+
+from recorder import VERSION
+from scoring._cli import show
+
+COMMANDS: tuple[click.Command, ...] = (show.show,)
+"""Every subcommand, resolved through this one explicit table."""
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(VERSION, prog_name="evaltape")
+def cli() -> None:
+    """Record agent sessions as tapes; replay, rescore and gate them."""
+
+
+for _command in COMMANDS:
+    cli.add_command(_command)

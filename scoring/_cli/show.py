@@ -1,0 +1,49 @@
+"""``evaltape show``: list the sessions and events of tape files."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from recorder import Note, TapeReader
+from recorder._describe import describe_event, describe_session
+from recorder._jsonview import event_json
+from scoring._cli._boundary import boundary
+
+
+@click.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per event (git textconv).")
+@boundary
+def show(files: tuple[str, ...], as_json: bool) -> None:
+    """Show the sessions and events recorded in FILES.
+
+    Problems (a file cut short, a corrupt region, events from a newer
+    version) are reported on stderr; a corrupt region exits 1 after the
+    readable sessions are shown.
+    """
+    corrupt = False
+
+    def note(n: Note) -> None:
+        nonlocal corrupt
+        corrupt = corrupt or n.kind == "corrupt"
+        click.echo(f"evaltape: {n.kind}: {n.message}", err=True)
+
+    for path in files:
+        reader = TapeReader(path, strict=False, on_note=note)
+        if not as_json and reader.header is not None:
+            click.echo(
+                f"{path}: written by {reader.header.writer}, format "
+                f"{reader.header.major}.{reader.header.minor}"
+            )
+        for session in reader.sessions():
+            if as_json:
+                for event in session.events:
+                    click.echo(json.dumps(event_json(event, session.session_id), sort_keys=True))
+                continue
+            click.echo(describe_session(session))
+            for event in session.events:
+                click.echo("  " + describe_event(event))
+    if corrupt:
+        raise SystemExit(1)

@@ -1,0 +1,65 @@
+"""A session written with open_session reads back event for event."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from recorder import (
+    Chunk,
+    Exchange,
+    Request,
+    Response,
+    SessionStarted,
+    Status,
+    TapeReader,
+    new_session_id,
+    open_session,
+)
+
+
+def _exchange(i: int, history: bytes) -> Exchange:
+    return Exchange(
+        at=float(i),
+        duration=0.5,
+        request=Request(method="POST", url="http://127.0.0.1/v1/chat/completions", body=history),
+        response=Response(status=200, chunks=(Chunk(at=0.1, data=b"data: {}\n\n"),), streamed=True),
+    )
+
+
+def test_written_session_reads_back_identically(tmp_path: Path) -> None:
+    path = tmp_path / "a.tape"
+    header = SessionStarted(session_id=new_session_id(), started_at=1.5, case_id="c", model="m")
+    written = []
+    ticks = iter([9.0])
+    with open_session(path, header, clock=lambda: next(ticks)) as tape:
+        history = b""
+        for i in range(10):
+            history += b'{"role":"user","content":"turn %d"},' % i
+            event = _exchange(i, b'{"messages":[' + history + b'],"tools":[]}')
+            tape.append(event)
+            written.append(event)
+    (session,) = TapeReader(path).sessions()
+    assert session.complete
+    assert session.events[0] == header
+    assert list(session.events[1:-1]) == written
+    assert session.events[-1].status is Status.COMPLETED  # type: ignore[union-attr]
+    assert session.events[-1].at == 9.0  # type: ignore[union-attr]
+
+
+def test_show_lists_the_demo_tape(tmp_path: Path) -> None:
+    path = tmp_path / "demo.tape"
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run(
+        [sys.executable, str(root / "evals" / "make_demo_tape.py"), str(path)], check=True
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "scoring._cli", "show", str(path)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert "case demo/read-file" in out
+    assert "hand-written script" in out
+    assert "end    completed" in out
