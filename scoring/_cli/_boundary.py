@@ -10,11 +10,12 @@ from typing import ParamSpec, TypeVar
 import click
 
 from recorder import TapeError
+from scoring._errors import ScoringError
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-EXPECTED: tuple[type[Exception], ...] = (TapeError,)
+EXPECTED: tuple[type[Exception], ...] = (TapeError, ScoringError)
 """Exception types that are the user's input, not our bug."""
 
 

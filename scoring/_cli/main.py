@@ -9,9 +9,13 @@ from __future__ import annotations
 import click
 
 from recorder import VERSION
-from scoring._cli import show
+from scoring._cli import list_cases, show, validate
 
-COMMANDS: tuple[click.Command, ...] = (show.show,)
+COMMANDS: tuple[click.Command, ...] = (
+    show.show,
+    validate.validate,
+    list_cases.list_cases,
+)
 """Every subcommand, resolved through this one explicit table."""
 
 

@@ -1,0 +1,87 @@
+"""Command-line flags for settings, driven by the one settings table.
+
+``@config_options("suites", "rubrics")`` gives a command ``--suites`` and
+``--rubrics`` (plus ``--config FILE``) and hands its body a resolved
+``config: Config``: defaults < config file < flags.  A command that needs
+more settings names them; the flag, its type and its help come from
+``scoring._config.SETTINGS``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from scoring._config import SETTINGS, ConfigError, Setting, SettingKind, load_config
+
+R = TypeVar("R")
+
+PATH_SETTINGS: tuple[str, ...] = ("suites", "rubrics", "cassettes", "results")
+"""What ``@config_options()`` adds when no names are given."""
+
+_BY_NAME = {s.name: s for s in SETTINGS}
+
+
+def _click_type(setting: Setting) -> click.ParamType[Any]:
+    if setting.kind is SettingKind.COUNT:
+        return click.IntRange(min=1)
+    if setting.kind is SettingKind.SECONDS:
+        return click.FloatRange(min=0, min_open=True)
+    return click.STRING
+
+
+def _option(setting: Setting) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    default = "<suites>/rubrics" if setting.name == "rubrics" else setting.default
+    shown = f" [config: {setting.name}" + (f"; default: {default}]" if default else "]")
+    return click.option(
+        setting.flag,
+        setting.name,
+        type=_click_type(setting),
+        default=None,
+        metavar=setting.metavar,
+        help=setting.help + shown,
+    )
+
+
+def config_options(*names: str) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """Add a flag per named setting (default: the four folders) and ``--config FILE``.
+
+    The decorated body receives ``config`` instead of the individual flags.
+    A refused configuration prints one line per problem and exits 2.
+    """
+    chosen = names or PATH_SETTINGS
+    unknown = [n for n in chosen if n not in _BY_NAME]
+    if unknown:
+        raise ValueError(f"no such settings: {unknown}")
+
+    def decorate(func: Callable[..., R]) -> Callable[..., R]:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> R:
+            config_file = kwargs.pop("config_file")
+            overrides = {name: kwargs.pop(name) for name in chosen}
+            try:
+                config = load_config(Path.cwd(), overrides, config_file=config_file)
+            except ConfigError as exc:
+                for problem in exc.problems:
+                    click.echo(f"evaltape: error: {problem}", err=True)
+                raise SystemExit(2) from exc
+            return func(*args, config=config, **kwargs)
+
+        decorated: Callable[..., Any] = wrapper
+        for name in reversed(chosen):
+            decorated = _option(_BY_NAME[name])(decorated)
+        decorated = click.option(
+            "--config",
+            "config_file",
+            type=click.Path(dir_okay=False),
+            default=None,
+            metavar="FILE",
+            help="Read settings from FILE instead of searching for evaltape.toml/pyproject.toml.",
+        )(decorated)
+        return decorated
+
+    return decorate
