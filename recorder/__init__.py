@@ -1,5 +1,6 @@
 """evaltape.recorder: the event log.  Everything that produces and reads tapes."""
 
+from recorder._adapters import Message, ModelCall, ToolCall, Usage, decode_call
 from recorder._codec import SCHEMA_VERSION, from_plain, to_plain
 from recorder._errors import CorruptTape, NewerFormat, NotATape, TapeError
 from recorder._events import (
@@ -21,6 +22,7 @@ from recorder._events import (
     WorkspaceSnapshot,
 )
 from recorder._reader import Note, RecordedSession, SessionInfo, TapeReader, read_sessions
+from recorder._session import Failure, Session, ToolCallRecord, Turn, fold
 from recorder._version import VERSION
 from recorder._writer import SessionWriter, new_session_id, open_session
 
@@ -32,9 +34,12 @@ __all__ = [
     "Event",
     "Exchange",
     "FactKind",
+    "Failure",
     "FileEntry",
     "HarnessEvent",
+    "Message",
     "Mode",
+    "ModelCall",
     "NewerFormat",
     "NotATape",
     "Note",
@@ -42,6 +47,7 @@ __all__ = [
     "Request",
     "Response",
     "RunnerFact",
+    "Session",
     "SessionEnded",
     "SessionInfo",
     "SessionStarted",
@@ -50,8 +56,14 @@ __all__ = [
     "Status",
     "TapeError",
     "TapeReader",
+    "ToolCall",
+    "ToolCallRecord",
     "TransportError",
+    "Turn",
+    "Usage",
     "WorkspaceSnapshot",
+    "decode_call",
+    "fold",
     "from_plain",
     "new_session_id",
     "open_session",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from recorder._adapters import ModelCall, Usage, decode_call
 from recorder._events import (
     Event,
     Exchange,
@@ -18,6 +19,34 @@ from recorder._reader import RecordedSession
 
 def _size(n: int) -> str:
     return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB"
+
+
+def describe_usage(usage: Usage) -> str:
+    """``tokens 1200 in (800 cached, 10 written), 35 out (20 reasoning)``, or ``tokens ?``."""
+    if not usage.reported:
+        return "tokens ?"
+    cached = [
+        f"{n} {label}"
+        for n, label in ((usage.cache_read_tokens, "cached"), (usage.cache_write_tokens, "written"))
+        if n
+    ]
+    line = f"tokens {usage.input_tokens} in" + (f" ({', '.join(cached)})" if cached else "")
+    line += f", {usage.output_tokens} out"
+    return line + (f" ({usage.reasoning_tokens} reasoning)" if usage.reasoning_tokens else "")
+
+
+def describe_call(call: ModelCall) -> str:
+    """``openai.chat gpt-4o | tool_calls [read, write] | tokens 120 in, 8 out``."""
+    parts = [f"{call.api} {call.model_responded or call.model_requested or '?'}"]
+    outcome = call.finish_reason or ("calls" if call.tool_calls else "")
+    if call.tool_calls:
+        outcome += " [" + ", ".join(c.name or "?" for c in call.tool_calls) + "]"
+    if outcome:
+        parts.append(outcome)
+    parts.append(describe_usage(call.usage))
+    if call.error:
+        parts.append(f"error: {call.error}")
+    return " | ".join(parts)
 
 
 def describe_session(session: RecordedSession) -> str:
@@ -35,7 +64,11 @@ def describe_session(session: RecordedSession) -> str:
 
 
 def describe_event(event: Event) -> str:
-    """One line per event, prefixed with its time offset."""
+    """One line per event, prefixed with its time offset.
+
+    A model API exchange ends with its decoded call: API, model, finish
+    reason, tool calls asked for, token usage, and the error if it failed.
+    """
     if isinstance(event, SessionStarted):
         return f"{0.0:8.3f}s start  {event.started_at:.3f} (epoch) seed={event.seed}"
     if isinstance(event, Exchange):
@@ -48,7 +81,9 @@ def describe_event(event: Event) -> str:
             line += f" -> {r.status} {kind}"
         if event.error is not None:
             line += f" !! {event.error.type}: {event.error.message}"
-        return line + f" in {event.duration:.3f}s"
+        line += f" in {event.duration:.3f}s"
+        call = decode_call(event)
+        return line if call is None else f"{line} | {describe_call(call)}"
     if isinstance(event, HarnessEvent):
         fields = " ".join(f"{k}={v}" for k, v in event.fields)
         return f"{event.at:8.3f}s agent  {event.name} {fields}".rstrip()

@@ -1,0 +1,139 @@
+"""What a recorded model call means: the values adapters decode exchanges into.
+
+These are derived views, never stored: a better adapter re-derives them from
+old tapes.  Every field holds what the API said, normalized only where the
+three APIs disagree on shape (usage counts, tool results, system prompts).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal, TypeAlias
+
+import attrs
+
+Api: TypeAlias = Literal["openai.chat", "openai.responses", "anthropic.messages", "unknown"]
+"""Which model API a call spoke."""
+
+
+@attrs.frozen(kw_only=True)
+class Usage:
+    """Token counts of one call, or a sum of calls.
+
+    ``input_tokens`` always includes cached input (OpenAI reports it that way;
+    Anthropic's figure is normalized to match), so ``input_tokens -
+    cache_read_tokens`` is the uncached part.  Adding an unreported usage
+    gives an unreported sum whose counts are a lower bound.
+    """
+
+    input_tokens: int = 0
+    """Prompt tokens, cached ones included."""
+    output_tokens: int = 0
+    """Generated tokens, reasoning tokens included."""
+    cache_read_tokens: int = 0
+    """Input tokens served from the provider's prompt cache."""
+    cache_write_tokens: int = 0
+    """Input tokens written to the provider's prompt cache."""
+    reasoning_tokens: int = 0
+    """Output tokens spent on hidden reasoning or thinking."""
+    reported: bool = True
+    """False when the API did not report usage (for a sum: some part did not)."""
+
+    @classmethod
+    def unknown(cls) -> Usage:
+        """Usage of a call whose response reported none."""
+        return cls(reported=False)
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            reported=self.reported and other.reported,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class ToolCall:
+    """A tool call the model asked for."""
+
+    id: str
+    """The call's id, which the tool result quotes back (OpenAI ``call_id``, Anthropic ``id``)."""
+    name: str
+    """Name of the tool."""
+    arguments: str
+    """Arguments as the model sent them: a JSON text, possibly invalid or cut short."""
+
+    def parsed_arguments(self) -> object | None:
+        """The decoded arguments, or None if they are not valid JSON."""
+        try:
+            value: object = json.loads(self.arguments)
+        except ValueError:
+            return None
+        return value
+
+
+@attrs.frozen(kw_only=True)
+class Message:
+    """One message of the conversation a request sent.
+
+    Roles are the API's (``system``, ``developer``, ``user``, ``assistant``)
+    plus ``tool`` for every tool result: OpenAI ``role: tool`` messages,
+    Responses ``function_call_output`` items and Anthropic ``tool_result``
+    blocks.  Anthropic's ``system`` parameter becomes a leading ``system``
+    message, Responses ``instructions`` likewise.
+    """
+
+    role: str
+    """Who speaks: system, developer, user, assistant or tool."""
+    text: str = ""
+    """The message's text parts joined by newlines; other parts (images, files) are left out."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """Tool calls an assistant message carries."""
+    tool_call_id: str = ""
+    """For a tool result: the id of the call it answers."""
+    name: str = ""
+    """Optional participant or tool name the API carried with the message."""
+
+
+@attrs.frozen(kw_only=True)
+class ModelCall:
+    """One request to a model API and what came back, decoded."""
+
+    api: Api
+    """Which API the call spoke."""
+    model_requested: str = ""
+    """The ``model`` field of the request."""
+    model_responded: str = ""
+    """The model the response names (often a dated snapshot of the requested one)."""
+    input_messages: tuple[Message, ...] = ()
+    """The conversation the request sent, system prompt and tool results included."""
+    tools_offered: tuple[str, ...] = ()
+    """Names of the tools the request offered, in request order."""
+    output_text: str = ""
+    """The text the model produced (refusals included)."""
+    thinking: str = ""
+    """Reasoning or thinking text the response exposed (summaries for OpenAI reasoning)."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """Tool calls the model asked for, in output order."""
+    finish_reason: str = ""
+    """Why generation stopped, as the API says it ("stop", "tool_calls", "end_turn", ...)."""
+    response_id: str = ""
+    """The response's id, if it had one."""
+    usage: Usage = attrs.field(factory=Usage.unknown)
+    """Token counts the response reported."""
+    streamed: bool = False
+    """True when the response was a server-sent event stream."""
+    status: int | None = None
+    """HTTP status code, None if no response arrived."""
+    error: str = ""
+    """Why the call failed (HTTP status >= 400, broken stream, bad body); empty if it did not."""

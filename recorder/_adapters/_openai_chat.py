@@ -1,0 +1,190 @@
+"""OpenAI Chat Completions (``POST .../chat/completions``), JSON and streamed.
+
+Only the first choice (index 0) is read; ``n > 1`` requests keep the others
+in the tape but not in the decoded call.  Servers that imitate the API and
+expose reasoning as ``reasoning_content`` or ``reasoning`` (llama.cpp, vLLM,
+DeepSeek, OpenRouter) have it read as thinking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+import attrs
+
+from recorder._adapters._model import Message, ModelCall, ToolCall, Usage
+from recorder._adapters._sse import (
+    SseEvent,
+    SseStream,
+    arr,
+    count,
+    load_json,
+    obj,
+    parts_text,
+    raw_json,
+    stream_error,
+    text,
+)
+
+API: Final = "openai.chat"
+
+
+def _tool_call(call: dict[str, Any]) -> ToolCall:
+    if call.get("type") == "custom":
+        custom = obj(call.get("custom"))
+        return ToolCall(
+            id=text(call.get("id")),
+            name=text(custom.get("name")),
+            arguments=raw_json(custom.get("input")),
+        )
+    function = obj(call.get("function"))
+    return ToolCall(
+        id=text(call.get("id")),
+        name=text(function.get("name")),
+        arguments=raw_json(function.get("arguments")),
+    )
+
+
+def _calls(message: dict[str, Any]) -> tuple[ToolCall, ...]:
+    calls = [_tool_call(c) for c in arr(message.get("tool_calls")) if isinstance(c, dict)]
+    legacy = message.get("function_call")
+    if isinstance(legacy, dict):  # deprecated single function call
+        calls.append(_tool_call({"function": legacy}))
+    return tuple(calls)
+
+
+def _message(m: dict[str, Any]) -> Message:
+    role = text(m.get("role"))
+    return Message(
+        role="tool" if role == "function" else role,
+        text=parts_text(m.get("content"), ("text",)),
+        tool_calls=_calls(m),
+        tool_call_id=text(m.get("tool_call_id")),
+        name=text(m.get("name")),
+    )
+
+
+def _tool_name(tool: dict[str, Any]) -> str:
+    if tool.get("type") == "custom":
+        return text(obj(tool.get("custom")).get("name"))
+    return text(obj(tool.get("function")).get("name"))
+
+
+def read_request(body: dict[str, Any]) -> ModelCall:
+    """The request side of a call: model, conversation, tools offered."""
+    tools = [_tool_name(t) for t in arr(body.get("tools")) if isinstance(t, dict)]
+    tools += [text(f.get("name")) for f in arr(body.get("functions")) if isinstance(f, dict)]
+    return ModelCall(
+        api=API,
+        model_requested=text(body.get("model")),
+        input_messages=tuple(_message(m) for m in arr(body.get("messages")) if isinstance(m, dict)),
+        tools_offered=tuple(t for t in tools if t),
+    )
+
+
+def _usage(value: Any) -> Usage:
+    if not isinstance(value, dict):
+        return Usage.unknown()
+    prompt = obj(value.get("prompt_tokens_details"))
+    completion = obj(value.get("completion_tokens_details"))
+    return Usage(
+        input_tokens=count(value.get("prompt_tokens")),
+        output_tokens=count(value.get("completion_tokens")),
+        cache_read_tokens=count(prompt.get("cached_tokens")),
+        cache_write_tokens=count(prompt.get("cache_write_tokens")),
+        reasoning_tokens=count(completion.get("reasoning_tokens")),
+    )
+
+
+def _first_choice(body: dict[str, Any]) -> dict[str, Any]:
+    choices = [c for c in arr(body.get("choices")) if isinstance(c, dict)]
+    return next((c for c in choices if c.get("index", 0) == 0), choices[0] if choices else {})
+
+
+def read_response(call: ModelCall, body: Any) -> ModelCall:
+    """Add what a JSON ``chat.completion`` body says."""
+    body = obj(body)
+    if "error" in body:
+        return attrs.evolve(call, error=stream_error(body, "error in response body"))
+    choice = _first_choice(body)
+    message = obj(choice.get("message"))
+    return attrs.evolve(
+        call,
+        model_responded=text(body.get("model")),
+        response_id=text(body.get("id")),
+        output_text=text(message.get("content")) + text(message.get("refusal")),
+        thinking=text(message.get("reasoning_content")) or text(message.get("reasoning")),
+        tool_calls=_calls(message),
+        finish_reason=text(choice.get("finish_reason")),
+        usage=_usage(body.get("usage")),
+        error="" if choice else "response has no choices",
+    )
+
+
+class _Slot:
+    """A tool call being reassembled from delta fragments."""
+
+    def __init__(self) -> None:
+        self.id = ""
+        self.name = ""
+        self.arguments: list[str] = []
+
+
+def read_stream(call: ModelCall, stream: SseStream) -> ModelCall:
+    """Add what a ``chat.completion.chunk`` stream says, fragments reassembled by index."""
+    out: list[str] = []
+    thinking: list[str] = []
+    slots: dict[int, _Slot] = {}
+    finish = rid = model = problem = ""
+    usage = Usage.unknown()
+    done = False
+    events: Sequence[SseEvent] = stream.events
+    for n, event in enumerate(events):
+        if event.data.startswith("[DONE]"):
+            done = True
+            break
+        chunk, bad = load_json(event.data.encode(), f"stream event {n}")
+        if bad or not isinstance(chunk, dict):
+            problem = problem or bad or f"stream event {n} is not a JSON object"
+            continue
+        if "error" in chunk:
+            problem = problem or stream_error(chunk)
+            continue
+        rid = rid or text(chunk.get("id"))
+        model = model or text(chunk.get("model"))
+        if isinstance(chunk.get("usage"), dict):
+            usage = _usage(chunk["usage"])
+        for choice in arr(chunk.get("choices")):
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = obj(choice.get("delta"))
+            out.append(text(delta.get("content")) + text(delta.get("refusal")))
+            thinking.append(text(delta.get("reasoning_content")) or text(delta.get("reasoning")))
+            fragments = [f for f in arr(delta.get("tool_calls")) if isinstance(f, dict)]
+            if isinstance(delta.get("function_call"), dict):
+                fragments.append({"index": -1, "function": delta["function_call"]})
+            for position, fragment in enumerate(fragments):
+                index = fragment.get("index")
+                slot = slots.setdefault(index if isinstance(index, int) else position, _Slot())
+                slot.id = slot.id or text(fragment.get("id"))
+                function = obj(fragment.get("function"))
+                slot.name = slot.name or text(function.get("name"))
+                slot.arguments.append(raw_json(function.get("arguments")))
+            finish = text(choice.get("finish_reason")) or finish
+    if not problem and not done and not (finish and stream.complete):
+        problem = "stream cut short: it ended before data: [DONE]"
+    return attrs.evolve(
+        call,
+        model_responded=model,
+        response_id=rid,
+        output_text="".join(out),
+        thinking="".join(thinking),
+        tool_calls=tuple(
+            ToolCall(id=s.id, name=s.name, arguments="".join(s.arguments))
+            for _, s in sorted(slots.items())
+        ),
+        finish_reason=finish,
+        usage=usage,
+        error=problem,
+    )

@@ -1,0 +1,191 @@
+"""The Session view: a pure fold over one session's events.
+
+``fold(events)`` derives everything a scorer or a report needs (turns, tool
+calls with their results, the final reply, usage totals, errors, the final
+workspace) from the recorded facts alone, so a better adapter re-derives it
+from old tapes.  Each exchange is decoded exactly once and each request body
+parsed once, so the fold is linear in the bytes of the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal, TypeAlias
+
+import attrs
+
+from recorder._adapters import decode_call
+from recorder._adapters._model import ModelCall, ToolCall, Usage
+from recorder._events import (
+    Event,
+    Exchange,
+    FactKind,
+    FileEntry,
+    HarnessEvent,
+    RunnerFact,
+    SessionEnded,
+    SessionStarted,
+    WorkspaceSnapshot,
+)
+
+Origin: TypeAlias = Literal["model", "transport", "runner"]
+"""Where a failure was seen."""
+
+
+@attrs.frozen(kw_only=True)
+class Turn:
+    """One model call of the session."""
+
+    index: int
+    """Zero-based position among the session's model calls."""
+    exchange: Exchange
+    """The recorded HTTP exchange."""
+    call: ModelCall
+    """What the exchange means as a model call."""
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallRecord:
+    """A tool call the model made, and the result the agent sent back for it."""
+
+    turn: int
+    """Index of the turn whose response asked for the call."""
+    call: ToolCall
+    """The call."""
+    result: str | None = None
+    """Text of the tool result a later request carried for this call's id; None if none did."""
+
+
+@attrs.frozen(kw_only=True)
+class Failure:
+    """Something that went wrong during the session."""
+
+    at: float
+    """Seconds since the session started."""
+    origin: Origin
+    """"model" (HTTP error, broken stream, bad body), "transport" or "runner"."""
+    message: str
+    """One line saying what failed."""
+    turn: int | None = None
+    """The turn concerned, if any."""
+
+
+@attrs.frozen(kw_only=True)
+class Session:
+    """Everything derived from one session's events."""
+
+    header: SessionStarted
+    """The session's start: case, attempt, model, mode."""
+    end: SessionEnded | None
+    """Its end, None if the tape stops before it."""
+    turns: tuple[Turn, ...]
+    """Model calls in order; other HTTP traffic is in ``other_exchanges``."""
+    other_exchanges: tuple[Exchange, ...]
+    """Exchanges that are not model API calls."""
+    tool_calls: tuple[ToolCallRecord, ...]
+    """Every tool call the model made, in order, with its result when one was sent back."""
+    reply: str
+    """The final assistant text: the last turn's output, "" without turns."""
+    usage: Usage
+    """Total over turns; ``reported`` is False if any turn's usage was not reported."""
+    errors: tuple[Failure, ...]
+    """Failed model calls, transport failures and runner timeouts / infra errors, in order."""
+    harness: tuple[HarnessEvent, ...]
+    """Events the agent logged."""
+    workspace: tuple[FileEntry, ...]
+    """Files of the last workspace snapshot, empty without one."""
+    workspace_omitted: tuple[str, ...]
+    """Paths the last workspace snapshot left out."""
+    duration: float
+    """Seconds from start to end (to the last event seen, if the session did not end)."""
+
+    @property
+    def session_id(self) -> str:
+        """The session's id."""
+        return self.header.session_id
+
+
+def _results(turns: list[Turn]) -> dict[str, tuple[int, str]]:
+    """First tool result per call id, with the turn whose request carried it."""
+    found: dict[str, tuple[int, str]] = {}
+    for turn in turns:
+        for message in turn.call.input_messages:
+            if message.role == "tool" and message.tool_call_id:
+                found.setdefault(message.tool_call_id, (turn.index, message.text))
+    return found
+
+
+def _tool_calls(turns: list[Turn]) -> tuple[ToolCallRecord, ...]:
+    results = _results(turns)
+    records = []
+    for turn in turns:
+        for call in turn.call.tool_calls:
+            seen = results.get(call.id) if call.id else None
+            result = seen[1] if seen is not None and seen[0] > turn.index else None
+            records.append(ToolCallRecord(turn=turn.index, call=call, result=result))
+    return tuple(records)
+
+
+def fold(events: Iterable[Event]) -> Session:
+    """Derive the Session view of one session's events (SessionStarted first).
+
+    Pure: no clock, no files; the same events always give an equal Session.
+    Raises ``ValueError`` if the events do not start with a SessionStarted.
+    """
+    it = iter(events)
+    header = next(it, None)
+    if not isinstance(header, SessionStarted):
+        got = "nothing" if header is None else type(header).__name__
+        raise ValueError(f"a session's events start with SessionStarted, not {got}")
+    end: SessionEnded | None = None
+    turns: list[Turn] = []
+    others: list[Exchange] = []
+    errors: list[Failure] = []
+    harness: list[HarnessEvent] = []
+    snapshot: WorkspaceSnapshot | None = None
+    last = 0.0
+    for event in it:
+        if isinstance(event, Exchange):
+            last = max(last, event.at + event.duration)
+            call = decode_call(event)
+            index = len(turns) if call is not None else None
+            if call is not None:
+                turns.append(Turn(index=len(turns), exchange=event, call=call))
+            else:
+                others.append(event)
+            if event.error is not None:
+                message = f"{event.error.type}: {event.error.message}"
+                errors.append(Failure(at=event.at, origin="transport", message=message, turn=index))
+            elif call is not None and call.error:
+                errors.append(Failure(at=event.at, origin="model", message=call.error, turn=index))
+            continue
+        if isinstance(event, SessionStarted):
+            raise ValueError(f"session {header.session_id} starts twice")
+        last = max(last, event.at)
+        if isinstance(event, SessionEnded):
+            end = event
+        elif isinstance(event, HarnessEvent):
+            harness.append(event)
+        elif isinstance(event, RunnerFact):
+            if event.fact in (FactKind.TIMEOUT, FactKind.INFRA_ERROR):
+                message = event.fact.value + (f": {event.message}" if event.message else "")
+                errors.append(Failure(at=event.at, origin="runner", message=message))
+        else:
+            snapshot = event
+    usage = Usage()
+    for turn in turns:
+        usage += turn.call.usage
+    return Session(
+        header=header,
+        end=end,
+        turns=tuple(turns),
+        other_exchanges=tuple(others),
+        tool_calls=_tool_calls(turns),
+        reply=turns[-1].call.output_text if turns else "",
+        usage=usage,
+        errors=tuple(errors),
+        harness=tuple(harness),
+        workspace=snapshot.files if snapshot is not None else (),
+        workspace_omitted=snapshot.omitted if snapshot is not None else (),
+        duration=end.at if end is not None else last,
+    )
