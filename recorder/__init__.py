@@ -1,6 +1,7 @@
 """evaltape.recorder: the event log.  Everything that produces and reads tapes."""
 
 from recorder._adapters import Message, ModelCall, ToolCall, Usage, decode_call
+from recorder._clients import recording_client
 from recorder._codec import SCHEMA_VERSION, from_plain, to_plain
 from recorder._errors import CorruptTape, NewerFormat, NotATape, TapeError
 from recorder._events import (
@@ -22,12 +23,32 @@ from recorder._events import (
     WorkspaceSnapshot,
 )
 from recorder._reader import Note, RecordedSession, SessionInfo, TapeReader, read_sessions
+from recorder._redact import (
+    RedactionError,
+    Redactor,
+    SecretRule,
+    default_redactor,
+)
+from recorder._script import (
+    SCRIPT_MATCH_ANY,
+    SCRIPT_MATCH_HEADER,
+    Script,
+    ScriptError,
+    ScriptFlavor,
+    load_script,
+    parse_script,
+    script_exchanges,
+    write_script_tape,
+)
 from recorder._session import Failure, Session, ToolCallRecord, Turn, fold
+from recorder._transport import RecordingTransport
 from recorder._version import VERSION
 from recorder._writer import SessionWriter, new_session_id, open_session
 
 __all__ = [
     "SCHEMA_VERSION",
+    "SCRIPT_MATCH_ANY",
+    "SCRIPT_MATCH_HEADER",
     "VERSION",
     "Chunk",
     "CorruptTape",
@@ -44,9 +65,16 @@ __all__ = [
     "NotATape",
     "Note",
     "RecordedSession",
+    "RecordingTransport",
+    "RedactionError",
+    "Redactor",
     "Request",
     "Response",
     "RunnerFact",
+    "Script",
+    "ScriptError",
+    "ScriptFlavor",
+    "SecretRule",
     "Session",
     "SessionEnded",
     "SessionInfo",
@@ -63,10 +91,16 @@ __all__ = [
     "Usage",
     "WorkspaceSnapshot",
     "decode_call",
+    "default_redactor",
     "fold",
     "from_plain",
+    "load_script",
     "new_session_id",
     "open_session",
+    "parse_script",
     "read_sessions",
+    "recording_client",
+    "script_exchanges",
     "to_plain",
+    "write_script_tape",
 ]

@@ -9,10 +9,12 @@ from __future__ import annotations
 import click
 
 from recorder import VERSION
-from scoring._cli import list_cases, show, validate
+from scoring._cli import lint, list_cases, script, show, validate
 
 COMMANDS: tuple[click.Command, ...] = (
     show.show,
+    lint.lint,
+    script.script,
     validate.validate,
     list_cases.list_cases,
 )

@@ -1,0 +1,515 @@
+"""Semantic request matching: normalize, compare, explain the first difference.
+
+A request is reduced to its meaning before it is compared: method, URL path,
+sorted query, the headers that can change an answer, and the body parsed as
+JSON with key order ignored.  Per API, a few fields are dropped or folded
+because they never change what the model is asked (each is listed in
+``DROPPED`` with the reason).  Host and scheme are ignored, so a tape
+recorded against one base URL replays under any other.
+
+``Matcher`` holds the recorded requests of one session and hands them out:
+identical requests in recorded order (one FIFO per request key), and for a
+request that matches nothing, a ``Diverged`` naming the first differing JSON
+path against the nearest recorded request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections import deque
+from collections.abc import Iterable, Sequence
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import attrs
+
+from recorder import Exchange
+from replay._errors import Diverged, Exhausted, NoRecording, UnusedRecordings
+
+IGNORED_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "cookie",
+        "user-agent",
+        "idempotency-key",
+        "content-length",
+        "host",
+        "accept-encoding",
+        "connection",
+        "traceparent",
+        "tracestate",
+        "baggage",
+        "x-request-id",
+        "x-client-request-id",
+        "openai-organization",
+        "openai-project",
+    }
+)
+"""Headers that never change a model's answer: credentials (redacted on the
+tape anyway), transport details, client identity and trace propagation."""
+
+IGNORED_HEADER_PREFIXES = ("x-stainless-",)
+"""SDK telemetry headers (OS, runtime, retry count, timeout) vary per machine."""
+
+DROPPED: dict[str, dict[str, str]] = {
+    "openai.chat": {
+        "user": "end-user id for abuse monitoring; often a per-run id",
+        "safety_identifier": "end-user id for abuse monitoring",
+        "prompt_cache_key": "cache routing hint; does not change the answer",
+        "metadata": "free-form tags for dashboards; often carries run ids",
+    },
+    "openai.responses": {
+        "user": "end-user id for abuse monitoring; often a per-run id",
+        "safety_identifier": "end-user id for abuse monitoring",
+        "prompt_cache_key": "cache routing hint; does not change the answer",
+        "metadata": "free-form tags for dashboards; often carries run ids",
+    },
+    "anthropic.messages": {
+        "metadata": "holds only user_id, an abuse-monitoring id",
+    },
+}
+"""Top-level body fields each API ignores for matching, with the reason."""
+
+DEFAULT_FALSE = ("stream",)
+"""Fields whose ``false`` equals their absence in every supported API."""
+
+_REDACTED = re.compile(r"redacted", re.IGNORECASE)
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
+
+
+def api_of(path: str) -> str:
+    """Which API a URL path belongs to: openai.chat, openai.responses, anthropic.messages, json."""
+    if path.endswith("/chat/completions"):
+        return "openai.chat"
+    if path.endswith("/responses"):
+        return "openai.responses"
+    if path.endswith("/messages"):
+        return "anthropic.messages"
+    return "json"
+
+
+def _canonical_numbers(value: Any) -> Any:
+    """Integral floats become ints (JSON does not tell 1 from 1.0); recurse."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _canonical_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_canonical_numbers(v) for v in value]
+    return value
+
+
+def _fold_text(content: Any, part_type: str) -> Any:
+    """A content list holding one plain text part means the same as its string."""
+    if (
+        isinstance(content, list)
+        and len(content) == 1
+        and isinstance(content[0], dict)
+        and set(content[0]) == {"type", "text"}
+        and content[0]["type"] == part_type
+        and isinstance(content[0]["text"], str)
+    ):
+        return content[0]["text"]
+    return content
+
+
+def _fold_messages(messages: Any, key: str, part_type: str) -> Any:
+    if not isinstance(messages, list):
+        return messages
+    out = []
+    for message in messages:
+        if isinstance(message, dict) and key in message:
+            message = {**message, key: _fold_text(message[key], part_type)}
+        out.append(message)
+    return out
+
+
+def normalize_body(api: str, body: Any) -> Any:
+    """The semantic form of a parsed JSON body for ``api`` (see module docs)."""
+    body = _canonical_numbers(body)
+    if not isinstance(body, dict) or api == "json":
+        return body
+    dropped = DROPPED.get(api, {})
+    out = {
+        k: v
+        for k, v in body.items()
+        if v is not None and k not in dropped and not (k in DEFAULT_FALSE and v is False)
+    }
+    if api == "openai.chat":
+        out["messages"] = _fold_messages(out.get("messages"), "content", "text")
+    elif api == "openai.responses":
+        if "input" in out:
+            out["input"] = _fold_messages(out["input"], "content", "input_text")
+    elif api == "anthropic.messages":
+        out["messages"] = _fold_messages(out.get("messages"), "content", "text")
+        if "system" in out:
+            out["system"] = _fold_text(out["system"], "text")
+    return {k: v for k, v in out.items() if v is not None}
+
+
+@attrs.frozen(kw_only=True)
+class Normalized:
+    """A request reduced to what matching compares."""
+
+    method: str
+    """HTTP method, upper case."""
+    path: str
+    """URL path (host, scheme and port are ignored)."""
+    query: tuple[tuple[str, str], ...]
+    """Query parameters sorted by name (values of one name keep their order)."""
+    headers: tuple[tuple[str, str], ...]
+    """Compared headers, sorted by name."""
+    api: str
+    """Which API the path belongs to, or "json" / "raw"."""
+    body: Any
+    """Normalized JSON body, or raw bytes when the body is not JSON."""
+    key: str
+    """Digest of all of the above: equal keys mean identical requests."""
+
+    @property
+    def endpoint(self) -> str:
+        """``METHOD /path``."""
+        return f"{self.method} {self.path}"
+
+
+def _header_ignored(name: str, value: str, extra: frozenset[str]) -> bool:
+    return (
+        name in IGNORED_HEADERS
+        or name in extra
+        or name.startswith(IGNORED_HEADER_PREFIXES)
+        or bool(_REDACTED.search(value))
+    )
+
+
+def normalize(
+    method: str,
+    url: str,
+    headers: Iterable[tuple[str, str]],
+    body: bytes,
+    *,
+    ignore_headers: frozenset[str] = frozenset(),
+) -> Normalized:
+    """Reduce a request to its meaning (see the module docs for the rules)."""
+    parts = urlsplit(url)
+    query = tuple(sorted(parse_qsl(parts.query, keep_blank_values=True), key=lambda kv: kv[0]))
+    merged: dict[str, str] = {}
+    for name, value in headers:
+        name = name.lower()
+        if not _header_ignored(name, value, ignore_headers):
+            merged[name] = f"{merged[name]}, {value}" if name in merged else value
+    kept = tuple(sorted(merged.items()))
+    api = api_of(parts.path)
+    parsed: Any
+    try:
+        parsed = normalize_body(api, json.loads(body)) if body else None
+        canonical = json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (ValueError, RecursionError):
+        api, parsed = "raw", bytes(body)
+        canonical = hashlib.sha256(body).hexdigest()
+    text = json.dumps([method.upper(), parts.path, query, kept, canonical], ensure_ascii=False)
+    return Normalized(
+        method=method.upper(),
+        path=parts.path,
+        query=query,
+        headers=kept,
+        api=api,
+        body=parsed,
+        key=hashlib.sha256(text.encode()).hexdigest(),
+    )
+
+
+def normalize_exchange(
+    exchange: Exchange, ignore_headers: frozenset[str] = frozenset()
+) -> Normalized:
+    """The normalized form of a recorded exchange's request."""
+    r = exchange.request
+    return normalize(r.method, r.url, r.headers, r.body, ignore_headers=ignore_headers)
+
+
+# -- explaining differences ---------------------------------------------------
+
+MAX_SHOWN = 80
+"""Characters of a value shown in a divergence message."""
+
+
+def _step(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    if _IDENT.match(key):
+        return f"{path}.{key}" if path else key
+    return f"{path}[{json.dumps(key)}]"
+
+
+def show(value: Any, around: int = 0) -> str:
+    """A value as compact JSON, shortened to about ``MAX_SHOWN`` characters.
+
+    For long strings the window starts a little before offset ``around``
+    (where two strings start to differ), so the difference stays visible.
+    """
+    if value is _MISSING:
+        return "<absent>"
+    if isinstance(value, bytes):
+        text = repr(value)
+    else:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    if len(text) <= MAX_SHOWN:
+        return text
+    start = max(0, around - 20)
+    piece = text[start : start + MAX_SHOWN]
+    return ("…" if start else "") + piece + ("…" if start + MAX_SHOWN < len(text) else "")
+
+
+_MISSING = object()
+
+
+@attrs.frozen(kw_only=True)
+class Difference:
+    """The first place two requests differ."""
+
+    path: str
+    """JSON path in the body (``messages[5].content``), or method/path/query/header."""
+    sent: str
+    """The new request's value, shortened."""
+    recorded: str
+    """The recorded request's value, shortened."""
+
+
+def _shown_pair(a: Any, b: Any, path: str) -> Difference:
+    around = 0
+    if isinstance(a, str) and isinstance(b, str):
+        same = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
+        around = (min(len(a), len(b)) if same is None else same) + 1  # + the opening quote
+    return Difference(path=path, sent=show(a, around), recorded=show(b, around))
+
+
+def first_difference_in(sent: Any, recorded: Any, path: str = "") -> Difference | None:
+    """The first JSON path where two values differ, walking in the sent order."""
+    if isinstance(sent, dict) and isinstance(recorded, dict):
+        for key in [*sent, *(k for k in recorded if k not in sent)]:
+            found = first_difference_in(
+                sent.get(key, _MISSING), recorded.get(key, _MISSING), _step(path, key)
+            )
+            if found is not None:
+                return found
+        return None
+    if isinstance(sent, list) and isinstance(recorded, list):
+        for i in range(max(len(sent), len(recorded))):
+            a = sent[i] if i < len(sent) else _MISSING
+            b = recorded[i] if i < len(recorded) else _MISSING
+            found = first_difference_in(a, b, _step(path, i))
+            if found is not None:
+                return found
+        return None
+    if sent == recorded and type(sent) is type(recorded):
+        return None
+    return _shown_pair(sent, recorded, path or "<body>")
+
+
+def first_difference(sent: Normalized, recorded: Normalized) -> Difference | None:
+    """Where two normalized requests first differ, or None if they are identical."""
+    if sent.method != recorded.method:
+        return _shown_pair(sent.method, recorded.method, "method")
+    if sent.path != recorded.path:
+        return _shown_pair(sent.path, recorded.path, "path")
+    if sent.query != recorded.query:
+        found = first_difference_in(dict(sent.query), dict(recorded.query), "query")
+        return found or _shown_pair(list(sent.query), list(recorded.query), "query")
+    if sent.headers != recorded.headers:
+        a, b = dict(sent.headers), dict(recorded.headers)
+        for name in sorted(set(a) | set(b)):
+            if a.get(name) != b.get(name):
+                return _shown_pair(a.get(name, _MISSING), b.get(name, _MISSING), f"header {name}")
+    return first_difference_in(sent.body, recorded.body)
+
+
+def _leaves(value: Any, path: str = "") -> Iterable[str]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _leaves(v, _step(path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _leaves(v, _step(path, i))
+    elif isinstance(value, bytes):
+        yield f"{path}=#{hashlib.sha256(value).hexdigest()}"
+    else:
+        yield f"{path}={json.dumps(value)}"
+
+
+def similarity(a: Normalized, b: Normalized) -> float:
+    """Share of (path, value) leaves two requests have in common, 0..1."""
+    la = {*_leaves(a.body), *(f"h:{k}={v}" for k, v in a.headers), f"m:{a.endpoint}"}
+    lb = {*_leaves(b.body), *(f"h:{k}={v}" for k, v in b.headers), f"m:{b.endpoint}"}
+    return len(la & lb) / max(1, len(la | lb))
+
+
+# -- handing out recorded exchanges ------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Divergence:
+    """A request served in lenient mode although it did not match exactly."""
+
+    ordinal: int
+    """The request's 1-based ordinal in this replay."""
+    served: int
+    """1-based ordinal of the recorded request whose response was served (0: none)."""
+    message: str
+    """The error strict mode would have raised."""
+
+
+@attrs.frozen(kw_only=True)
+class Recorded:
+    """One recorded exchange and its place in the session."""
+
+    ordinal: int
+    """1-based position among the session's exchanges."""
+    exchange: Exchange
+    """The exchange as recorded."""
+    normalized: Normalized
+    """Its request, normalized."""
+
+
+class Matcher:
+    """Serves the recorded exchanges of one session to incoming requests.
+
+    Thread-safe: many concurrent requests may call ``take``.  ``strict``
+    (default) raises on any miss; otherwise a diverged or exhausted request
+    gets the nearest recorded response and the miss is kept in
+    ``divergences``.
+    """
+
+    def __init__(
+        self,
+        exchanges: Sequence[Exchange],
+        *,
+        session_id: str = "",
+        strict: bool = True,
+        ignore_headers: Iterable[str] = (),
+    ) -> None:
+        self.session_id = session_id or "(unnamed)"
+        self.strict = strict
+        self.ignore_headers = frozenset(h.lower() for h in ignore_headers)
+        self.recorded = tuple(
+            Recorded(ordinal=i, exchange=e, normalized=normalize_exchange(e, self.ignore_headers))
+            for i, e in enumerate(exchanges, 1)
+        )
+        self._queues: dict[str, deque[Recorded]] = {}
+        for rec in self.recorded:
+            self._queues.setdefault(rec.normalized.key, deque()).append(rec)
+        self._used: set[int] = set()
+        self._count = 0
+        self._lock = threading.Lock()
+        self.divergences: list[Divergence] = []
+
+    @property
+    def tainted(self) -> bool:
+        """True once anything was served that did not match exactly."""
+        return bool(self.divergences)
+
+    def take(
+        self, method: str, url: str, headers: Iterable[tuple[str, str]], body: bytes
+    ) -> Recorded:
+        """The recorded exchange that answers this request (see class docs)."""
+        sent = normalize(method, url, headers, body, ignore_headers=self.ignore_headers)
+        with self._lock:
+            self._count += 1
+            ordinal = self._count
+            queue = self._queues.get(sent.key)
+            if queue:
+                rec = queue.popleft()
+                self._used.add(rec.ordinal)
+                return rec
+            try:
+                self._miss(sent, ordinal, queue is not None)
+            except (Diverged, Exhausted) as exc:
+                if self.strict:
+                    raise
+                rec = self._nearest(sent, prefer_unused=True)
+                if rec.ordinal not in self._used:
+                    self._used.add(rec.ordinal)
+                    self._queues[rec.normalized.key].remove(rec)
+                self.divergences.append(
+                    Divergence(ordinal=ordinal, served=rec.ordinal, message=str(exc))
+                )
+                return rec
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _nearest(self, sent: Normalized, *, prefer_unused: bool) -> Recorded:
+        def score(rec: Recorded) -> tuple[bool, bool, float, int]:
+            unused = rec.ordinal not in self._used
+            same = rec.normalized.endpoint == sent.endpoint
+            return (same, unused and prefer_unused, similarity(sent, rec.normalized), -rec.ordinal)
+
+        return max(self.recorded, key=score)
+
+    def _miss(self, sent: Normalized, ordinal: int, exhausted: bool) -> None:
+        where = f"session {self.session_id}: request #{ordinal} of this replay ({sent.endpoint})"
+        if not self.recorded:
+            raise NoRecording(
+                f"{where}: the session recorded no HTTP exchanges; record it first",
+                session_id=self.session_id,
+                ordinal=ordinal,
+            )
+        if exhausted:
+            same = [r.ordinal for r in self.recorded if r.normalized.key == sent.key]
+            raise Exhausted(
+                f"{where} matches recorded request #{same[0]}, but all {len(same)} recorded "
+                f"response(s) to it were already served (identical requests are served in "
+                "recorded order; the harness now sends this request more often)",
+                session_id=self.session_id,
+                ordinal=ordinal,
+                recorded=same[0],
+            )
+        if not any(r.normalized.endpoint == sent.endpoint for r in self.recorded):
+            endpoints = sorted({r.normalized.endpoint for r in self.recorded})
+            raise NoRecording(
+                f"{where}: nothing was recorded for this endpoint; the session recorded "
+                f"{', '.join(endpoints)}",
+                session_id=self.session_id,
+                ordinal=ordinal,
+            )
+        near = self._nearest(sent, prefer_unused=True)
+        diff = first_difference(sent, near.normalized) or Difference(
+            path="<request>", sent="?", recorded="?"
+        )
+        raise Diverged(
+            f"{where} diverged from the tape at {diff.path}: sent {diff.sent}, recorded "
+            f"{diff.recorded} (nearest recorded request: #{near.ordinal})",
+            session_id=self.session_id,
+            ordinal=ordinal,
+            path=diff.path,
+            sent=diff.sent,
+            recorded=diff.recorded,
+            nearest=near.ordinal,
+        )
+
+    def unused(self) -> tuple[Recorded, ...]:
+        """Recorded exchanges not served yet, in recorded order."""
+        with self._lock:
+            return tuple(r for r in self.recorded if r.ordinal not in self._used)
+
+    def finish(self) -> None:
+        """Raise ``UnusedRecordings`` if recorded calls were never requested.
+
+        In lenient mode the leftovers are added to ``divergences`` instead.
+        """
+        left = self.unused()
+        if not left:
+            return
+        listed = ", ".join(f"#{r.ordinal} {r.normalized.endpoint}" for r in left)
+        error = UnusedRecordings(
+            f"session {self.session_id}: {len(left)} recorded call(s) were never requested: "
+            f"{listed} (the harness now makes fewer calls than it did when recorded)",
+            session_id=self.session_id,
+            unused=tuple(r.ordinal for r in left),
+        )
+        if self.strict:
+            raise error
+        with self._lock:
+            self.divergences.append(Divergence(ordinal=0, served=0, message=str(error)))

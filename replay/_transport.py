@@ -1,0 +1,250 @@
+"""The replay transport: serves a recorded session and never opens a socket.
+
+Each request is matched against the session's recorded requests (see
+``_match``); the recorded response comes back with its status, headers and
+raw body chunks exactly as they arrived live, still content-encoded, so the
+client decodes them as it did then.  A recorded transport failure is raised
+again as the same httpx/httpx2 exception, after the same chunks.
+
+One instance serves both httpx and httpx2 clients, sync and async: the
+request's own library decides which classes are built.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from typing import Any
+
+import anyio
+import attrs
+
+from recorder import Event, Exchange, RecordedSession
+from recorder._redact import default_redactor
+from recorder._transport import Flavor, Flavors, RecordingTransport, Redacts, request_record
+from replay._errors import ReplayError
+from replay._match import Divergence, Matcher, Recorded
+
+RETRYABLE = frozenset({408, 409, 429})
+"""Statuses (besides 5xx) after which the SDKs retry."""
+
+FAST_RETRY_MS = "1"
+"""``retry-after-ms`` served on retryable responses: the smallest wait SDKs
+honour (a zero makes them fall back to their own exponential backoff)."""
+
+
+def _scale(timing: str | float) -> float:
+    if timing == "instant":
+        return 0.0
+    if timing == "real":
+        return 1.0
+    if isinstance(timing, int | float) and not isinstance(timing, bool) and timing >= 0:
+        return float(timing)
+    raise ValueError(f"timing must be 'instant', 'real' or a factor >= 0, got {timing!r}")
+
+
+def fast_retry_headers(
+    status: int, headers: Iterable[tuple[str, str]]
+) -> tuple[tuple[str, str], ...]:
+    """Recorded headers with every wait hint zeroed, so SDK retries do not sleep.
+
+    ``retry-after`` becomes ``0``, ``x-ratelimit-reset-*`` becomes ``0s``, and
+    retryable responses carry ``retry-after-ms: 1`` (see ``FAST_RETRY_MS``).
+    """
+    out: list[tuple[str, str]] = []
+    for name, value in headers:
+        if name == "retry-after":
+            value = "0"
+        elif name == "retry-after-ms":
+            continue
+        elif name.startswith("x-ratelimit-reset"):
+            value = "0s"
+        out.append((name, value))
+    if status in RETRYABLE or status >= 500 or any(n == "retry-after" for n, _ in out):
+        out.append(("retry-after-ms", FAST_RETRY_MS))
+    return tuple(out)
+
+
+class ReplayTransport:
+    """Serves one recorded session to an httpx or httpx2 client.
+
+    ``recording`` is a ``RecordedSession`` or its events (non-exchanges are
+    skipped).  ``strict`` (default) raises on any request the tape cannot
+    answer exactly; lenient mode serves the nearest recorded response,
+    sets ``tainted`` and lists each miss in ``divergences``.  ``timing`` is
+    ``"instant"`` (default), ``"real"`` (sleep by the recorded chunk
+    offsets) or a factor scaling them.  ``fast_retries`` zeroes recorded
+    wait hints (see ``fast_retry_headers``).  ``fallback``, a recording
+    transport, receives every request the tape cannot answer and also
+    records the replayed exchanges, so its session is complete (record mode
+    NEW_EPISODES).  Call ``finish()`` at the end to check that every
+    recorded call was requested.  Requests are redacted by ``redactor``
+    (default: ``recorder.default_redactor()``) before matching, exactly as
+    they were before recording.
+    """
+
+    def __init__(
+        self,
+        recording: RecordedSession | Iterable[Event],
+        *,
+        session_id: str = "",
+        strict: bool = True,
+        timing: str | float = "instant",
+        fast_retries: bool = True,
+        ignore_headers: Iterable[str] = (),
+        fallback: RecordingTransport | None = None,
+        redactor: Redacts | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        async_sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+    ) -> None:
+        if isinstance(recording, RecordedSession):
+            session_id = session_id or recording.session_id
+            events: Iterable[Event] = recording.events
+        else:
+            events = recording
+        exchanges = [e for e in events if isinstance(e, Exchange)]
+        self.matcher = Matcher(
+            exchanges,
+            session_id=session_id,
+            strict=strict or fallback is not None,
+            ignore_headers=ignore_headers,
+        )
+        self.scale = _scale(timing)
+        self.fast_retries = fast_retries
+        self.fallback = fallback
+        self.redactor = redactor if redactor is not None else default_redactor()
+        self._sleep = sleep
+        self._async_sleep = async_sleep
+        self._flavors = Flavors()
+        self.misses: list[ReplayError] = []
+        """Every error raised to a client, in order (SDKs may wrap or swallow them)."""
+
+    @property
+    def tainted(self) -> bool:
+        """True once a response was served to a request that did not match it exactly."""
+        return self.matcher.tainted
+
+    @property
+    def divergences(self) -> list[Divergence]:
+        """Every lenient-mode miss, in order."""
+        return self.matcher.divergences
+
+    def finish(self) -> None:
+        """Check the replay at the session's end.
+
+        Raises the first miss already raised to the client (an SDK may have
+        wrapped it, retried, or the harness may have caught it), else
+        ``UnusedRecordings`` if recorded calls were never requested.
+        """
+        if self.misses:
+            raise self.misses[0]
+        self.matcher.finish()
+
+    def _take(self, request: Any, body: bytes) -> Recorded | None:
+        sent = self.redactor.redact_exchange(
+            Exchange(at=0.0, duration=0.0, request=request_record(request, body))
+        ).request
+        try:
+            rec = self.matcher.take(sent.method, sent.url, sent.headers, sent.body)
+        except ReplayError as exc:
+            if self.fallback is None:
+                self.misses.append(exc)
+                raise
+            return None
+        if self.fallback is not None:
+            self.fallback.record(attrs.evolve(rec.exchange, at=self.fallback.clock()))
+        return rec
+
+    def _headers(self, exchange: Exchange) -> tuple[tuple[str, str], ...]:
+        assert exchange.response is not None
+        headers = exchange.response.headers
+        if self.fast_retries:
+            return fast_retry_headers(exchange.response.status, headers)
+        return headers
+
+    def _failure(self, flavor: Flavor, exchange: Exchange, request: Any) -> Exception:
+        assert exchange.error is not None
+        return flavor.error(exchange.error.type, exchange.error.message, request)
+
+    def handle_request(self, request: Any) -> Any:
+        """Answer ``request`` from the tape."""
+        rec = self._take(request, request.read())
+        if rec is None:
+            assert self.fallback is not None
+            return self.fallback.handle_request(request)
+        flavor = self._flavors.of(request)
+        exchange = rec.exchange
+        if exchange.response is None:
+            if self.scale:
+                self._sleep(exchange.duration * self.scale)
+            raise self._failure(flavor, exchange, request)
+        response = exchange.response
+
+        def chunks() -> Iterator[bytes]:
+            previous = 0.0
+            for chunk in response.chunks:
+                if self.scale:
+                    self._sleep(max(0.0, chunk.at - previous) * self.scale)
+                    previous = chunk.at
+                yield chunk.data
+            if exchange.error is not None:
+                raise self._failure(flavor, exchange, request)
+
+        stream = flavor.sync_stream(chunks, lambda: None)
+        return flavor.response(
+            response.status, self._headers(exchange), stream, {"http_version": b"HTTP/1.1"}
+        )
+
+    async def handle_async_request(self, request: Any) -> Any:
+        """Async twin of ``handle_request``."""
+        rec = self._take(request, await request.aread())
+        if rec is None:
+            assert self.fallback is not None
+            return await self.fallback.handle_async_request(request)
+        flavor = self._flavors.of(request)
+        exchange = rec.exchange
+        if exchange.response is None:
+            if self.scale:
+                await self._async_sleep(exchange.duration * self.scale)
+            raise self._failure(flavor, exchange, request)
+        response = exchange.response
+
+        async def chunks() -> AsyncIterator[bytes]:
+            previous = 0.0
+            for chunk in response.chunks:
+                if self.scale:
+                    await self._async_sleep(max(0.0, chunk.at - previous) * self.scale)
+                    previous = chunk.at
+                yield chunk.data
+            if exchange.error is not None:
+                raise self._failure(flavor, exchange, request)
+
+        async def aclose() -> None:
+            return None
+
+        stream = flavor.async_stream(chunks, aclose)
+        return flavor.response(
+            response.status, self._headers(exchange), stream, {"http_version": b"HTTP/1.1"}
+        )
+
+    def close(self) -> None:
+        """Close the fallback transport, if any (the tape needs no closing)."""
+        if self.fallback is not None:
+            self.fallback.close()
+
+    async def aclose(self) -> None:
+        """Async twin of ``close``."""
+        if self.fallback is not None:
+            await self.fallback.aclose()
+
+    def __enter__(self) -> ReplayTransport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> ReplayTransport:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

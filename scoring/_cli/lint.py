@@ -1,0 +1,131 @@
+"""``evaltape lint``: refuse tapes that hold secret-shaped strings.
+
+Detection is the recorder's redaction rules (``recorder.Redactor``), so lint
+flags exactly what recording would have masked.  Exit codes: 0 clean, 1 a
+secret was found, 2 a tape could not be read (fully or at all).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+
+from recorder import Note, Redactor, TapeError, TapeReader, default_redactor
+from recorder._redact import preview
+
+EXIT_SECRET = 1
+EXIT_UNREADABLE = 2
+
+
+def tape_files(paths: tuple[str, ...]) -> Iterator[Path]:
+    """The files named, and every ``*.tape`` under the directories named."""
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            yield from sorted(p for p in path.rglob("*.tape") if p.is_file())
+        else:
+            yield path
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option(
+    "--pattern",
+    "patterns",
+    multiple=True,
+    metavar="REGEX",
+    help="Also flag strings matching REGEX (repeatable).",
+)
+@click.option(
+    "--header",
+    "headers",
+    multiple=True,
+    metavar="NAME",
+    help="Also flag any value of header NAME (repeatable).",
+)
+@click.option(
+    "--allow",
+    "allow",
+    multiple=True,
+    metavar="REGEX",
+    help="Never flag a secret that fully matches REGEX (repeatable).",
+)
+def lint(
+    paths: tuple[str, ...],
+    patterns: tuple[str, ...],
+    headers: tuple[str, ...],
+    allow: tuple[str, ...],
+) -> None:
+    """Check that the tapes in PATHS hold no secrets.
+
+    PATHS are tape files or directories (searched recursively for *.tape).
+    Every event is scanned: URLs, headers, bodies (decoded when gzip, deflate
+    or zstd), workspace files, harness event fields and session metadata.
+    Each finding prints as ``file: session S event N: KIND at WHERE: PREVIEW``
+    with only a masked preview of the secret.  Exits 1 if anything is found,
+    2 if a tape is unreadable or corrupt, 0 otherwise.
+    """
+    try:
+        redactor = default_redactor().extended(headers=headers, patterns=patterns, allow=allow)
+    except TapeError as exc:
+        click.echo(f"evaltape: error: {exc}", err=True)
+        raise SystemExit(EXIT_UNREADABLE) from exc
+    findings = tapes = sessions = events = 0
+    unreadable = False
+    for path in tape_files(paths):
+        tapes += 1
+        try:
+            found, n_sessions, n_events, bad = _lint_one(str(path), redactor)
+        except TapeError as exc:
+            click.echo(f"evaltape: error: {exc}", err=True)
+            unreadable = True
+            continue
+        except OSError as exc:
+            click.echo(f"evaltape: error: {path}: cannot read: {exc.strerror}", err=True)
+            unreadable = True
+            continue
+        findings += found
+        sessions += n_sessions
+        events += n_events
+        unreadable = unreadable or bad
+    summary = f"{tapes} tapes, {sessions} sessions, {events} events"
+    if findings:
+        click.echo(f"evaltape lint: {findings} secrets found ({summary})", err=True)
+    elif not unreadable:
+        click.echo(f"evaltape lint: no secrets in {summary}")
+    if unreadable:
+        raise SystemExit(EXIT_UNREADABLE)
+    if findings:
+        raise SystemExit(EXIT_SECRET)
+
+
+def _lint_one(path: str, redactor: Redactor) -> tuple[int, int, int, bool]:
+    """Scan one tape; return (findings, sessions, events, could-not-read-all)."""
+    bad = False
+
+    def note(n: Note) -> None:
+        nonlocal bad
+        if n.kind in ("corrupt", "skipped"):
+            bad = True
+            click.echo(f"evaltape: error: {n.message}", err=True)
+        else:
+            click.echo(f"evaltape: {n.kind}: {n.message}", err=True)
+
+    if not os.path.isfile(path):
+        raise TapeError(f"{path}: no such tape file")
+    reader = TapeReader(path, strict=False, on_note=note)
+    found = sessions = events = 0
+    for session in reader.sessions():
+        sessions += 1
+        for index, event in enumerate(session.events):
+            events += 1
+            for hit in redactor.scan_event(event):
+                found += 1
+                click.echo(
+                    f"{path}: session {session.session_id} event {index}: "
+                    f"{hit.kind} at {hit.where}: {preview(hit.secret)}"
+                )
+    return found, sessions, events, bad
