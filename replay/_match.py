@@ -26,7 +26,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import attrs
 
-from recorder import Exchange
+from recorder import SCRIPT_MATCH_ANY, SCRIPT_MATCH_HEADER, Exchange
 from replay._errors import Diverged, Exhausted, NoRecording, UnusedRecordings
 
 IGNORED_HEADERS = frozenset(
@@ -375,6 +375,15 @@ class Recorded:
     """Its request, normalized."""
 
 
+def _scripted(exchange: Exchange) -> bool:
+    """True for an exchange from a hand-written script (it matches any request)."""
+    return (SCRIPT_MATCH_HEADER, SCRIPT_MATCH_ANY) in exchange.request.headers
+
+
+def _any_key(endpoint: str) -> str:
+    return f"any {endpoint}"
+
+
 class Matcher:
     """Serves the recorded exchanges of one session to incoming requests.
 
@@ -401,7 +410,11 @@ class Matcher:
         )
         self._queues: dict[str, deque[Recorded]] = {}
         for rec in self.recorded:
-            self._queues.setdefault(rec.normalized.key, deque()).append(rec)
+            if _scripted(rec.exchange):
+                # A scripted reply answers the next request to its endpoint, whatever it says.
+                self._queues.setdefault(_any_key(rec.normalized.endpoint), deque()).append(rec)
+            else:
+                self._queues.setdefault(rec.normalized.key, deque()).append(rec)
         self._used: set[int] = set()
         self._count = 0
         self._lock = threading.Lock()
@@ -421,6 +434,8 @@ class Matcher:
             self._count += 1
             ordinal = self._count
             queue = self._queues.get(sent.key)
+            if not queue:
+                queue = self._queues.get(_any_key(sent.endpoint), queue)
             if queue:
                 rec = queue.popleft()
                 self._used.add(rec.ordinal)
@@ -433,7 +448,9 @@ class Matcher:
                 rec = self._nearest(sent, prefer_unused=True)
                 if rec.ordinal not in self._used:
                     self._used.add(rec.ordinal)
-                    self._queues[rec.normalized.key].remove(rec)
+                    for waiting in self._queues.values():
+                        if rec in waiting:
+                            waiting.remove(rec)
                 self.divergences.append(
                     Divergence(ordinal=ordinal, served=rec.ordinal, message=str(exc))
                 )
@@ -457,7 +474,12 @@ class Matcher:
                 ordinal=ordinal,
             )
         if exhausted:
-            same = [r.ordinal for r in self.recorded if r.normalized.key == sent.key]
+            same = [
+                r.ordinal
+                for r in self.recorded
+                if r.normalized.key == sent.key
+                or (_scripted(r.exchange) and r.normalized.endpoint == sent.endpoint)
+            ]
             raise Exhausted(
                 f"{where} matches recorded request #{same[0]}, but all {len(same)} recorded "
                 f"response(s) to it were already served (identical requests are served in "
