@@ -11,6 +11,7 @@ from replay._errors import (
 )
 from replay._match import Divergence, Normalized, first_difference, normalize
 from replay._modes import Action, RecordMode, parse_mode, resolve_mode
+from replay._proxy import ProgramResult, TapeProxy, Upstreams, run_program
 from replay._transport import ReplayTransport
 
 __all__ = [
@@ -20,14 +21,18 @@ __all__ = [
     "Exhausted",
     "NoRecording",
     "Normalized",
+    "ProgramResult",
     "RecordMode",
     "ReplayError",
     "ReplayTransport",
+    "TapeProxy",
     "UnknownMode",
     "UnusedRecordings",
+    "Upstreams",
     "first_difference",
     "normalize",
     "parse_mode",
     "replay_client",
     "resolve_mode",
+    "run_program",
 ]

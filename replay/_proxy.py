@@ -1,0 +1,527 @@
+"""A local HTTP proxy that records or replays any program's model traffic.
+
+Agents written in other languages (or any program that honours
+``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``) cannot be handed an httpx
+client, so they are pointed at ``TapeProxy`` on 127.0.0.1 instead.  Each
+incoming request becomes an ``httpx.Request`` to the upstream API and goes
+through the same transports a Python agent uses: a ``RecordingTransport``
+wrapping a real one (live) or a ``ReplayTransport`` (replay).  The response
+goes back chunk by chunk as it arrives, raw bytes with their content-encoding
+unchanged, so the program decodes exactly what it would decode against the
+real API.
+
+What the program sees depends only on what the transport did, so a live run
+and its replay look the same to it: an upstream transport failure becomes a
+502 in both.  A replay miss becomes a 599 with ``x-should-retry: false`` and
+is kept in ``TapeProxy.errors``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+import attrs
+import httpx
+
+from recorder import Event, RecordedSession, RecordingTransport
+from recorder._clients import SDK_CONNECT_TIMEOUT, SDK_TIMEOUT, real_transport
+from recorder._transport import Appends, Redacts
+from replay._errors import Diverged, Exhausted, NoRecording, ReplayError
+from replay._transport import ReplayTransport
+
+OPENAI_UPSTREAM = "https://api.openai.com"
+"""Where OpenAI-style requests go live by default."""
+ANTHROPIC_UPSTREAM = "https://api.anthropic.com"
+"""Where Anthropic requests go live by default."""
+
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "expect",
+        "host",
+        "content-length",
+    }
+)
+"""Headers that describe one connection, not the message; never forwarded
+(``host`` and ``content-length`` are set again for the next hop)."""
+
+MISS_STATUS = 599
+"""Status of the response a program gets when the tape cannot answer."""
+UPSTREAM_STATUS = 502
+"""Status of the response a program gets when the upstream could not be reached."""
+PROXY_STATUS = 500
+"""Status of the response a program gets when the proxy itself failed."""
+BAD_REQUEST_STATUS = 400
+"""Status of the response to a request the proxy cannot read (bad framing)."""
+
+_MISS_TYPES: tuple[tuple[type[ReplayError], str], ...] = (
+    (Diverged, "evaltape_diverged"),
+    (NoRecording, "evaltape_no_recording"),
+    (Exhausted, "evaltape_exhausted"),
+)
+_NO_BODY = frozenset({204, 304})
+
+
+class Transport(Protocol):
+    """What the proxy needs from a transport (both evaltape transports fit)."""
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Send one request and return its (streaming) response."""
+
+
+@attrs.frozen(kw_only=True)
+class Upstreams:
+    """Where requests go live, by API.
+
+    A request is Anthropic's when it carries an ``anthropic-version`` header
+    (every Anthropic SDK sends one) or its path starts with ``/v1/messages``
+    or ``/v1/complete``; every other request is OpenAI-style.  The request's
+    path and query are appended to the chosen base URL's path.
+    """
+
+    openai: str = OPENAI_UPSTREAM
+    """Base URL for OpenAI-style requests, without ``/v1``."""
+    anthropic: str = ANTHROPIC_UPSTREAM
+    """Base URL for Anthropic requests."""
+
+    @classmethod
+    def single(cls, base_url: str) -> Upstreams:
+        """Send every request to ``base_url`` (an OpenAI-compatible gateway, a test server)."""
+        return cls(openai=base_url, anthropic=base_url)
+
+    def base_for(self, path: str, headers: Mapping[str, str]) -> str:
+        """The base URL a request with this path and (lower-cased) headers goes to."""
+        if "anthropic-version" in headers or path.startswith(("/v1/messages", "/v1/complete")):
+            return self.anthropic
+        return self.openai
+
+    def url_for(self, target: str, headers: Mapping[str, str]) -> str:
+        """The upstream URL of a request target (``/v1/chat/completions?x=1``)."""
+        base = self.base_for(target.partition("?")[0], headers).rstrip("/")
+        return base + (target if target.startswith("/") else "/" + target)
+
+
+def error_body(kind: str, message: str) -> bytes:
+    """A JSON error body both SDK families parse (``error.type`` / ``error.message``)."""
+    payload = {"type": "error", "error": {"type": kind, "message": message}}
+    return json.dumps(payload).encode()
+
+
+def miss_kind(exc: ReplayError) -> str:
+    """The ``error.type`` a replay miss is reported under."""
+    return next(
+        (kind for cls, kind in _MISS_TYPES if isinstance(exc, cls)), "evaltape_replay_error"
+    )
+
+
+class _Aborted(Exception):
+    """The response broke after its head was sent; the connection must be dropped."""
+
+
+class TapeProxy:
+    """A threaded HTTP/1.1 server on 127.0.0.1 feeding one transport.
+
+    ``transport`` is a ``RecordingTransport`` around a real httpx transport
+    (see ``recording``) or a ``ReplayTransport`` (see ``replaying``).
+    ``upstreams`` maps requests to the real APIs' base URLs; in replay only
+    the path matters.  ``port`` 0 (default) picks a free one.  Use as a
+    context manager or call ``start()`` / ``stop()``; ``url`` is the proxy's
+    address and ``env()`` the variables to start the program with.
+
+    ``errors`` lists every replay miss served as a 599 and every internal
+    failure served as a 500, in order; ``upstream_failures`` every transport
+    failure served as a 502 (``"ConnectError: ..."``).
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        upstreams: Upstreams | None = None,
+        port: int = 0,
+        timeout: float = SDK_TIMEOUT,
+        connect_timeout: float = SDK_CONNECT_TIMEOUT,
+    ) -> None:
+        self.transport = transport
+        self.upstreams = upstreams if upstreams is not None else Upstreams()
+        self.port = port
+        self.timeouts = httpx.Timeout(timeout, connect=connect_timeout).as_dict()
+        self.errors: list[Exception] = []
+        self.upstream_failures: list[str] = []
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._open: set[socket.socket] = set()
+
+    @classmethod
+    def recording(
+        cls,
+        writer: Appends,
+        *,
+        upstreams: Upstreams | None = None,
+        redactor: Redacts | None = None,
+        port: int = 0,
+    ) -> TapeProxy:
+        """A proxy forwarding to the real APIs and recording into ``writer``."""
+        real = real_transport("httpx", async_=False)
+        transport = RecordingTransport(writer, real, redactor=redactor)
+        return cls(transport, upstreams=upstreams, port=port)
+
+    @classmethod
+    def replaying(
+        cls,
+        recording: RecordedSession | Sequence[Event] | ReplayTransport,
+        *,
+        port: int = 0,
+        **options: Any,
+    ) -> TapeProxy:
+        """A proxy answering from a recorded session; ``options`` go to ``ReplayTransport``."""
+        if isinstance(recording, ReplayTransport):
+            transport = recording
+        else:
+            transport = ReplayTransport(recording, **options)
+        return cls(transport, port=port)
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``; valid once started."""
+        if self._server is None:
+            raise RuntimeError("the proxy is not running; call start() first")
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def replaying_tape(self) -> bool:
+        """True when the transport serves a tape (so API keys are not needed)."""
+        return isinstance(self.transport, ReplayTransport)
+
+    def env(self) -> dict[str, str]:
+        """Environment variables that point a program's SDKs at this proxy.
+
+        ``OPENAI_BASE_URL`` (``<url>/v1``) and ``ANTHROPIC_BASE_URL``
+        (``<url>``); when replaying, placeholder ``OPENAI_API_KEY`` and
+        ``ANTHROPIC_API_KEY`` too, since SDKs refuse to start without a key
+        and a tape needs none.
+        """
+        out = {"OPENAI_BASE_URL": self.url + "/v1", "ANTHROPIC_BASE_URL": self.url}
+        if self.replaying_tape:
+            out |= {"OPENAI_API_KEY": "evaltape-replay", "ANTHROPIC_API_KEY": "evaltape-replay"}
+        return out
+
+    # -- serving -------------------------------------------------------------
+
+    def start(self) -> TapeProxy:
+        """Start serving in a background thread."""
+        if self._server is not None:
+            return self
+        server = ThreadingHTTPServer(("127.0.0.1", self.port), _handler_for(self))
+        server.daemon_threads = True
+        self._server = server
+        self.port = server.server_address[1]
+        self._thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"evaltape-proxy-{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, drop open connections and free the port."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        with self._lock:
+            for conn in self._open:
+                with contextlib.suppress(OSError):
+                    conn.shutdown(socket.SHUT_RDWR)
+            self._open.clear()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> TapeProxy:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _track(self, conn: socket.socket, opened: bool) -> None:
+        with self._lock:
+            if opened:
+                self._open.add(conn)
+            else:
+                self._open.discard(conn)
+
+    def _note(self, exc: Exception) -> None:
+        with self._lock:
+            self.errors.append(exc)
+
+    def _note_upstream(self, message: str) -> None:
+        with self._lock:
+            self.upstream_failures.append(message)
+
+    def build_request(
+        self, method: str, target: str, headers: Sequence[tuple[str, str]], body: bytes
+    ) -> httpx.Request:
+        """The upstream request for one incoming request.
+
+        Hop-by-hop headers are dropped and values lose surrounding whitespace,
+        which HTTP does not count as part of a value.
+        """
+        kept = [(k, v.strip()) for k, v in headers if k.lower() not in HOP_BY_HOP]
+        lower = {k.lower(): v for k, v in kept}
+        return httpx.Request(
+            method,
+            self.upstreams.url_for(target, lower),
+            headers=kept,
+            content=body,
+            extensions={"timeout": self.timeouts},
+        )
+
+
+def _handler_for(proxy: TapeProxy) -> type[BaseHTTPRequestHandler]:
+    class Handler(_Handler):
+        owner = proxy
+
+    return Handler
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Turns one HTTP request into a transport call and streams the answer back."""
+
+    protocol_version = "HTTP/1.1"
+    owner: TapeProxy
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the tape is the log."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.owner._track(self.connection, True)
+
+    def finish(self) -> None:
+        self.owner._track(self.connection, False)
+        with contextlib.suppress(OSError):
+            super().finish()
+
+    def do_GET(self) -> None:
+        self._relay()
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
+
+    def _read_body(self) -> bytes:
+        if "chunked" in self.headers.get("transfer-encoding", "").lower():
+            parts: list[bytes] = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(parts)
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("content-length") or 0))
+
+    def _relay(self) -> None:
+        proxy = self.owner
+        try:
+            body = self._read_body()
+            request = proxy.build_request(self.command, self.path, list(self.headers.items()), body)
+        except (ValueError, httpx.InvalidURL) as exc:
+            self.close_connection = True
+            self._error(BAD_REQUEST_STATUS, "evaltape_bad_request", f"unreadable request: {exc}")
+            return
+        try:
+            response = proxy.transport.handle_request(request)
+        except ReplayError as exc:
+            proxy._note(exc)
+            self._error(MISS_STATUS, miss_kind(exc), str(exc))
+            return
+        except httpx.TransportError as exc:
+            message = f"{type(exc).__name__}: {exc}"
+            proxy._note_upstream(message)
+            self._error(UPSTREAM_STATUS, "evaltape_upstream_error", f"upstream failed: {message}")
+            return
+        except Exception as exc:
+            proxy._note(exc)
+            self._error(PROXY_STATUS, "evaltape_proxy_error", f"{type(exc).__name__}: {exc}")
+            return
+        try:
+            self._forward(response)
+        except Exception as exc:
+            if not isinstance(exc, _Aborted):
+                proxy._note(exc)
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+        finally:
+            response.close()
+
+    def _error(self, status: int, kind: str, message: str) -> None:
+        data = error_body(kind, message)
+        self.send_response(status, "evaltape" if status == MISS_STATUS else None)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.send_header("x-should-retry", "false")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _forward(self, response: httpx.Response) -> None:
+        """Write the head, then every raw chunk the moment it arrives."""
+        status = response.status_code
+        self.send_response_only(status, response.reason_phrase or None)
+        for name, value in response.headers.multi_items():
+            if name.lower() not in HOP_BY_HOP:
+                self.send_header(name, value)
+        bodyless = status in _NO_BODY or status < 200 or self.command == "HEAD"
+        chunked = not bodyless and self.request_version == "HTTP/1.1"
+        if chunked:
+            self.send_header("transfer-encoding", "chunked")
+        elif not bodyless:
+            self.close_connection = True
+            self.send_header("connection", "close")
+        self.end_headers()
+        if bodyless:
+            return
+        for data in _raw_chunks(response):
+            if data:
+                self._write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
+        if chunked:
+            self._write(b"0\r\n\r\n")
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self.wfile.write(data)
+        except OSError as exc:
+            raise _Aborted("the program closed the connection") from exc
+
+
+def _raw_chunks(response: httpx.Response) -> Iterator[bytes]:
+    """The response's raw bytes as they arrive; a failure mid-body aborts."""
+    try:
+        yield from response.iter_raw()
+    except (httpx.TransportError, ReplayError) as exc:
+        raise _Aborted(str(exc)) from exc
+
+
+# -- running a program ------------------------------------------------------------
+
+TAIL_BYTES = 64 * 1024
+"""How much of the end of stdout and stderr a ``ProgramResult`` keeps."""
+
+
+@attrs.frozen(kw_only=True)
+class ProgramResult:
+    """How a program run through the proxy ended."""
+
+    argv: tuple[str, ...]
+    """The command that ran, placeholders filled in."""
+    exit_code: int
+    """The exit status; negative for a signal (``-9`` after a timeout kill)."""
+    stdout: str
+    """The last ``TAIL_BYTES`` of standard output, decoded as UTF-8 (errors replaced)."""
+    stderr: str
+    """The last ``TAIL_BYTES`` of standard error, likewise."""
+    timed_out: bool
+    """True if the program was killed for running past its timeout."""
+    duration: float
+    """Seconds from start to exit."""
+
+
+def fill_placeholders(argv: Sequence[str] | str, env: Mapping[str, str]) -> tuple[str, ...]:
+    """``argv`` (a list, or a string split like a shell would) with ``{NAME}`` filled.
+
+    ``{NAME}`` is replaced by ``env[NAME]`` for each name in ``env``, so
+    ``curl {OPENAI_BASE_URL}/chat/completions`` works without a shell.
+    Other braces (JSON in an argument) are left alone.
+    """
+    parts = shlex.split(argv) if isinstance(argv, str) else list(argv)
+    out = []
+    for part in parts:
+        for name, value in env.items():
+            part = part.replace("{" + name + "}", value)
+        out.append(part)
+    return tuple(out)
+
+
+def _tail(file: IO[bytes]) -> str:
+    file.seek(0, os.SEEK_END)
+    file.seek(max(0, file.tell() - TAIL_BYTES))
+    return file.read().decode("utf-8", errors="replace")
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def run_program(
+    argv: Sequence[str] | str,
+    *,
+    cwd: str | Path,
+    proxy: TapeProxy,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> ProgramResult:
+    """Run a program with its SDKs pointed at ``proxy`` and wait for it.
+
+    The environment is ``env`` (default: this process's) plus
+    ``proxy.env()``; ``{OPENAI_BASE_URL}``-style placeholders in ``argv``
+    are filled from it.  The program runs in its own process group, which
+    is killed as a whole when the program exits (no stray children keep
+    talking to the proxy) or when ``timeout`` seconds pass.  No shell is
+    involved; pass ``["sh", "-c", "..."]`` for one.
+    """
+    full_env = dict(os.environ if env is None else env) | proxy.env()
+    command = fill_placeholders(argv, full_env)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = clock()
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=full_env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
+        timed_out = False
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            _kill_group(process.pid)
+            process.wait()
+        duration = clock() - started
+        return ProgramResult(
+            argv=command,
+            exit_code=process.returncode,
+            stdout=_tail(out),
+            stderr=_tail(err),
+            timed_out=timed_out,
+            duration=duration,
+        )
