@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from recorder import VERSION
-from scoring._cli import lint, list_cases, script, show, validate
+from scoring._cli import history, lint, list_cases, script, show, status, validate
 
 COMMANDS: tuple[click.Command, ...] = (
     show.show,
@@ -17,6 +17,8 @@ COMMANDS: tuple[click.Command, ...] = (
     script.script,
     validate.validate,
     list_cases.list_cases,
+    history.history,
+    status.status,
 )
 """Every subcommand, resolved through this one explicit table."""
 

@@ -1,0 +1,104 @@
+"""``evaltape status [RUN]``: state and progress of one run, finished or still running."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import click
+
+from scoring._cli._boundary import boundary, fail
+from scoring._cli._options import config_options
+from scoring._cli.history import format_time
+from scoring._config import Config
+from scoring._records import (
+    RunRecord,
+    RunState,
+    UnknownRun,
+    Verdict,
+    read_record,
+    resolve_run,
+    tally,
+)
+
+
+def format_span(seconds: float) -> str:
+    """``1h 02m 03s``, ``3m 12s`` or ``4.2s``."""
+    if seconds < 60:
+        return f"{max(seconds, 0.0):.1f}s"
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h {minutes:02d}m {secs:02d}s" if hours else f"{minutes}m {secs:02d}s"
+
+
+def summary(record: RunRecord, now: float) -> dict[str, object]:
+    """What ``status --json`` prints: counters, verdict counts and timing."""
+    end = record.finished_at if record.finished_at is not None else now
+    return {
+        "run_id": record.run_id,
+        "kind": record.kind.value,
+        "state": record.state.value,
+        "commit": record.commit,
+        "total": record.total,
+        "completed": record.completed,
+        **{v.value: record.count(v) for v in Verdict},
+        "models": [
+            {"model": m.model, "passed": m.passed, "total": m.total}
+            for m in tally(record.attempts, record.models)
+        ],
+        "started_at": record.started_at,
+        "finished_at": record.finished_at,
+        "updated_at": record.updated_at,
+        "elapsed": end - record.started_at,
+    }
+
+
+def describe(record: RunRecord, now: float) -> list[str]:
+    """The lines ``status`` prints."""
+    counts = ", ".join(f"{record.count(v)} {v.value}" for v in Verdict)
+    models = ", ".join(
+        f"{m.model} {m.passed}/{m.total}" for m in tally(record.attempts, record.models)
+    )
+    end = record.finished_at if record.finished_at is not None else now
+    timing = f"{format_span(end - record.started_at)} (started {format_time(record.started_at)}"
+    if record.state is RunState.RUNNING and record.updated_at is not None:
+        timing += f", last written {format_span(now - record.updated_at)} ago"
+    timing += ")"
+    lines = [
+        f"run       {record.run_id} ({record.kind.value})",
+        f"state     {record.state.value}",
+        f"progress  {record.completed}/{record.total} attempts",
+        f"verdicts  {counts}",
+        f"models    {models or '-'}",
+        f"elapsed   {timing}",
+        f"commit    {record.commit or '-'}  (evaltape {record.version})",
+    ]
+    lines.extend(f"note      {note}" for note in record.notes)
+    return lines
+
+
+@click.command()
+@click.argument("run", default="latest", metavar="[RUN]")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@config_options("results")
+@boundary
+def status(run: str, as_json: bool, config: Config) -> None:
+    """Show the state and progress of RUN (default: latest).
+
+    RUN is "latest", a run id, a unique prefix of one, or the path of a run
+    record.  A run still in progress shows how many attempts are done so far.
+    Exits 2 when no run matches (or a prefix matches several).
+    """
+    try:
+        path = resolve_run(config.results, run)
+    except UnknownRun as exc:
+        fail(str(exc), code=2)
+        return
+    record = read_record(path)
+    now = time.time()
+    if as_json:
+        click.echo(json.dumps(summary(record, now), sort_keys=True))
+        return
+    for line in describe(record, now):
+        click.echo(line)
