@@ -46,12 +46,57 @@ class UnknownEventKind(TapeError):
     """A plain event carries a ``k`` tag this version does not know."""
 
 
-def _pairs(items: Any) -> tuple[tuple[str, Scalar], ...]:
-    return tuple((str(k), v) for k, v in items)
+_MISSING: Any = object()
+_NUMBER = (int, float)
+_SCALAR = (str, int, float, bool, type(None))
 
 
-def _headers(items: Any) -> tuple[tuple[str, str], ...]:
-    return tuple((str(k), str(v)) for k, v in items)
+def _get(d: Plain, key: str, types: type | tuple[type, ...], default: Any = _MISSING) -> Any:
+    """``d[key]`` checked against ``types``; ``default`` when absent, if given."""
+    value = d.get(key, default)
+    if value is _MISSING:
+        raise ValueError(f"missing field {key!r}")
+    if not isinstance(value, types) and value is not default:
+        raise TypeError(f"field {key!r} holds {type(value).__name__}")
+    return value
+
+
+def _map(d: Plain, key: str) -> Plain:
+    value: Plain = _get(d, key, dict)
+    return value
+
+
+def _rows(d: Plain, key: str, width: int) -> list[list[Any]]:
+    """A list of fixed-width lists (pairs, chunks, files), absent meaning empty."""
+    rows: list[Any] = _get(d, key, list, [])
+    for row in rows:
+        if type(row) is not list or len(row) != width:
+            raise TypeError(f"field {key!r} holds a row that is not a list of {width}")
+    return rows
+
+
+def _pairs(d: Plain, key: str) -> tuple[tuple[str, Scalar], ...]:
+    out: list[tuple[str, Scalar]] = []
+    for row in _get(d, key, list, []):
+        if type(row) is not list or len(row) != 2:
+            raise TypeError(f"field {key!r} holds an item that is not [key, value]")
+        k, v = row
+        if type(k) is not str or not isinstance(v, _SCALAR):
+            raise TypeError(f"field {key!r} holds an item that is not [str, scalar]")
+        out.append((k, v))
+    return tuple(out)
+
+
+def _headers(d: Plain) -> tuple[tuple[str, str], ...]:
+    out: list[tuple[str, str]] = []
+    for row in _get(d, "headers", list, []):
+        if type(row) is not list or len(row) != 2:
+            raise TypeError("field 'headers' holds an item that is not [name, value]")
+        k, v = row
+        if type(k) is not str or type(v) is not str:
+            raise TypeError("field 'headers' holds an item that is not [str, str]")
+        out.append((k, v))
+    return tuple(out)
 
 
 def _request_to(r: Request) -> Plain:
@@ -65,7 +110,10 @@ def _request_to(r: Request) -> Plain:
 
 def _request_from(d: Plain) -> Request:
     return Request(
-        method=d["method"], url=d["url"], headers=_headers(d.get("headers", ())), body=d["body"]
+        method=_get(d, "method", str),
+        url=_get(d, "url", str),
+        headers=_headers(d),
+        body=_get(d, "body", bytes),
     )
 
 
@@ -79,11 +127,17 @@ def _response_to(r: Response) -> Plain:
 
 
 def _response_from(d: Plain) -> Response:
+    # Streams have many chunks: build first, then check the built values,
+    # which is cheaper than checking each row before building it.
+    chunks = tuple([Chunk(at=at, data=data) for at, data in _get(d, "chunks", list, [])])
+    for chunk in chunks:
+        if type(chunk.data) is not bytes or not isinstance(chunk.at, _NUMBER):
+            raise TypeError("field 'chunks' holds a chunk that is not [number, bytes]")
     return Response(
-        status=d["status"],
-        headers=_headers(d.get("headers", ())),
-        chunks=tuple(Chunk(at=at, data=data) for at, data in d.get("chunks", ())),
-        streamed=bool(d.get("streamed", False)),
+        status=_get(d, "status", int),
+        headers=_headers(d),
+        chunks=chunks,
+        streamed=_get(d, "streamed", bool, False),
     )
 
 
@@ -98,11 +152,26 @@ def _error_to(e: TransportError) -> Plain:
 
 def _error_from(d: Plain) -> TransportError:
     return TransportError(
-        type=d["type"],
-        message=d["message"],
-        after_chunks=d.get("after_chunks", 0),
-        after_bytes=d.get("after_bytes", 0),
+        type=_get(d, "type", str),
+        message=_get(d, "message", str),
+        after_chunks=_get(d, "after_chunks", int, 0),
+        after_bytes=_get(d, "after_bytes", int, 0),
     )
+
+
+def _files(d: Plain) -> tuple[FileEntry, ...]:
+    rows = _rows(d, "files", 3)
+    for path, mode, data in rows:
+        if type(path) is not str or type(mode) is not int or type(data) is not bytes:
+            raise TypeError("field 'files' holds a row that is not (str, int, bytes)")
+    return tuple(FileEntry(path=p, mode=m, data=b) for p, m, b in rows)
+
+
+def _strings(d: Plain, key: str) -> tuple[str, ...]:
+    items: list[Any] = _get(d, key, list, [])
+    if not all(type(x) is str for x in items):
+        raise TypeError(f"field {key!r} holds something other than strings")
+    return tuple(items)
 
 
 def to_plain(event: Event) -> Plain:
@@ -176,55 +245,63 @@ def from_plain(plain: Plain) -> Event:
 
     Raises ``UnknownEventKind`` for a tag this version does not know and
     ``TapeError`` for a dict that is missing fields or has wrong types.
+    Optional fields may be absent (an older writer); unknown keys are ignored
+    (a newer minor version).
     """
     kind = plain.get("k")
+    if type(kind) is not str:
+        raise TapeError("malformed event: no 'k' kind tag")
     try:
         if kind == Exchange.kind:
-            response = plain.get("response")
-            error = plain.get("error")
+            response = _get(plain, "response", dict, None)
+            error = _get(plain, "error", dict, None)
             return Exchange(
-                at=plain["at"],
-                duration=plain["duration"],
-                request=_request_from(plain["request"]),
+                at=_get(plain, "at", _NUMBER),
+                duration=_get(plain, "duration", _NUMBER),
+                request=_request_from(_map(plain, "request")),
                 response=None if response is None else _response_from(response),
                 error=None if error is None else _error_from(error),
             )
         if kind == SessionStarted.kind:
             return SessionStarted(
-                session_id=plain["session_id"],
-                started_at=plain["started_at"],
-                case_id=plain.get("case_id", ""),
-                attempt=plain.get("attempt", 0),
-                model=plain.get("model", ""),
-                mode=Mode(plain.get("mode", "live")),
-                source=Source(plain.get("source", "real_api")),
-                source_detail=plain.get("source_detail", ""),
-                harness_commit=plain.get("harness_commit", ""),
-                harness_version=plain.get("harness_version", ""),
-                seed=plain.get("seed"),
-                replay_of=plain.get("replay_of", ""),
-                metadata=_pairs(plain.get("metadata", ())),
+                session_id=_get(plain, "session_id", str),
+                started_at=_get(plain, "started_at", _NUMBER),
+                case_id=_get(plain, "case_id", str, ""),
+                attempt=_get(plain, "attempt", int, 0),
+                model=_get(plain, "model", str, ""),
+                mode=Mode(_get(plain, "mode", str, "live")),
+                source=Source(_get(plain, "source", str, "real_api")),
+                source_detail=_get(plain, "source_detail", str, ""),
+                harness_commit=_get(plain, "harness_commit", str, ""),
+                harness_version=_get(plain, "harness_version", str, ""),
+                seed=_get(plain, "seed", int, None),
+                replay_of=_get(plain, "replay_of", str, ""),
+                metadata=_pairs(plain, "metadata"),
             )
         if kind == SessionEnded.kind:
             return SessionEnded(
-                at=plain["at"], status=Status(plain["status"]), reason=plain.get("reason", "")
+                at=_get(plain, "at", _NUMBER),
+                status=Status(_get(plain, "status", str)),
+                reason=_get(plain, "reason", str, ""),
             )
         if kind == HarnessEvent.kind:
             return HarnessEvent(
-                at=plain["at"], name=plain["name"], fields=_pairs(plain.get("fields", ()))
+                at=_get(plain, "at", _NUMBER),
+                name=_get(plain, "name", str),
+                fields=_pairs(plain, "fields"),
             )
         if kind == RunnerFact.kind:
             return RunnerFact(
-                at=plain["at"], fact=FactKind(plain["fact"]), message=plain.get("message", "")
+                at=_get(plain, "at", _NUMBER),
+                fact=FactKind(_get(plain, "fact", str)),
+                message=_get(plain, "message", str, ""),
             )
         if kind == WorkspaceSnapshot.kind:
             return WorkspaceSnapshot(
-                at=plain["at"],
-                files=tuple(
-                    FileEntry(path=p, mode=m, data=d) for p, m, d in plain.get("files", ())
-                ),
-                omitted=tuple(plain.get("omitted", ())),
+                at=_get(plain, "at", _NUMBER),
+                files=_files(plain),
+                omitted=_strings(plain, "omitted"),
             )
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise TapeError(f"malformed {kind!r} event: {type(exc).__name__}: {exc}") from exc
+    except (TypeError, ValueError) as exc:
+        raise TapeError(f"malformed {kind!r} event: {exc}") from exc
     raise UnknownEventKind(f"unknown event kind {kind!r}")

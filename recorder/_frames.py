@@ -63,6 +63,16 @@ class FileHeader:
     """Bytes the header occupies; the first frame follows."""
 
 
+FILE_FIXED_SIZE = _FILE_FIXED.size
+"""Bytes of the file header before the writer name: magic, major, minor, name length."""
+
+
+def file_header_size(fixed: bytes) -> int:
+    """Total header size announced by its first ``FILE_FIXED_SIZE`` bytes."""
+    (n,) = struct.unpack_from("<H", fixed, FILE_FIXED_SIZE - 2)
+    return FILE_FIXED_SIZE + int(n) + _CRC.size
+
+
 def parse_file_header(data: bytes) -> FileHeader | None:
     """Parse the file header from the first bytes of a file.
 
@@ -125,3 +135,96 @@ def parse_frame_header(data: bytes) -> FrameHeader:
 def frame_crc(header_bytes: bytes, payload: bytes) -> int:
     """The CRC-32 a frame with these header bytes and payload must carry."""
     return zlib.crc32(payload, zlib.crc32(header_bytes[len(SYNC) : _FRAME.size]))
+
+
+def with_comp_len(header_bytes: bytes, comp_len: int) -> bytes:
+    """``header_bytes`` with the comp_len field replaced (to test a damaged length)."""
+    fields = list(_FRAME.unpack_from(header_bytes))
+    fields[-1] = comp_len
+    return _FRAME.pack(*fields) + header_bytes[_FRAME.size : FRAME_HEADER_SIZE]
+
+
+# -- zstd block structure ----------------------------------------------------
+#
+# Each session is one zstd frame (RFC 8878) whose blocks are split between tape
+# frames at block boundaries.  Walking the 3-byte block headers tells the
+# reader, before it decompresses anything, at most how many bytes each block
+# can produce, so a hostile payload cannot make it allocate more than an
+# event's declared size plus one budget.
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+"""First bytes of a zstd frame (0xFD2FB528, little-endian)."""
+
+BLOCK_MAX = 128 * 1024
+"""Most bytes one zstd block decompresses to."""
+
+_DICT_ID_SIZE = (0, 1, 2, 4)
+_CONTENT_SIZE_SIZE = (0, 2, 4, 8)
+
+
+class ZstdBlocks:
+    """Where a session's zstd frame stands, payload after payload."""
+
+    def __init__(self) -> None:
+        self._started = False
+        self._finished = False
+        self._checksum = 0
+
+    @property
+    def finished(self) -> bool:
+        """True once the frame's last block (and checksum) went by."""
+        return self._finished
+
+    def cuts(self, payload: bytes, budget: int) -> list[int] | None:
+        """Offsets that split ``payload`` into pieces decompressing to at most
+        ``budget`` bytes each (a piece holds at least one block); None when
+        the whole payload is one such piece, as it nearly always is.
+
+        Raises ``ValueError`` when the payload does not consist of whole zstd
+        blocks continuing the session's frame.
+        """
+        n = len(payload)
+        pos = 0 if self._started else self._frame_header(payload)
+        cuts: list[int] | None = None
+        pending = 0
+        while pos < n:
+            if self._finished:
+                raise ValueError("data after the end of the session's zstd frame")
+            if pos + 3 > n:
+                raise ValueError("payload ends inside a zstd block header")
+            head = payload[pos] | payload[pos + 1] << 8 | payload[pos + 2] << 16
+            kind = (head >> 1) & 3
+            size = head >> 3
+            if kind == 3 or size > BLOCK_MAX:
+                raise ValueError("not a valid zstd block header")
+            out = BLOCK_MAX if kind == 2 else size
+            if pending and pending + out > budget:
+                if cuts is None:
+                    cuts = []
+                cuts.append(pos)
+                pending = 0
+            pending += out
+            pos += 4 if kind == 1 else 3 + size
+            if head & 1:
+                self._finished = True
+                pos += self._checksum
+        if pos > n:
+            raise ValueError("payload ends inside a zstd block")
+        if cuts is not None:
+            cuts.append(n)
+        return cuts
+
+    def _frame_header(self, payload: bytes) -> int:
+        self._started = True
+        if len(payload) < 5 or payload[:4] != ZSTD_MAGIC:
+            raise ValueError("session stream does not start with a zstd frame")
+        descriptor = payload[4]
+        if descriptor & 0x08:
+            raise ValueError("zstd frame header sets a reserved bit")
+        single_segment = (descriptor >> 5) & 1
+        content_size = _CONTENT_SIZE_SIZE[descriptor >> 6] or single_segment
+        self._checksum = 4 if descriptor & 0x04 else 0
+        size = 5 + (1 - single_segment) + _DICT_ID_SIZE[descriptor & 3] + content_size
+        if len(payload) < size:
+            raise ValueError("payload ends inside the zstd frame header")
+        return size

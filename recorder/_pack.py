@@ -21,12 +21,21 @@ class Packer:
         self._delta = DeltaEncoder()
 
     def pack(self, plain: Plain) -> bytes:
+        """Pack one event; raises ``TypeError``/``ValueError``/``OverflowError``
+        for values msgpack cannot hold, leaving the session's state usable."""
         request = plain.get("request")
         if request is not None:
             ref, middle = self._delta.encode(request["body"])
             if ref is not None:
                 plain = {**plain, "request": {**request, "body": middle, "base": ref}}
-        packed: bytes = msgpack.packb(plain, use_bin_type=True)
+        try:
+            packed: bytes = msgpack.packb(plain, use_bin_type=True)
+        except BaseException:
+            # The encoder already counts this body as sent, but it never will be.
+            # A fresh encoder only refers to bodies written after this point,
+            # which the reader's decoder also holds as its most recent ones.
+            self._delta = DeltaEncoder()
+            raise
         return packed
 
 
@@ -37,13 +46,24 @@ class Unpacker:
         self._delta = DeltaDecoder()
 
     def unpack(self, data: bytes) -> Plain:
-        plain: Any = msgpack.unpackb(data, raw=False, strict_map_key=True)
+        """Unpack one event; raises ``ValueError`` for anything but a valid map."""
+        try:
+            plain: Any = msgpack.unpackb(data, raw=False, strict_map_key=True)
+        except (ValueError, msgpack.UnpackException) as exc:
+            raise ValueError(f"bad msgpack ({type(exc).__name__}: {exc})") from exc
         if not isinstance(plain, dict):
-            raise ValueError("event is not a map")
+            raise ValueError(f"event is a msgpack {type(plain).__name__}, not a map")
         request = plain.get("request")
-        if isinstance(request, dict):
+        if request is not None:
+            if not isinstance(request, dict):
+                raise ValueError("request is not a map")
             body = request.get("body")
             if not isinstance(body, bytes):
                 raise ValueError("request body is not bytes")
-            request["body"] = self._delta.decode(request.pop("base", None), body)
+            ref = request.pop("base", None)
+            if ref is not None and not (
+                isinstance(ref, list) and len(ref) == 3 and all(type(x) is int for x in ref)
+            ):
+                raise ValueError("request body delta is not [back, prefix, suffix]")
+            request["body"] = self._delta.decode(ref, body)
         return plain

@@ -5,6 +5,7 @@ frame and written with a single ``write`` on an ``O_APPEND`` descriptor while
 holding an exclusive ``flock`` on the file.  Sessions of several threads or
 processes therefore interleave whole frames and never corrupt each other.  A
 crash loses at most the frame being written; the session's end is fsynced.
+See docs/format.md.
 """
 
 from __future__ import annotations
@@ -19,9 +20,21 @@ from types import TracebackType
 import zstandard
 
 from recorder._codec import to_plain
-from recorder._errors import TapeError
+from recorder._errors import CorruptTape, NewerFormat, NotATape, TapeError
 from recorder._events import Event, SessionEnded, SessionStarted, Status
-from recorder._frames import FLAG_END, FLAG_START, MAX_WINDOW, file_header, frame
+from recorder._frames import (
+    FILE_FIXED_SIZE,
+    FLAG_END,
+    FLAG_START,
+    FORMAT_MAJOR,
+    FORMAT_MINOR,
+    MAX_WINDOW,
+    SYNC,
+    file_header,
+    file_header_size,
+    frame,
+    parse_file_header,
+)
 from recorder._pack import Packer
 from recorder._version import WRITER
 
@@ -29,18 +42,50 @@ DEFAULT_LEVEL = 9
 """zstd level: tapes are written once and read often, so compress well."""
 
 
-def _append(fd: int, data: bytes) -> None:
-    """Write ``data`` at the end of the file, adding the file header if empty."""
-    fcntl.flock(fd, fcntl.LOCK_EX)
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _check_file(fd: int, path: str) -> bytes:
+    """What must precede the first frame this writer appends: the file header
+    if the file holds none yet, else nothing.  Called under the lock.
+
+    Refuses files that are not tapes of this major version.  A file holding
+    only the start of a header (its first writer died mid-write) holds no
+    event and is emptied.
+    """
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return file_header(WRITER)
+    head = os.pread(fd, FILE_FIXED_SIZE, 0)
+    if len(head) == FILE_FIXED_SIZE:
+        head += os.pread(fd, file_header_size(head) - FILE_FIXED_SIZE, FILE_FIXED_SIZE)
     try:
-        if os.fstat(fd).st_size == 0:
-            data = file_header(WRITER) + data
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
+        header = parse_file_header(head)
+    except ValueError as exc:
+        if str(exc).startswith("not a tape"):
+            raise NotATape(f"{path}: not an evaltape tape (bad magic); not appending") from exc
+        raise CorruptTape(f"{exc}; not appending", path=path, offset=0) from exc
+    if header is None:
+        if SYNC in os.pread(fd, 1 << 16, 0):
+            raise CorruptTape("file header is damaged; not appending", path=path, offset=0)
+        os.ftruncate(fd, 0)
+        return file_header(WRITER)
+    if header.major > FORMAT_MAJOR:
+        raise NewerFormat(
+            f"{path}: written by {header.writer} (tape format {header.major}.{header.minor}); "
+            f"this evaltape writes format {FORMAT_MAJOR}.{FORMAT_MINOR}; upgrade evaltape "
+            "or record into a new file"
+        )
+    if header.major < FORMAT_MAJOR:
+        raise TapeError(
+            f"{path}: holds tape format {header.major}.{header.minor}; this evaltape writes "
+            f"format {FORMAT_MAJOR}.{FORMAT_MINOR}; record into a new file"
+        )
+    return b""
 
 
 class SessionWriter:
@@ -48,7 +93,9 @@ class SessionWriter:
 
     Use ``open_session``.  Thread-safe: events are framed in call order.
     Closing without ``end()`` records a SessionEnded (completed, or failed
-    with the exception that left the ``with`` block).
+    with the exception that left the ``with`` block).  An event msgpack
+    cannot hold is refused with ``TapeError`` and the session goes on; a
+    failed write (disk full) ends the session's usefulness: later calls raise.
     """
 
     def __init__(
@@ -76,28 +123,57 @@ class SessionWriter:
         self._lock = threading.Lock()
         self._seq = 0
         self._ended = False
+        self._failed = ""
         try:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
             raise TapeError(f"{self.path}: cannot open for writing: {exc.strerror}") from exc
-        self._write(header, FLAG_START)
+        try:
+            self._write(header, FLAG_START)
+        except BaseException:
+            os.close(self._fd)
+            self._ended = True
+            raise
 
     def now(self) -> float:
         """Seconds since the session started, by the session's clock."""
         return self._clock()
 
     def _write(self, event: Event, flags: int) -> None:
-        raw = self._packer.pack(to_plain(event))
+        if self._failed:
+            raise TapeError(f"{self.path}: session {self.header.session_id}: {self._failed}")
+        try:
+            raw = self._packer.pack(to_plain(event))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise TapeError(
+                f"{self.path}: cannot record {type(event).__name__}: {type(exc).__name__}: {exc}"
+            ) from exc
         payload = self._zstd.compress(raw)
         if flags & FLAG_END:
             payload += self._zstd.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH)
         else:
             payload += self._zstd.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
-        _append(self._fd, frame(flags, self._session, self._seq, len(raw), payload))
+        data = frame(flags, self._session, self._seq, len(raw), payload)
+        # From here the compressed stream counts this frame as written: if
+        # the write fails the session cannot go on.
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            try:
+                if self._seq == 0:
+                    data = _check_file(self._fd, self.path) + data
+                _write_all(self._fd, data)
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+        except OSError as exc:
+            self._failed = f"an earlier write failed: {exc.strerror}"
+            raise TapeError(f"{self.path}: cannot write: {exc.strerror}") from exc
+        except TapeError as exc:
+            self._failed = str(exc)
+            raise
         self._seq += 1
 
     def append(self, event: Event) -> None:
-        """Record one event (flushed to the OS before returning)."""
+        """Record one event (handed to the OS, not yet fsynced, when this returns)."""
         if isinstance(event, SessionStarted | SessionEnded):
             raise TapeError("session start and end are written by open_session / end()")
         with self._lock:
@@ -112,8 +188,13 @@ class SessionWriter:
                 return
             self._ended = True
             try:
-                self._write(SessionEnded(at=self._clock(), status=status, reason=reason), FLAG_END)
-                os.fsync(self._fd)
+                if not self._failed:
+                    self._write(
+                        SessionEnded(at=self._clock(), status=status, reason=reason), FLAG_END
+                    )
+                    os.fsync(self._fd)
+            except OSError as exc:
+                raise TapeError(f"{self.path}: cannot fsync: {exc.strerror}") from exc
             finally:
                 os.close(self._fd)
 
