@@ -18,40 +18,45 @@ KEEP = 4
 MIN_SAVING = 64
 """A delta is used only when it saves at least this many bytes."""
 
-_STEP = 4096
-
 
 def common_prefix(a: bytes, b: bytes) -> int:
-    """Length of the longest common prefix, compared block-wise at C speed."""
+    """Length of the longest common prefix of ``a`` and ``b``.
+
+    Compares through ``bytes.startswith`` on memoryview slices: memcmp speed
+    and no copies, so checking a long conversation costs microseconds.
+    """
     n = min(len(a), len(b))
-    lo = 0
-    while lo + _STEP <= n and a[lo : lo + _STEP] == b[lo : lo + _STEP]:
-        lo += _STEP
-    hi = min(n, lo + _STEP)
-    # Invariant: a[:lo] == b[:lo]; the first difference (if any) is before hi.
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[lo:mid] == b[lo:mid]:
+    view = memoryview(a)
+    if b.startswith(view[:n]):
+        return n
+    lo, hi = 0, n
+    # Invariant: a[:lo] == b[:lo] and a[:hi] != b[:hi].
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if b.startswith(view[lo:mid], lo):
             lo = mid
         else:
-            hi = mid - 1
+            hi = mid
     return lo
 
 
 def common_suffix(a: bytes, b: bytes, limit: int) -> int:
     """Length of the longest common suffix, at most ``limit`` bytes."""
     n = min(len(a), len(b), limit)
-    lo = 0
+    if n <= 0:
+        return 0
+    view = memoryview(a)
     la, lb = len(a), len(b)
-    while lo + _STEP <= n and a[la - lo - _STEP : la - lo] == b[lb - lo - _STEP : lb - lo]:
-        lo += _STEP
-    hi = min(n, lo + _STEP)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[la - mid : la - lo] == b[lb - mid : lb - lo]:
+    if b.endswith(view[la - n :]):
+        return n
+    lo, hi = 0, n
+    # Invariant: the last lo bytes agree, the last hi bytes do not.
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if b.endswith(view[la - mid : la - lo], 0, lb - lo):
             lo = mid
         else:
-            hi = mid - 1
+            hi = mid
     return lo
 
 
@@ -94,6 +99,7 @@ class DeltaDecoder:
             base = self._recent[-back]
             if prefix < 0 or suffix < 0 or prefix + suffix > len(base):
                 raise ValueError("delta range outside its base body")
-            body = base[:prefix] + middle + base[len(base) - suffix :]
+            view = memoryview(base)
+            body = b"".join((view[:prefix], middle, view[len(base) - suffix :]))
         self._recent.append(body)
         return body

@@ -1,0 +1,1 @@
+"""Benchmarks of evaltape itself; results are published in docs/performance.md."""
