@@ -121,18 +121,44 @@ def _response_to(r: Response) -> Plain:
     return {
         "status": r.status,
         "headers": [list(h) for h in r.headers],
-        "chunks": [[c.at, c.data] for c in r.chunks],
+        # Chunk bytes joined (they compress better contiguous), then their
+        # sizes and their times as integer microsecond steps (small ints).
+        "body": b"".join([c.data for c in r.chunks]),
+        "sizes": [len(c.data) for c in r.chunks],
+        "steps_us": _steps_us(r.chunks),
         "streamed": r.streamed,
     }
 
 
+def _steps_us(chunks: tuple[Chunk, ...]) -> list[int]:
+    steps, last = [], 0
+    for c in chunks:
+        now = round(c.at * 1_000_000)
+        steps.append(now - last)
+        last = now
+    return steps
+
+
+def _chunks_from(d: Plain) -> tuple[Chunk, ...]:
+    body = _get(d, "body", bytes, b"")
+    sizes = _get(d, "sizes", list, [])
+    steps = _get(d, "steps_us", list, [])
+    if len(sizes) != len(steps):
+        raise ValueError("fields 'sizes' and 'steps_us' differ in length")
+    if not all(type(n) is int and n >= 0 for n in sizes) or sum(sizes) != len(body):
+        raise ValueError("field 'sizes' does not add up to the length of 'body'")
+    if not all(type(n) is int for n in steps):
+        raise TypeError("field 'steps_us' holds a value that is not an int")
+    chunks, pos, now = [], 0, 0
+    for size, step in zip(sizes, steps, strict=True):
+        now += step
+        chunks.append(Chunk(at=now / 1_000_000, data=body[pos : pos + size]))
+        pos += size
+    return tuple(chunks)
+
+
 def _response_from(d: Plain) -> Response:
-    # Streams have many chunks: build first, then check the built values,
-    # which is cheaper than checking each row before building it.
-    chunks = tuple([Chunk(at=at, data=data) for at, data in _get(d, "chunks", list, [])])
-    for chunk in chunks:
-        if type(chunk.data) is not bytes or not isinstance(chunk.at, _NUMBER):
-            raise TypeError("field 'chunks' holds a chunk that is not [number, bytes]")
+    chunks = _chunks_from(d)
     return Response(
         status=_get(d, "status", int),
         headers=_headers(d),

@@ -120,12 +120,17 @@ class SessionEnded:
     """One line saying why, for anything but a plain completion."""
 
 
+def _microseconds(at: float) -> float:
+    """Round a time to whole microseconds, the precision a tape keeps."""
+    return round(float(at), 6)
+
+
 @attrs.frozen(kw_only=True)
 class Chunk:
     """Bytes of a response body as they arrived."""
 
-    at: float
-    """Seconds since the exchange started."""
+    at: float = attrs.field(converter=_microseconds)
+    """Seconds since the exchange started, rounded to whole microseconds."""
     data: bytes
     """Raw bytes, still content-encoded as sent on the wire."""
 

@@ -117,15 +117,31 @@ def distinct_content(session: AgentSession) -> list[bytes]:
     return parts
 
 
+def _varint(n: int) -> bytes:
+    """LEB128 of a zigzag-encoded int: the tightest plain encoding of a small step."""
+    n = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
 def side_facts(session: AgentSession) -> list[bytes]:
-    """Per exchange: its headers as text lines and its chunk offsets as float64."""
+    """Per exchange: its headers as text lines, its start and duration as float64,
+    and its chunk times as varint microsecond steps (the precision a tape keeps)."""
     parts = []
     for e in session.exchanges:
         assert e.response is not None
         lines = [f"{k}: {v}\n" for k, v in (*e.request.headers, *e.response.headers)]
         parts.append("".join(lines).encode())
-        offsets = [e.at, e.duration, *(c.at for c in e.response.chunks)]
-        parts.append(struct.pack(f"<{len(offsets)}d", *offsets))
+        parts.append(struct.pack("<2d", e.at, e.duration))
+        last = 0
+        for c in e.response.chunks:
+            now = round(c.at * 1_000_000)
+            parts.append(_varint(now - last))
+            last = now
     return parts
 
 
@@ -480,7 +496,8 @@ def render(rows: list[Row], *, reps: int, seed: int, command: str) -> str:
         "headers dropped; the events of the last of these packed as the tape packs them",
         "(delta stage included) but compressed in one zstd -19 piece, without frames or",
         "per-event flushes; and the floor extended by the headers and timings (each",
-        "exchange's headers as text and its chunk offsets as float64, zstd -19 in one piece).",
+        "exchange's headers as text, its start and duration as float64 and its chunk",
+        "times as varint microsecond steps, zstd -19 in one piece).",
         "",
     ]
     out += _ratio_table(
@@ -625,9 +642,10 @@ def render(rows: list[Row], *, reps: int, seed: int, command: str) -> str:
         "  event by event, so no tape reaches it.",
         f"- **The gap to the floor.** At {first.turns} turns the chunk timings take "
         f"{times_share:.0%} of the tape",
-        f"  and the headers {headers_share:.0%}; the floor holds neither. Chunk offsets are",
-        "  float64 values (9 bytes each in msgpack) with noisy low bits, so they barely",
-        f"  compress. Without them and the headers the tape is {_span(content)} the floor.",
+        f"  and the headers {headers_share:.0%}; the floor holds neither. Chunk times are",
+        "  kept as integer microsecond steps (2-3 bytes each in msgpack) with noisy low",
+        "  digits, so they compress little; they are facts replay timing needs.",
+        f"  Without them and the headers the tape is {_span(content)} the floor.",
         "  Of that, the event encoding itself (msgpack keys, one entry per chunk, the delta",
         f"  references) accounts for {_span(piece)} when compressed in one piece; the rest",
         "  is the zstd block flushed after every event, the 29-byte frame headers (these",
