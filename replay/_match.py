@@ -22,7 +22,7 @@ import threading
 from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 import attrs
 
@@ -94,6 +94,17 @@ def api_of(path: str) -> str:
     return "json"
 
 
+def _canonical_float(text: str) -> float | int:
+    """A JSON number with a fraction or exponent; integral ones become ints (1.0 == 1)."""
+    value = float(text)
+    return int(value) if value.is_integer() else value
+
+
+def parse_json(body: bytes) -> Any:
+    """``json.loads`` with integral floats as ints, done while parsing (one pass)."""
+    return json.loads(body, parse_float=_canonical_float)
+
+
 def _canonical_numbers(value: Any) -> Any:
     """Integral floats become ints (JSON does not tell 1 from 1.0); recurse."""
     if isinstance(value, float) and value.is_integer():
@@ -131,8 +142,11 @@ def _fold_messages(messages: Any, key: str, part_type: str) -> Any:
 
 
 def normalize_body(api: str, body: Any) -> Any:
-    """The semantic form of a parsed JSON body for ``api`` (see module docs)."""
-    body = _canonical_numbers(body)
+    """The semantic form of a parsed JSON body for ``api`` (see module docs).
+
+    ``body`` comes from ``parse_json``; other parsed values get their
+    integral floats turned into ints here.
+    """
     if not isinstance(body, dict) or api == "json":
         return body
     dropped = DROPPED.get(api, {})
@@ -187,6 +201,41 @@ def _header_ignored(name: str, value: str, extra: frozenset[str]) -> bool:
     )
 
 
+def _head(
+    url: str, headers: Iterable[tuple[str, str]], ignore_headers: frozenset[str]
+) -> tuple[SplitResult, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    """The URL's parts, its sorted query, and the compared headers, sorted."""
+    parts = urlsplit(url)
+    query = tuple(sorted(parse_qsl(parts.query, keep_blank_values=True), key=lambda kv: kv[0]))
+    merged: dict[str, str] = {}
+    for name, value in headers:
+        name = name.lower()
+        if not _header_ignored(name, value, ignore_headers):
+            merged[name] = f"{merged[name]}, {value}" if name in merged else value
+    return parts, query, tuple(sorted(merged.items()))
+
+
+def exact_key(
+    method: str,
+    url: str,
+    headers: Iterable[tuple[str, str]],
+    body: bytes,
+    *,
+    ignore_headers: frozenset[str] = frozenset(),
+) -> str:
+    """Digest of a request's compared parts with its body bytes as they are.
+
+    ``normalize`` is a function of exactly these parts, so two requests with
+    equal exact keys have equal normalized keys: a replay can look up a
+    byte-identical request without parsing its body.
+    """
+    parts, query, kept = _head(url, headers, ignore_headers)
+    digest = hashlib.sha256(json.dumps([method.upper(), parts.path, query, kept]).encode())
+    digest.update(b"\0")
+    digest.update(body)
+    return digest.hexdigest()
+
+
 def normalize(
     method: str,
     url: str,
@@ -196,18 +245,11 @@ def normalize(
     ignore_headers: frozenset[str] = frozenset(),
 ) -> Normalized:
     """Reduce a request to its meaning (see the module docs for the rules)."""
-    parts = urlsplit(url)
-    query = tuple(sorted(parse_qsl(parts.query, keep_blank_values=True), key=lambda kv: kv[0]))
-    merged: dict[str, str] = {}
-    for name, value in headers:
-        name = name.lower()
-        if not _header_ignored(name, value, ignore_headers):
-            merged[name] = f"{merged[name]}, {value}" if name in merged else value
-    kept = tuple(sorted(merged.items()))
+    parts, query, kept = _head(url, headers, ignore_headers)
     api = api_of(parts.path)
     parsed: Any
     try:
-        parsed = normalize_body(api, json.loads(body)) if body else None
+        parsed = normalize_body(api, parse_json(body)) if body else None
         canonical = json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     except (ValueError, RecursionError):
         api, parsed = "raw", bytes(body)
@@ -409,12 +451,17 @@ class Matcher:
             for i, e in enumerate(exchanges, 1)
         )
         self._queues: dict[str, deque[Recorded]] = {}
+        self._exact: dict[str, str] = {}
+        """Exact key of each recorded request -> its normalized key (see ``take_exact``)."""
         for rec in self.recorded:
             if _scripted(rec.exchange):
                 # A scripted reply answers the next request to its endpoint, whatever it says.
                 self._queues.setdefault(_any_key(rec.normalized.endpoint), deque()).append(rec)
             else:
                 self._queues.setdefault(rec.normalized.key, deque()).append(rec)
+                r, ignored = rec.exchange.request, self.ignore_headers
+                exact = exact_key(r.method, r.url, r.headers, r.body, ignore_headers=ignored)
+                self._exact[exact] = rec.normalized.key
         self._used: set[int] = set()
         self._count = 0
         self._lock = threading.Lock()
@@ -425,10 +472,31 @@ class Matcher:
         """True once anything was served that did not match exactly."""
         return bool(self.divergences)
 
+    def take_exact(
+        self, method: str, url: str, headers: Iterable[tuple[str, str]], body: bytes
+    ) -> Recorded | None:
+        """``take`` for a request byte-identical to a recorded one, else None.
+
+        The fast path of a replay: no JSON is parsed.  A request with no
+        byte-identical recording is not counted; pass it to ``take``.
+        """
+        key = exact_key(method, url, headers, body, ignore_headers=self.ignore_headers)
+        with self._lock:
+            queue = self._queues.get(self._exact.get(key, ""))
+            if not queue:
+                return None
+            self._count += 1
+            rec = queue.popleft()
+            self._used.add(rec.ordinal)
+            return rec
+
     def take(
         self, method: str, url: str, headers: Iterable[tuple[str, str]], body: bytes
     ) -> Recorded:
         """The recorded exchange that answers this request (see class docs)."""
+        rec = self.take_exact(method, url, headers, body)
+        if rec is not None:
+            return rec
         sent = normalize(method, url, headers, body, ignore_headers=self.ignore_headers)
         with self._lock:
             self._count += 1
