@@ -44,10 +44,13 @@ from scoring._records import (
     tally,
     write_record,
 )
+from scoring._task import Agent, Answer, Question, QuestionKind, Task, answer_headlessly
 
 __all__: list[str] = [
     "SETTINGS",
+    "Agent",
     "AgentMode",
+    "Answer",
     "AttemptResult",
     "Case",
     "CaseError",
@@ -62,6 +65,8 @@ __all__: list[str] = [
     "KnownGap",
     "ModelTally",
     "Problem",
+    "Question",
+    "QuestionKind",
     "RecordError",
     "RunKind",
     "RunLog",
@@ -72,8 +77,10 @@ __all__: list[str] = [
     "Setting",
     "SettingKind",
     "Suite",
+    "Task",
     "UnknownRun",
     "Verdict",
+    "answer_headlessly",
     "append_history",
     "entry_from_record",
     "git_commit",
