@@ -44,6 +44,7 @@ from scoring._records import (
     tally,
     write_record,
 )
+from scoring._score import Check, Score, Scorer, completed_without_error
 from scoring._task import Agent, Answer, Question, QuestionKind, Task, answer_headlessly
 
 __all__: list[str] = [
@@ -55,6 +56,7 @@ __all__: list[str] = [
     "Case",
     "CaseError",
     "CaseKind",
+    "Check",
     "Config",
     "ConfigError",
     "FrozenMap",
@@ -72,6 +74,8 @@ __all__: list[str] = [
     "RunLog",
     "RunRecord",
     "RunState",
+    "Score",
+    "Scorer",
     "ScoringError",
     "SelectionError",
     "Setting",
@@ -82,6 +86,7 @@ __all__: list[str] = [
     "Verdict",
     "answer_headlessly",
     "append_history",
+    "completed_without_error",
     "entry_from_record",
     "git_commit",
     "inconsistent_cases",
