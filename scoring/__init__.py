@@ -24,6 +24,7 @@ from scoring._history import (
     entry_from_record,
     read_history,
 )
+from scoring._outcome import informative_line, outcome_checks
 from scoring._records import (
     AttemptResult,
     Inconsistency,
@@ -45,7 +46,9 @@ from scoring._records import (
     write_record,
 )
 from scoring._score import Check, Score, Scorer, completed_without_error
+from scoring._scorers import DeterministicScorer, make_scorer, score_session
 from scoring._task import Agent, Answer, Question, QuestionKind, Task, answer_headlessly
+from scoring._trajectory import args_mismatch, trajectory_checks
 
 __all__: list[str] = [
     "SETTINGS",
@@ -59,6 +62,7 @@ __all__: list[str] = [
     "Check",
     "Config",
     "ConfigError",
+    "DeterministicScorer",
     "FrozenMap",
     "HistoryEntry",
     "HistoryProblem",
@@ -86,19 +90,25 @@ __all__: list[str] = [
     "Verdict",
     "answer_headlessly",
     "append_history",
+    "args_mismatch",
     "completed_without_error",
     "entry_from_record",
     "git_commit",
     "inconsistent_cases",
+    "informative_line",
     "load_config",
     "load_suites",
     "make_run_id",
+    "make_scorer",
+    "outcome_checks",
     "read_history",
     "read_record",
     "record_from_json",
     "record_to_json",
     "resolve_run",
+    "score_session",
     "select",
     "tally",
+    "trajectory_checks",
     "write_record",
 ]
