@@ -15,7 +15,9 @@ final message while calling tools it was told not to.
 8. ``expectInArgs``: some call of ``expectTool`` carries these arguments;
 9. ``expectBashMatches``: each pattern matches some bash command.
 
-Turns are counted from 1 in messages.
+Calls to a tool the harness declares as its own control tool (a harness
+event field ``control_tool``) are not tool use and are left out.  Turns are
+counted from 1 in messages.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ from scoring._score import Check
 
 BASH_TOOL = "bash"
 """The tool whose ``command`` argument ``expectBashMatches`` reads."""
+
+CONTROL_TOOL_FIELD = "control_tool"
+"""Harness event field naming a tool the scorer ignores (see ``control_tools``)."""
 
 _SHOWN = 80
 """Characters of a sent value quoted in a reason before it is cut."""
@@ -138,7 +143,7 @@ def _forbid_tools(case: Case, session: Session, hang_limit: float) -> Check | No
     del hang_limit
     if not case.forbid_tools:
         return None
-    for record in session.tool_calls:
+    for record in _calls(session):
         if record.call.name in case.forbid_tools:
             detail = f"forbidden tool {record.call.name} fired (turn {record.turn + 1})"
             return Check(name="forbidTools", passed=False, detail=detail)
@@ -161,8 +166,8 @@ def _no_tool(case: Case, session: Session, hang_limit: float) -> Check | None:
     del hang_limit
     if not case.expect_no_tool:
         return None
-    if session.tool_calls:
-        detail = f"expected no tool, called {_names(_fired(session.tool_calls))}"
+    if _calls(session):
+        detail = f"expected no tool, called {_names(_fired(_calls(session)))}"
         return Check(name="expectTool", passed=False, detail=detail)
     return Check(name="expectTool", passed=True, detail="no tool fired")
 
@@ -172,7 +177,7 @@ def _first_tool(case: Case, session: Session, hang_limit: float) -> Check | None
     allowed = case.expect_first_tool_in
     if allowed is None:
         return None
-    first = session.tool_calls[0].call.name if session.tool_calls else None
+    first = _calls(session)[0].call.name if _calls(session) else None
     expected = f"[{', '.join(allowed)}]"
     if first is None:
         detail = f"expected first tool in {expected}, no tool fired"
@@ -188,11 +193,11 @@ def _tool(case: Case, session: Session, hang_limit: float) -> Check | None:
     tool = case.expect_tool
     if tool is None:
         return None
-    for record in session.tool_calls:
+    for record in _calls(session):
         if record.call.name == tool:
             detail = f"{tool} fired (turn {record.turn + 1})"
             return Check(name="expectTool", passed=True, detail=detail)
-    fired = _fired(session.tool_calls)
+    fired = _fired(_calls(session))
     seen = f"called {_names(fired)}" if fired else "no tool fired"
     return Check(name="expectTool", passed=False, detail=f"expected {tool} to fire, {seen}")
 
@@ -202,7 +207,7 @@ def _in_args(case: Case, session: Session, hang_limit: float) -> Check | None:
     expected, tool = case.expect_in_args, case.expect_tool
     if expected is None or tool is None:
         return None
-    calls = [r for r in session.tool_calls if r.call.name == tool]
+    calls = [r for r in _calls(session) if r.call.name == tool]
     problem = ""
     for record in calls:
         sent = record.call.parsed_arguments()
@@ -226,7 +231,7 @@ def _bash_matches(case: Case, session: Session, hang_limit: float) -> Check | No
     del hang_limit
     if not case.expect_bash_matches:
         return None
-    commands = list(_bash_commands(session.tool_calls))
+    commands = list(_bash_commands(_calls(session)))
     for pattern in case.expect_bash_matches:
         if not any(re.search(pattern, command) for command in commands):
             ran = "; ".join(commands)
@@ -262,6 +267,28 @@ _RULES: tuple[Rule, ...] = (
     _in_args,
     _bash_matches,
 )
+
+
+def control_tools(session: Session) -> frozenset[str]:
+    """Tools the harness declared as its own routing, not actions on the task.
+
+    A harness declares one with a harness event field ``control_tool`` (e.g. a
+    ``next_action`` function it forces to let a small model pick the next
+    tool); calls to it are left out of every trajectory rule.
+    """
+    return frozenset(
+        value
+        for event in session.harness
+        for key, value in event.fields
+        if key == CONTROL_TOOL_FIELD and isinstance(value, str) and value
+    )
+
+
+def _calls(session: Session) -> tuple[ToolCallRecord, ...]:
+    hidden = control_tools(session)
+    if not hidden:
+        return session.tool_calls
+    return tuple(r for r in session.tool_calls if r.call.name not in hidden)
 
 
 def _fired(records: Sequence[ToolCallRecord]) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from recorder import (
     Event,
     Exchange,
     FactKind,
+    HarnessEvent,
     Request,
     Response,
     RunnerFact,
@@ -474,3 +475,22 @@ def test_make_scorer_is_a_scorer_and_refuses_bad_limits(tmp_path: Path) -> None:
         make_scorer(hang_limit=0)
     with pytest.raises(ValueError, match="verify_timeout must be positive"):
         make_scorer(verify_timeout=-1.0)
+
+
+# -- control tools -----------------------------------------------------------------
+
+NEXT = ("next_action", '{"action": "read"}')
+DECLARED = (HarnessEvent(at=0.0, name="agent", fields=(("control_tool", "next_action"),)),)
+
+
+def test_a_declared_control_tool_is_not_tool_use(tmp_path: Path) -> None:
+    first = _case(tmp_path, expectFirstToolIn=["read"])
+    assert score_session(first, _session([NEXT], [READ], extra=DECLARED)).passed
+    none = _case(tmp_path, expectTool=None)
+    assert score_session(none, _session([NEXT], extra=DECLARED)).passed
+
+
+def test_an_undeclared_routing_tool_still_counts(tmp_path: Path) -> None:
+    case = _case(tmp_path, expectFirstToolIn=["read"])
+    score = score_session(case, _session([NEXT], [READ]))
+    assert _reason(score) == "expected first tool in [read], called next_action"
