@@ -1,0 +1,1 @@
+"""The project's own suites, reference agent (``evals.agent:run``) and benchmarks."""
