@@ -9,7 +9,17 @@ from __future__ import annotations
 import click
 
 from recorder import VERSION
-from scoring._cli import history, lint, list_cases, script, show, status, validate
+from scoring._cli import (
+    history,
+    lint,
+    list_cases,
+    live,
+    replay_cmd,
+    script,
+    show,
+    status,
+    validate,
+)
 
 COMMANDS: tuple[click.Command, ...] = (
     show.show,
@@ -19,6 +29,8 @@ COMMANDS: tuple[click.Command, ...] = (
     list_cases.list_cases,
     history.history,
     status.status,
+    live.live,
+    replay_cmd.replay,
 )
 """Every subcommand, resolved through this one explicit table."""
 

@@ -1,0 +1,158 @@
+"""A small OpenAI-compatible chat server on 127.0.0.1 whose behaviour the prompt picks.
+
+Markers in the last user message choose the answer, so concurrent attempts
+get the same behaviour whatever order they arrive in:
+
+- ``[500]``: HTTP 500 every time;
+- ``[429]``: HTTP 429 with ``retry-after: 0.05`` the first time this prompt is seen, then a reply;
+- ``[hang]``: waits ``hang`` seconds before answering;
+- ``[malformed]``: HTTP 200 whose body is not JSON;
+- ``[401]``: HTTP 401;
+- ``[slow]``: waits ``slow`` seconds before answering;
+- anything else: ``echo: <prompt>`` with usage, after ``latency`` seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class ChatServer:
+    """Start with ``with ChatServer() as server:``; ``server.url`` ends in ``/v1``."""
+
+    def __init__(self, *, latency: float = 0.0, hang: float = 5.0, slow: float = 0.3) -> None:
+        self.latency = latency
+        self.slow = slow
+        self.hang = hang
+        self.requests: list[dict[str, Any]] = []
+        self.seen: set[str] = set()
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._open: set[socket.socket] = set()
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _answer(self, raw: bytes) -> tuple[int, bytes, dict[str, str], float]:
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return 400, b'{"error": {"message": "bad json"}}', {}, 0.0
+        with self._lock:
+            self.requests.append(body)
+        users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+        prompt = str(users[-1]["content"]) if users else ""
+        if "[500]" in prompt:
+            return 500, b'{"error": {"message": "server exploded", "type": "server_error"}}', {}, 0
+        if "[401]" in prompt:
+            return 401, b'{"error": {"message": "bad key", "type": "invalid_request_error"}}', {}, 0
+        if "[429]" in prompt:
+            with self._lock:
+                first = prompt not in self.seen
+                self.seen.add(prompt)
+            if first:
+                error = b'{"error": {"message": "slow down", "type": "rate_limit"}}'
+                return 429, error, {"retry-after": "0.05"}, 0
+        if "[malformed]" in prompt:
+            return 200, b'{"choices": [ {"message": ', {}, 0
+        delay = self.hang if "[hang]" in prompt else self.latency
+        if "[slow]" in prompt:
+            delay = self.slow
+        text = "echo: " + prompt
+        reply = {
+            "id": "chatcmpl-" + hashlib.sha256(raw).hexdigest()[:12],
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": body.get("model", "fake"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+        return 200, json.dumps(reply).encode(), {}, delay
+
+    def start(self) -> ChatServer:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body leave as separate writes
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def setup(self) -> None:
+                super().setup()
+                with owner._lock:
+                    owner._open.add(self.connection)
+
+            def finish(self) -> None:
+                with owner._lock:
+                    owner._open.discard(self.connection)
+                with contextlib.suppress(OSError):
+                    super().finish()
+
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+                status, data, headers, delay = owner._answer(raw)
+                if delay:
+                    time.sleep(delay)
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:
+                    pass
+
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 256
+            daemon_threads = True
+
+        self._server = Server(("127.0.0.1", 0), Handler)
+        self.port = self._server.server_address[1]
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        ).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        with self._lock:
+            for conn in self._open:
+                with contextlib.suppress(OSError):
+                    conn.shutdown(socket.SHUT_RDWR)
+            self._open.clear()
+
+    def __enter__(self) -> ChatServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+if __name__ == "__main__":  # pragma: no cover - manual use
+    import sys
+
+    with ChatServer(latency=float(sys.argv[1]) if len(sys.argv) > 1 else 0.0) as s:
+        print(s.url, flush=True)
+        threading.Event().wait()

@@ -1,0 +1,260 @@
+"""The runner as a library: jobs, the pool, workspaces, retries and the replay decision."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from agents.chat_server import ChatServer
+
+from recorder import FactKind, RunnerFact, Source, Status, TapeReader, fold
+from scoring import (
+    AgentKind,
+    Case,
+    Change,
+    JobEnv,
+    Progress,
+    Score,
+    Stop,
+    StopKind,
+    Suite,
+    Verdict,
+    completed_without_error,
+    decide,
+    load_agent,
+    load_suites,
+    make_workspace,
+    parse_agent,
+    plan_live,
+    plan_replay,
+    remove_workspace,
+    replay_exit_code,
+    retry_delay,
+    run_job,
+    run_pool,
+    scoreboard,
+    snapshot_workspace,
+)
+
+AGENTS = Path(__file__).parent / "agents"
+
+
+def suites_of(
+    tmp_path: Path, prompts: dict[str, str], files: dict[str, str] | None = None
+) -> tuple[Suite, ...]:
+    lines = []
+    for case_id, prompt in prompts.items():
+        obj: dict[str, object] = {
+            "id": case_id,
+            "prompt": prompt,
+            "failureCategory": "runner",
+            "whyModelBacked": "runner test",
+            "expectMaxTurns": 3,
+        }
+        if files is not None:
+            obj["files"] = files
+            obj["verify"] = "true"
+        lines.append(json.dumps(obj))
+    path = tmp_path / "suite.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return load_suites([path], rubrics_dir=tmp_path / "rubrics")
+
+
+def env_for(server: ChatServer, **overrides: object) -> JobEnv:
+    spec = parse_agent("chat_agent:run")
+    options: dict[str, object] = {
+        "spec": spec,
+        "agent": load_agent(spec, AGENTS),
+        "scorer": completed_without_error,
+        "stop": Stop(),
+        "base_url": server.url,
+        "source": Source.SIMULATED,
+        "hang_limit": 5.0,
+        "retries": 1,
+        "retry_delay": 0.05,
+    }
+    return JobEnv(**(options | overrides))
+
+
+@pytest.fixture
+def server() -> Iterator[ChatServer]:
+    with ChatServer() as s:
+        yield s
+
+
+def only_case(suites: tuple[Suite, ...]) -> Case:
+    return suites[0].cases[0]
+
+
+# -- workspace -----------------------------------------------------------------
+
+
+def test_a_workspace_holds_the_case_files_and_its_snapshot_is_bounded(tmp_path: Path) -> None:
+    case = only_case(suites_of(tmp_path, {"c": "p"}, files={"a.txt": "A", "src/b.txt": "B"}))
+    root = make_workspace(case)
+    assert (root / "a.txt").read_text() == "A" and (root / "src/b.txt").read_text() == "B"
+    (root / "big.bin").write_bytes(b"x" * 2000)
+    (root / "mid1.txt").write_bytes(b"y" * 600)
+    (root / "mid2.txt").write_bytes(b"z" * 600)
+    (root / "link").symlink_to("/etc/passwd")
+    snap = snapshot_workspace(root, at=1.0, max_file=1000, max_total=1000)
+    assert [f.path for f in snap.files] == ["a.txt", "mid1.txt"]
+    assert set(snap.omitted) == {"big.bin", "link", "mid2.txt", "src/b.txt"}
+    remove_workspace(root)
+    assert not root.exists()
+
+
+def test_a_trajectory_case_gets_an_empty_folder(tmp_path: Path) -> None:
+    root = make_workspace(only_case(suites_of(tmp_path, {"c": "p"})))
+    assert list(root.iterdir()) == []
+    remove_workspace(root)
+
+
+# -- agents and retries ----------------------------------------------------------
+
+
+def test_agent_specs_name_a_python_function_or_a_command() -> None:
+    assert parse_agent("pkg.mod:run").kind is AgentKind.PYTHON
+    assert parse_agent("cmd:python a.py {prompt}").target == "python a.py {prompt}"
+    assert parse_agent("node agent.mjs {prompt}").kind is AgentKind.COMMAND
+
+
+def test_retry_waits_follow_the_providers_hint_then_back_off() -> None:
+    assert retry_delay(httpx.Headers({"retry-after": "2"}), 0, base=0.5, cap=60) == 2.0
+    assert retry_delay(httpx.Headers({"retry-after-ms": "150"}), 0, base=0.5, cap=60) == 0.15
+    assert retry_delay(httpx.Headers({"retry-after": "999"}), 0, base=0.5, cap=30) == 30
+    assert retry_delay(httpx.Headers(), 3, base=0.5, cap=60) == 4.0
+
+
+# -- jobs and the pool -----------------------------------------------------------
+
+
+def test_two_models_take_about_as_long_as_one(tmp_path: Path) -> None:
+    suites = suites_of(tmp_path, {f"case-{n}": f"question {n}" for n in range(4)})
+    jobs = plan_live(suites, ["m1", "m2"], 2, tmp_path / "cassettes", "run-1")
+    assert len(jobs) == 16
+    with ChatServer(latency=0.2) as slow:
+        started = time.monotonic()
+        outcome = run_pool(jobs, env_for(slow), concurrency=16)
+        elapsed = time.monotonic() - started
+    assert elapsed < 1.2, elapsed  # one after another: 16 x 200 ms = 3.2 s
+    assert outcome.stopped is None
+    assert sorted((r.job.model, r.job.case.id, r.job.attempt) for r in outcome.results) == sorted(
+        (j.model, j.case.id, j.attempt) for j in jobs
+    )
+    assert all(r.verdict is Verdict.PASSED for r in outcome.results)
+    tape = tmp_path / "cassettes" / "suite" / "case-0.tape"
+    models = sorted(s.header.model for s in TapeReader(tape).sessions())
+    assert models == ["m1", "m1", "m2", "m2"]
+
+
+def test_a_hung_python_agent_is_abandoned_at_the_hang_limit(tmp_path: Path) -> None:
+    suites = suites_of(tmp_path, {"stuck": "[hang] wait"})
+    (job,) = plan_live(suites, ["m"], 1, tmp_path / "cassettes", "run")
+    with ChatServer(hang=3.0) as hanging:
+        started = time.monotonic()
+        result = run_job(job, env_for(hanging, hang_limit=0.4))
+        assert time.monotonic() - started < 2.0
+    assert result.status is Status.TIMEOUT and result.verdict is Verdict.ERROR
+    (recorded,) = TapeReader(job.tape).sessions()
+    facts = [e for e in recorded.events if isinstance(e, RunnerFact)]
+    assert [f.fact for f in facts] == [FactKind.TIMEOUT]
+
+
+def test_the_overall_time_limit_stops_the_run_and_keeps_what_finished(tmp_path: Path) -> None:
+    suites = suites_of(tmp_path, {f"s-{n}": f"[slow] {n}" for n in range(6)})
+    jobs = plan_live(suites, ["m"], 1, tmp_path / "cassettes", "run")
+    with ChatServer(slow=0.3) as s:
+        outcome = run_pool(jobs, env_for(s), concurrency=1, time_limit=0.5)
+    assert outcome.stopped is StopKind.LIMIT
+    assert 1 <= len(outcome.results) < 6
+    assert any(r.verdict is Verdict.PASSED for r in outcome.results)
+
+
+def test_a_401_stops_the_pool_and_cancels_the_attempts_in_flight(tmp_path: Path) -> None:
+    prompts = {"denied": "[401] key?"} | {f"s-{n}": f"[slow] {n}" for n in range(5)}
+    suites = suites_of(tmp_path, prompts)
+    jobs = plan_live(suites, ["m"], 1, tmp_path / "cassettes", "run")
+    with ChatServer(slow=1.0) as s:
+        started = time.monotonic()
+        outcome = run_pool(jobs, env_for(s), concurrency=2)
+        assert time.monotonic() - started < 1.0
+    assert outcome.stopped is StopKind.AUTH and "HTTP 401" in outcome.reason
+    assert len(outcome.results) == 2
+    cancelled = [r for r in outcome.results if r.status is Status.INTERRUPTED]
+    assert cancelled and all("cancelled" in r.reason for r in cancelled)
+
+
+def test_a_replay_job_reproduces_the_recorded_verdict(tmp_path: Path, server: ChatServer) -> None:
+    suites = suites_of(tmp_path, {"hello": "hi", "broken": "[malformed] x"})
+    jobs = plan_live(suites, ["m"], 1, tmp_path / "cassettes", "live")
+    live = run_pool(jobs, env_for(server), concurrency=2)
+    server.stop()
+    recorded = []
+    for job in jobs:
+        (session,) = TapeReader(job.tape).sessions()
+        recorded.append((job.case, session))
+    replays = plan_replay(recorded, tmp_path / "results", "replay")
+    outcome = run_pool(replays, env_for(server), concurrency=2)
+    verdicts = {r.job.case.id: r.verdict for r in live.results}
+    assert verdicts == {"hello": Verdict.PASSED, "broken": Verdict.FAILED}
+    for result in outcome.results:
+        assert result.decision is not None and result.decision.change is Change.UNCHANGED
+        assert result.verdict is verdicts[result.job.case.id]
+        (session,) = TapeReader(result.job.tape).sessions()
+        assert session.header.replay_of == result.job.recorded.session_id
+        assert fold(session.events).usage == fold(result.job.recorded.events).usage
+
+
+def test_progress_lines_name_model_case_attempt_and_verdict(
+    tmp_path: Path, server: ChatServer
+) -> None:
+    (job,) = plan_live(suites_of(tmp_path, {"c": "hi"}), ["m1"], 1, tmp_path / "t", "r")
+    result = run_job(job, env_for(server))
+    stream = io.StringIO()
+    Progress(3, stream)(result)
+    assert stream.getvalue() == "[1/3] m1 :: c (attempt 1) PASS\n"
+
+
+# -- the replay decision -----------------------------------------------------------
+
+PASS = Score(passed=True, reason="ok")
+FAIL = Score(passed=False, reason="bad")
+
+
+@pytest.mark.parametrize(
+    ("rescored", "replayed", "stale", "change"),
+    [
+        (PASS, PASS, "", Change.UNCHANGED),
+        (FAIL, FAIL, "", Change.UNCHANGED),
+        (PASS, FAIL, "", Change.REGRESSION),
+        (FAIL, PASS, "", Change.IMPROVEMENT),
+        (PASS, PASS, "diverged at messages[0]", Change.STALE),
+        (PASS, None, "", Change.STALE),
+    ],
+)
+def test_the_replay_decision_table(
+    rescored: Score, replayed: Score | None, stale: str, change: Change
+) -> None:
+    assert decide(rescored, replayed, stale).change is change
+
+
+def test_exit_codes_and_scoreboard_count_each_change() -> None:
+    rows = [
+        ("s", "a", decide(PASS, PASS)),
+        ("s", "a", decide(PASS, FAIL)),
+        ("s", "b", decide(FAIL, PASS)),
+        ("t", "c", decide(PASS, None, "stale")),
+    ]
+    (s, t) = scoreboard(rows)
+    assert (s.cases, s.attempts, s.rescored_passed, s.replayed_passed) == (2, 3, 2, 2)
+    assert (s.regressions, s.improvements, s.stale) == (1, 1, 0)
+    assert (t.attempts, t.stale) == (1, 1)
+    assert replay_exit_code(d.change for _, _, d in rows) == 1
+    assert replay_exit_code([Change.STALE, Change.IMPROVEMENT]) == 3
+    assert replay_exit_code([Change.UNCHANGED]) == 0
