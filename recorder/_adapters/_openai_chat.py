@@ -49,7 +49,9 @@ def _tool_call(call: dict[str, Any]) -> ToolCall:
 def _calls(message: dict[str, Any]) -> tuple[ToolCall, ...]:
     calls = [_tool_call(c) for c in arr(message.get("tool_calls")) if isinstance(c, dict)]
     legacy = message.get("function_call")
-    if isinstance(legacy, dict):  # deprecated single function call
+    # The deprecated single function call; servers such as llama.cpp send it
+    # beside tool_calls as a copy of the first call, so it counts only alone.
+    if isinstance(legacy, dict) and not calls:
         calls.append(_tool_call({"function": legacy}))
     return tuple(calls)
 
@@ -162,7 +164,7 @@ def read_stream(call: ModelCall, stream: SseStream) -> ModelCall:
             out.append(text(delta.get("content")) + text(delta.get("refusal")))
             thinking.append(text(delta.get("reasoning_content")) or text(delta.get("reasoning")))
             fragments = [f for f in arr(delta.get("tool_calls")) if isinstance(f, dict)]
-            if isinstance(delta.get("function_call"), dict):
+            if isinstance(delta.get("function_call"), dict) and not fragments:
                 fragments.append({"index": -1, "function": delta["function_call"]})
             for position, fragment in enumerate(fragments):
                 index = fragment.get("index")
