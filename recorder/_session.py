@@ -3,8 +3,9 @@
 ``fold(events)`` derives everything a scorer or a report needs (turns, tool
 calls with their results, the final reply, usage totals, errors, the final
 workspace) from the recorded facts alone, so a better adapter re-derives it
-from old tapes.  Each exchange is decoded exactly once and each request body
-parsed once, so the fold is linear in the bytes of the session.
+from old tapes.  Each exchange is decoded exactly once, and a conversation
+message that later requests repeat is parsed and normalized only where it
+first appears (``CallDecoder``), so the fold is linear in the turns.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Literal, TypeAlias
 
 import attrs
 
-from recorder._adapters import decode_call
+from recorder._adapters import CallDecoder
 from recorder._adapters._model import ModelCall, ToolCall, Usage
 from recorder._events import (
     Event,
@@ -144,10 +145,11 @@ def fold(events: Iterable[Event]) -> Session:
     harness: list[HarnessEvent] = []
     snapshot: WorkspaceSnapshot | None = None
     last = 0.0
+    decoder = CallDecoder()
     for event in it:
         if isinstance(event, Exchange):
             last = max(last, event.at + event.duration)
-            call = decode_call(event)
+            call = decoder.decode(event)
             index = len(turns) if call is not None else None
             if call is not None:
                 turns.append(Turn(index=len(turns), exchange=event, call=call))

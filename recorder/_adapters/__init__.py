@@ -2,7 +2,9 @@
 
 ``decode_call`` picks the API from the URL path (falling back on the body's
 shape for proxies with other paths), decodes the raw wire bytes, and hands
-them to that API's adapter.  Only these modules read API JSON; none imports
+them to that API's adapter.  ``CallDecoder`` does the same for a session's
+exchanges in order, parsing and normalizing each repeated conversation
+message once (``_reuse.py``).  Only these modules read API JSON; none imports
 an HTTP library, so they work on any tape.
 """
 
@@ -16,6 +18,7 @@ import attrs
 
 from recorder._adapters import _anthropic, _openai_chat, _openai_responses
 from recorder._adapters._model import Api, Message, ModelCall, ToolCall, Usage
+from recorder._adapters._reuse import BodyParser, Memo
 from recorder._adapters._sse import (
     SseStream,
     decode_content,
@@ -30,13 +33,15 @@ from recorder._events import Exchange
 
 @attrs.frozen(kw_only=True)
 class _Adapter:
-    read_request: Callable[[dict[str, Any]], ModelCall]
+    conversation: str
+    read_request: Callable[[dict[str, Any], Memo[Any]], ModelCall]
     read_response: Callable[[ModelCall, Any], ModelCall]
     read_stream: Callable[[ModelCall, SseStream], ModelCall]
 
 
 _ADAPTERS: dict[str, _Adapter] = {
     module.API: _Adapter(
+        conversation=module.CONVERSATION,
         read_request=module.read_request,
         read_response=module.read_response,
         read_stream=module.read_stream,
@@ -71,27 +76,56 @@ def decode_call(exchange: Exchange) -> ModelCall | None:
     that broke or a transport failure give a call with ``error`` set and
     whatever could be read before the failure.
     """
-    request = exchange.request
-    if request.method != "POST":
-        return None
-    api = _api_by_path(urlsplit(request.url).path.rstrip("/"))
-    raw = decode_content(request.body, request.headers)
-    body, problem = load_json(raw.data, "request body") if not raw.problem else (None, raw.problem)
-    if api is None:
-        if not isinstance(body, dict):
+    return CallDecoder().decode(exchange)
+
+
+class CallDecoder:
+    """``decode_call`` for the exchanges of one session, given in order.
+
+    Gives the same calls as ``decode_call`` on each exchange, but parses and
+    normalizes a conversation message only where it first appears, so decoding
+    a session costs time linear in its turns rather than quadratic.  Keeps the
+    session's decoded messages and its last request body of each API.
+    """
+
+    def __init__(self) -> None:
+        self._parsers: dict[str, BodyParser] = {}
+        self._memos: dict[str, Memo[Any]] = {}
+
+    def decode(self, exchange: Exchange) -> ModelCall | None:
+        """The model call ``exchange`` made, or None; see ``decode_call``."""
+        request = exchange.request
+        if request.method != "POST":
             return None
-        api = _api_by_shape(body, bool(header(request.headers, "anthropic-version")))
+        api = _api_by_path(urlsplit(request.url).path.rstrip("/"))
+        raw = decode_content(request.body, request.headers)
+        if raw.problem:
+            body, problem = None, raw.problem
+        elif api is None:
+            body, problem = load_json(raw.data, "request body")
+        else:
+            parser = self._parsers.get(api)
+            if parser is None:
+                parser = self._parsers[api] = BodyParser(_ADAPTERS[api].conversation)
+            body, problem = parser.load(raw.data, "request body")
         if api is None:
-            return None
-    adapter = _ADAPTERS[api]
-    if not isinstance(body, dict):
-        problem = problem or "request body is not a JSON object"
-    streamed = isinstance(body, dict) and body.get("stream") is True
-    call = _read_response(adapter.read_request(obj(body)), exchange, adapter, streamed)
-    if exchange.error is not None:
-        failure = f"{exchange.error.type}: {exchange.error.message}"
-        return attrs.evolve(call, error=f"transport failed: {failure}")
-    return attrs.evolve(call, error=call.error or problem)
+            if not isinstance(body, dict):
+                return None
+            api = _api_by_shape(body, bool(header(request.headers, "anthropic-version")))
+            if api is None:
+                return None
+        adapter = _ADAPTERS[api]
+        if not isinstance(body, dict):
+            problem = problem or "request body is not a JSON object"
+        streamed = isinstance(body, dict) and body.get("stream") is True
+        memo = self._memos.get(api)
+        if memo is None:
+            memo = self._memos[api] = Memo()
+        call = _read_response(adapter.read_request(obj(body), memo), exchange, adapter, streamed)
+        if exchange.error is not None:
+            failure = f"{exchange.error.type}: {exchange.error.message}"
+            return attrs.evolve(call, error=f"transport failed: {failure}")
+        return attrs.evolve(call, error=call.error or problem)
 
 
 def _read_response(
@@ -119,4 +153,4 @@ def _read_response(
     return call
 
 
-__all__ = ["Api", "Message", "ModelCall", "ToolCall", "Usage", "decode_call"]
+__all__ = ["Api", "CallDecoder", "Message", "ModelCall", "ToolCall", "Usage", "decode_call"]

@@ -15,11 +15,12 @@ from typing import Any, Final
 import attrs
 
 from recorder._adapters._model import Message, ModelCall, ToolCall, Usage
+from recorder._adapters._reuse import Memo
 from recorder._adapters._sse import (
     SseStream,
     arr,
     count,
-    load_json,
+    load_json_text,
     obj,
     parts_text,
     raw_json,
@@ -28,6 +29,8 @@ from recorder._adapters._sse import (
 )
 
 API: Final = "anthropic.messages"
+CONVERSATION: Final = "messages"
+"""The request's array of conversation items."""
 
 
 def _tool_use(block: dict[str, Any], arguments: str | None = None) -> ToolCall:
@@ -68,15 +71,19 @@ def _messages(m: dict[str, Any]) -> list[Message]:
     return out
 
 
-def read_request(body: dict[str, Any]) -> ModelCall:
-    """The request side of a call: model, system prompt and messages, tools offered."""
+def read_request(body: dict[str, Any], memo: Memo[list[Message]] | None = None) -> ModelCall:
+    """The request side of a call: model, system prompt and messages, tools offered.
+
+    ``memo`` keeps the normalized messages of earlier requests of the session.
+    """
+    memo = memo if memo is not None else Memo()
     messages: list[Message] = []
     system = parts_text(body.get("system"), ("text",))
     if system:
         messages.append(Message(role="system", text=system))
     for m in arr(body.get("messages")):
         if isinstance(m, dict):
-            messages.extend(_messages(m))
+            messages.extend(memo.get(m, _messages))
     tools = [text(t.get("name")) for t in arr(body.get("tools")) if isinstance(t, dict)]
     return ModelCall(
         api=API,
@@ -147,7 +154,7 @@ def read_stream(call: ModelCall, stream: SseStream) -> ModelCall:
     for n, event in enumerate(stream.events):
         if event.event == "ping":
             continue
-        data, bad = load_json(event.data.encode(), f"stream event {n}")
+        data, bad = load_json_text(event.data, f"stream event {n}")
         if bad or not isinstance(data, dict):
             problem = problem or bad or f"stream event {n} is not a JSON object"
             continue

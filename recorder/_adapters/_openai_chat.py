@@ -14,12 +14,13 @@ from typing import Any, Final
 import attrs
 
 from recorder._adapters._model import Message, ModelCall, ToolCall, Usage
+from recorder._adapters._reuse import Memo
 from recorder._adapters._sse import (
     SseEvent,
     SseStream,
     arr,
     count,
-    load_json,
+    load_json_text,
     obj,
     parts_text,
     raw_json,
@@ -28,6 +29,8 @@ from recorder._adapters._sse import (
 )
 
 API: Final = "openai.chat"
+CONVERSATION: Final = "messages"
+"""The request's array of conversation items."""
 
 
 def _tool_call(call: dict[str, Any]) -> ToolCall:
@@ -73,14 +76,20 @@ def _tool_name(tool: dict[str, Any]) -> str:
     return text(obj(tool.get("function")).get("name"))
 
 
-def read_request(body: dict[str, Any]) -> ModelCall:
-    """The request side of a call: model, conversation, tools offered."""
+def read_request(body: dict[str, Any], memo: Memo[Message] | None = None) -> ModelCall:
+    """The request side of a call: model, conversation, tools offered.
+
+    ``memo`` keeps the normalized messages of earlier requests of the session.
+    """
+    memo = memo if memo is not None else Memo()
     tools = [_tool_name(t) for t in arr(body.get("tools")) if isinstance(t, dict)]
     tools += [text(f.get("name")) for f in arr(body.get("functions")) if isinstance(f, dict)]
     return ModelCall(
         api=API,
         model_requested=text(body.get("model")),
-        input_messages=tuple(_message(m) for m in arr(body.get("messages")) if isinstance(m, dict)),
+        input_messages=tuple(
+            memo.get(m, _message) for m in arr(body.get("messages")) if isinstance(m, dict)
+        ),
         tools_offered=tuple(t for t in tools if t),
     )
 
@@ -146,7 +155,7 @@ def read_stream(call: ModelCall, stream: SseStream) -> ModelCall:
         if event.data.startswith("[DONE]"):
             done = True
             break
-        chunk, bad = load_json(event.data.encode(), f"stream event {n}")
+        chunk, bad = load_json_text(event.data, f"stream event {n}")
         if bad or not isinstance(chunk, dict):
             problem = problem or bad or f"stream event {n} is not a JSON object"
             continue

@@ -15,11 +15,12 @@ from typing import Any, Final
 import attrs
 
 from recorder._adapters._model import Message, ModelCall, ToolCall, Usage
+from recorder._adapters._reuse import Memo
 from recorder._adapters._sse import (
     SseStream,
     arr,
     count,
-    load_json,
+    load_json_text,
     obj,
     parts_text,
     raw_json,
@@ -28,6 +29,8 @@ from recorder._adapters._sse import (
 )
 
 API: Final = "openai.responses"
+CONVERSATION: Final = "input"
+"""The request's array of conversation items."""
 _TEXT_PARTS = ("input_text", "output_text", "text")
 _TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 _DELTAS = {
@@ -91,8 +94,11 @@ def _input_messages(body: dict[str, Any]) -> tuple[Message, ...]:
     return tuple(messages)
 
 
-def read_request(body: dict[str, Any]) -> ModelCall:
-    """The request side of a call: model, instructions and input items, tools offered."""
+def read_request(body: dict[str, Any], memo: Memo[Message] | None = None) -> ModelCall:
+    """The request side of a call: model, instructions and input items, tools offered.
+
+    Input items merge into messages across items, so ``memo`` goes unused.
+    """
     tools = [
         text(t.get("name")) if t.get("type") in ("function", "custom") else text(t.get("type"))
         for t in arr(body.get("tools"))
@@ -205,7 +211,7 @@ def read_stream(call: ModelCall, stream: SseStream) -> ModelCall:
     started: dict[str, Any] = {}
     terminal = problem = ""
     for n, event in enumerate(stream.events):
-        data, bad = load_json(event.data.encode(), f"stream event {n}")
+        data, bad = load_json_text(event.data, f"stream event {n}")
         if bad or not isinstance(data, dict):
             problem = problem or bad or f"stream event {n} is not a JSON object"
             continue

@@ -12,6 +12,7 @@ import importlib
 import json
 import re
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -23,6 +24,7 @@ MAX_DECODED = 256 * 1024 * 1024
 """Most bytes a body may decode to (a hostile tape cannot exhaust memory)."""
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 @attrs.frozen(kw_only=True)
@@ -143,6 +145,29 @@ def load_json(data: bytes, what: str) -> tuple[Any, str]:
         return None, f"{what} is not valid JSON: {exc.msg} at offset {exc.pos}"
 
 
+def load_json_text(data: str, what: str) -> tuple[Any, str]:
+    """``load_json(data.encode(), what)`` without encoding the text again.
+
+    A text that is one JSON object and nothing else (the usual stream event)
+    goes straight to the scanner ``json.loads`` ends in; anything else takes
+    the long way, which also words the problem.
+    """
+    if data[:1] == "{":
+        try:
+            value, end = _scan(data, 0)
+        except (StopIteration, ValueError):
+            pass
+        else:
+            if end == len(data):
+                return value, ""
+    if data[:1] in ("\ufeff", "\x00") or data[1:2] == "\x00":
+        return load_json(data.encode(), what)  # read as the bytes would be
+    try:
+        return json.loads(data), ""
+    except json.JSONDecodeError as exc:
+        return None, f"{what} is not valid JSON: {exc.msg} at offset {exc.pos}"
+
+
 def parse_sse(data: bytes) -> SseStream:
     """Split an event-stream body into events, following the WHATWG rules.
 
@@ -150,7 +175,7 @@ def parse_sse(data: bytes) -> SseStream:
     in the middle of is left out and marks the stream incomplete.
     """
     text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
-    lines = _LINE_END.split(text)
+    lines = text.split("\n") if "\r" not in text else _LINE_END.split(text)
     tail = lines.pop()  # text after the last line end: a cut-off line, or ""
     events: list[SseEvent] = []
     event = ""
@@ -161,6 +186,10 @@ def parse_sse(data: bytes) -> SseStream:
             if values:
                 events.append(SseEvent(event=event, data="\n".join(values)))
             event, values, pending = "", [], False
+            continue
+        if line.startswith("data:"):  # the usual line, read without the general split
+            values.append(line[6:] if line.startswith(" ", 5) else line[5:])
+            pending = True
             continue
         if line.startswith(":"):
             continue
