@@ -37,9 +37,8 @@ from recorder._script import (
     ScriptFlavor,
     load_script,
     parse_script,
-    script_exchanges,
-    write_script_tape,
 )
+from recorder._script_tape import script_exchanges, write_script_tape
 from recorder._session import Failure, Session, ToolCallRecord, Turn, fold
 from recorder._transport import RecordingTransport
 from recorder._version import VERSION

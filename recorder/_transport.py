@@ -189,6 +189,11 @@ class _Capture:
             after_bytes=self._bytes,
         )
 
+    def abort(self, exc: Exception) -> None:
+        """Record the exchange as failed with ``exc`` (the caller re-raises it)."""
+        self.fail(exc)
+        self.finish()
+
     def finish(self) -> None:
         with self._lock:
             if self._done:
@@ -210,6 +215,17 @@ class _Capture:
             error=self._error,
         )
         self._owner.record(exchange)
+
+
+def _relayed(module: Any, response: Any, stream: Any) -> Any:
+    """The response handed to the client: the real one's status, headers and
+    extensions, its body read through ``stream`` (which records it)."""
+    return module.Response(
+        response.status_code,
+        headers=response.headers.raw,
+        stream=stream,
+        extensions=response.extensions,
+    )
 
 
 class RecordingTransport:
@@ -252,8 +268,7 @@ class RecordingTransport:
         try:
             response = self.real.handle_request(request)
         except Exception as exc:
-            capture.fail(exc)
-            capture.finish()
+            capture.abort(exc)
             raise
         capture.respond(response.status_code, raw_headers(response.headers))
         raw = response.stream
@@ -264,8 +279,7 @@ class RecordingTransport:
                     capture.chunk(data)
                     yield data
             except Exception as exc:
-                capture.fail(exc)
-                capture.finish()
+                capture.abort(exc)
                 raise
             capture.finish()
 
@@ -276,13 +290,7 @@ class RecordingTransport:
                 capture.finish()
 
         flavor = self._flavors.of(request)
-        stream = flavor.sync_stream(chunks, close)
-        return flavor.module.Response(
-            response.status_code,
-            headers=response.headers.raw,
-            stream=stream,
-            extensions=response.extensions,
-        )
+        return _relayed(flavor.module, response, flavor.sync_stream(chunks, close))
 
     async def handle_async_request(self, request: Any) -> Any:
         """Async twin of ``handle_request``."""
@@ -290,8 +298,7 @@ class RecordingTransport:
         try:
             response = await self.real.handle_async_request(request)
         except Exception as exc:
-            capture.fail(exc)
-            capture.finish()
+            capture.abort(exc)
             raise
         capture.respond(response.status_code, raw_headers(response.headers))
         raw = response.stream
@@ -302,8 +309,7 @@ class RecordingTransport:
                     capture.chunk(data)
                     yield data
             except Exception as exc:
-                capture.fail(exc)
-                capture.finish()
+                capture.abort(exc)
                 raise
             capture.finish()
 
@@ -314,13 +320,7 @@ class RecordingTransport:
                 capture.finish()
 
         flavor = self._flavors.of(request)
-        stream = flavor.async_stream(chunks, close)
-        return flavor.module.Response(
-            response.status_code,
-            headers=response.headers.raw,
-            stream=stream,
-            extensions=response.extensions,
-        )
+        return _relayed(flavor.module, response, flavor.async_stream(chunks, close))
 
     def close(self) -> None:
         """Close the real transport."""

@@ -11,7 +11,8 @@ from replay._errors import (
 )
 from replay._match import Divergence, Normalized, first_difference, normalize
 from replay._modes import Action, RecordMode, parse_mode, resolve_mode
-from replay._proxy import ProgramResult, TapeProxy, Upstreams, run_program
+from replay._program import ProgramResult, run_program
+from replay._proxy import TapeProxy, Upstreams
 from replay._transport import ReplayTransport
 
 __all__ = [

@@ -20,8 +20,6 @@ import contextlib
 import gzip
 import http.server
 import json
-import os
-import platform
 import statistics
 import struct
 import sys
@@ -40,6 +38,7 @@ if str(ROOT) not in sys.path:  # run as a script: make ``evals.perf`` importable
     sys.path.insert(0, str(ROOT))
 
 import recorder  # noqa: E402
+from evals.perf._report import kb, machine, replace_section  # noqa: E402
 from evals.perf.traffic import URL, AgentSession, agent_session, dumps, write_session  # noqa: E402
 from recorder import Chunk, Exchange, TapeReader  # noqa: E402
 from recorder._codec import to_plain  # noqa: E402
@@ -385,24 +384,13 @@ def _traffic_stats(session: AgentSession) -> dict[str, Any]:
 # -- report -------------------------------------------------------------------
 
 
-def _kb(n: int) -> str:
-    return f"{n / 1024:,.1f} KiB" if n < 1024 * 1024 else f"{n / 1024 / 1024:,.2f} MiB"
-
-
 def _machine() -> str:
-    cpu = ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
     import vcr
     import yaml
 
     libyaml = "with libyaml" if getattr(yaml, "__with_libyaml__", False) else "pure Python"
     return (
-        f"{os.cpu_count()} CPUs (nproc){f', {cpu}' if cpu else ''}; "
-        f"Python {platform.python_version()} on {platform.system()} {platform.machine()}; "
+        f"{machine()}; "
         f"zstandard {zstandard.__version__} (libzstd {zstandard.ZSTD_VERSION[0]}."
         f"{zstandard.ZSTD_VERSION[1]}.{zstandard.ZSTD_VERSION[2]}); vcrpy {vcr.__version__}; "
         f"PyYAML {yaml.__version__} ({libyaml}); tape level {recorder_level()}"
@@ -453,8 +441,8 @@ def render(rows: list[Row], *, reps: int, seed: int, command: str) -> str:
         [
             [
                 str(r.turns),
-                _kb(r.raw),
-                _kb(r.last_request),
+                kb(r.raw),
+                kb(r.last_request),
                 f"{r.tool_result:,.0f} B",
                 f"{r.response:,.0f} B",
                 f"{r.chunks:.1f}",
@@ -477,10 +465,10 @@ def render(rows: list[Row], *, reps: int, seed: int, command: str) -> str:
         [
             [
                 str(r.turns),
-                _kb(r.tape),
-                _kb(r.vcr),
-                _kb(r.jsonl_gz),
-                _kb(r.floor),
+                kb(r.tape),
+                kb(r.vcr),
+                kb(r.jsonl_gz),
+                kb(r.floor),
                 f"{r.vcr / r.tape:.1f}x",
                 f"{r.jsonl_gz / r.tape:.1f}x",
                 f"{r.tape / r.floor:.2f}x",
@@ -515,12 +503,12 @@ def render(rows: list[Row], *, reps: int, seed: int, command: str) -> str:
         [
             [
                 str(r.turns),
-                _kb(r.tape),
-                _kb(r.tape_no_times),
-                _kb(r.tape_no_headers),
-                _kb(r.tape_content),
-                _kb(r.events_one_piece),
-                _kb(r.floor_facts),
+                kb(r.tape),
+                kb(r.tape_no_times),
+                kb(r.tape_no_headers),
+                kb(r.tape_content),
+                kb(r.events_one_piece),
+                kb(r.floor_facts),
                 f"{r.tape / r.floor_facts:.2f}x",
                 f"{r.tape_content / r.floor:.2f}x",
             ]
@@ -568,6 +556,16 @@ def render(rows: list[Row], *, reps: int, seed: int, command: str) -> str:
                 f"{last.turns / first.turns:g}x the turns): the fold decodes the whole",
                 "conversation carried by every request, which grows with the square of the turns.",
             ]
+        else:
+            out += [
+                "",
+                f"Read + fold grows with the turns ({fold_growth:.1f}x for "
+                f"{last.turns / first.turns:g}x the turns): each request repeats the whole",
+                "conversation, but the fold parses and normalizes a message only where it first",
+                "appears (`recorder/_adapters/_reuse.py`). Most of what remains is decoding the",
+                f"streamed responses: one JSON parse per server-sent event ({first.chunks:.0f} per "
+                "turn here).",
+            ]
     out += [
         "",
         "### zstd level",
@@ -582,7 +580,7 @@ def render(rows: list[Row], *, reps: int, seed: int, command: str) -> str:
             [
                 str(r.turns),
                 str(level),
-                _kb(size),
+                kb(size),
                 f"{seconds * 1000:.1f} ms",
                 f"{size / _default(r)[0]:.3f}x",
                 f"{seconds / _default(r)[1]:.2f}x",
@@ -684,28 +682,6 @@ def _span(values: list[float]) -> str:
     return f"{lo:.2f}x" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}x-{hi:.2f}x"
 
 
-TOP = """\
-# Performance
-
-Measured costs of evaltape: sizes on disk, write and read times.  Every table
-names the command that produced it; run it again to refresh the table on your
-machine.
-"""
-
-
-def update_doc(path: Path, section: str) -> None:
-    """Replace this benchmark's section of ``path`` (or add it), leaving the rest."""
-    text = path.read_text(encoding="utf-8") if path.exists() else TOP
-    start = text.find(HEADING + "\n")
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = text.find("\n## ", start + len(HEADING))
-        rest = "" if end < 0 else text[end + 1 :]
-        text = text[:start] + section + ("\n" + rest if rest else "")
-    path.write_text(text, encoding="utf-8")
-
-
 def _turn_counts(value: str) -> list[int]:
     try:
         counts = [int(v) for v in value.split(",")]
@@ -715,6 +691,11 @@ def _turn_counts(value: str) -> list[int]:
     if not counts or min(counts) < 1:
         raise argparse.ArgumentTypeError(f"turn counts must be positive: {value!r}")
     return sorted(set(counts))
+
+
+def update_doc(path: Path, section: str) -> None:
+    """Replace this benchmark's section of ``path`` (or add it), leaving the rest."""
+    replace_section(path, HEADING, section)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,12 +27,9 @@ overhead" section of docs/performance.md.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import cProfile
 import gc
 import json
-import os
-import platform
 import pstats
 import statistics
 import sys
@@ -49,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run as a script: make ``evals.perf`` importable
     sys.path.insert(0, str(ROOT))
 
+from evals.perf._report import kb, machine, replace_section  # noqa: E402
 from evals.perf.traffic import agent_session, dumps  # noqa: E402
 from recorder import (  # noqa: E402
     Chunk,
@@ -76,12 +74,14 @@ ANALYSIS = [
     "  normalize the session only when a request misses it) in `replay/_match.py`'s `Matcher`",
     "  would remove this cost from such replays. Not done: `Matcher.recorded` hands the",
     "  normalized forms to the divergence report, the lenient mode and `finish()`.",
-    "- Recording costs are dominated by redaction: every rule's regular expression runs over",
-    "  every request and response header value and over both bodies. Header values are short",
-    "  but there are ~35 per exchange; running the header rules as one combined pattern, or",
-    "  skipping values shorter than the shortest secret, in `recorder/_redact.py` would cut",
-    "  most of that; request bodies are scanned whole, so the cost grows with the",
-    "  conversation. zstd (level 9, one block flushed per exchange) is the next item.",
+    "- Redaction (`recorder/_redact.py`) scans both bodies and every header value with every",
+    "  rule, and stays exact: a built-in rule's regular expression is tried only where",
+    "  `bytes.find` sees one of its leading literals (Python's regex engine is slow at",
+    "  trying a list of words such as `api|token|secret` at every position), no rule runs",
+    "  over data shorter than its shortest match, and header values found clean are",
+    "  remembered, since most recur in every exchange. What is left is roughly one pass",
+    "  over each body per rule; request bodies are scanned whole, so the cost grows with",
+    "  the conversation.",
 ]
 COMMAND = "python evals/perf/bench_transport.py"
 TARGET_REPLAY = 2.0
@@ -382,22 +382,8 @@ def _us(seconds: float) -> str:
     return f"{seconds * 1e6:,.0f} µs"
 
 
-def _kb(n: float) -> str:
-    return f"{n / 1024:,.1f} KiB" if n < 1024 * 1024 else f"{n / 1024 / 1024:,.2f} MiB"
-
-
 def _machine() -> str:
-    cpu = ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return (
-        f"{os.cpu_count()} CPUs (nproc){f', {cpu}' if cpu else ''}; "
-        f"Python {platform.python_version()} on {platform.system()} {platform.machine()}; "
-        f"httpx {httpx.__version__}"
-    )
+    return f"{machine()}; httpx {httpx.__version__}"
 
 
 @attrs.frozen(kw_only=True)
@@ -446,8 +432,8 @@ def render(
         n = len(r.traffic.exchanges)
         tm = r.timing
         out.append(
-            f"| {r.turns} | {r.traffic.name} | {_kb(r.traffic.request_bytes)} "
-            f"| {_kb(r.traffic.response_bytes)} ({r.traffic.chunks:.0f} chunks each) "
+            f"| {r.turns} | {r.traffic.name} | {kb(r.traffic.request_bytes)} "
+            f"| {kb(r.traffic.response_bytes)} ({r.traffic.chunks:.0f} chunks each) "
             f"| {_us(tm.mock / n)} | {_us(tm.replay / n)} | {tm.replay / tm.mock:.2f}x "
             f"| {_us(tm.replay_build / n)} per exchange "
             f"| {(tm.replay + tm.replay_build) / tm.mock:.2f}x |"
@@ -466,7 +452,7 @@ def render(
         out.append(
             f"| {r.turns} | {r.traffic.name} | {_us(tm.mock / n)} | {_us(tm.record / n)} "
             f"| {tm.record / tm.mock:.2f}x | {_us((tm.record - tm.mock) / n)} "
-            f"| {tm.record_session * 1e3:.1f} ms | {_kb(tm.tape_bytes)} |"
+            f"| {tm.record_session * 1e3:.1f} ms | {kb(tm.tape_bytes)} |"
         )
     worst = max(rows, key=lambda r: r.timing.replay / r.timing.mock)
     ratio = worst.timing.replay / worst.timing.mock
@@ -503,16 +489,8 @@ def render(
 
 
 def update_doc(path: Path, section: str) -> None:
-    """Replace this benchmark's section of ``path`` (or append it), leaving the rest."""
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Performance\n"
-    start = text.find(HEADING + "\n")
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = text.find("\n## ", start + len(HEADING))
-        rest = "" if end < 0 else text[end + 1 :]
-        text = text[:start] + section + ("\n" + rest if rest else "")
-    path.write_text(text, encoding="utf-8")
+    """Replace this benchmark's section of ``path`` (or add it), leaving the rest."""
+    replace_section(path, HEADING, section)
 
 
 def main(argv: list[str] | None = None) -> int:
