@@ -186,10 +186,13 @@ class Case:
 
     @property
     def kind(self) -> CaseKind:
-        """Judged if it has a rubric, coding if it has a sandbox, else trajectory."""
+        """Judged if it has a rubric, coding if it checks an outcome, else trajectory.
+
+        A trajectory case may still have ``files``: a sandbox to look at.
+        """
         if self.rubric is not None:
             return CaseKind.JUDGED
-        if self.files is not None or self.verify is not None:
+        if self.verify is not None or self.immutable:
             return CaseKind.CODING
         return CaseKind.TRAJECTORY
 
