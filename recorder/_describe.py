@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from recorder._adapters import ModelCall, Usage, decode_call
+from recorder._adapters import CallDecoder, ModelCall, Usage, decode_call
 from recorder._events import (
     Event,
     Exchange,
@@ -63,11 +63,13 @@ def describe_session(session: RecordedSession) -> str:
     return " ".join(parts)
 
 
-def describe_event(event: Event) -> str:
+def describe_event(event: Event, decoder: CallDecoder | None = None) -> str:
     """One line per event, prefixed with its time offset.
 
     A model API exchange ends with its decoded call: API, model, finish
     reason, tool calls asked for, token usage, and the error if it failed.
+    Pass one ``decoder`` for all events of a session, in order, to decode
+    its conversation in linear time.
     """
     if isinstance(event, SessionStarted):
         return f"{0.0:8.3f}s start  {event.started_at:.3f} (epoch) seed={event.seed}"
@@ -82,7 +84,7 @@ def describe_event(event: Event) -> str:
         if event.error is not None:
             line += f" !! {event.error.type}: {event.error.message}"
         line += f" in {event.duration:.3f}s"
-        call = decode_call(event)
+        call = decode_call(event) if decoder is None else decoder.decode(event)
         return line if call is None else f"{line} | {describe_call(call)}"
     if isinstance(event, HarnessEvent):
         fields = " ".join(f"{k}={v}" for k, v in event.fields)

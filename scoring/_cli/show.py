@@ -7,6 +7,7 @@ import json
 import click
 
 from recorder import Note, TapeReader
+from recorder._adapters import CallDecoder
 from recorder._describe import describe_event, describe_session
 from recorder._jsonview import event_json
 from scoring._cli._boundary import boundary
@@ -43,7 +44,8 @@ def show(files: tuple[str, ...], as_json: bool) -> None:
                     click.echo(json.dumps(event_json(event, session.session_id), sort_keys=True))
                 continue
             click.echo(describe_session(session))
+            decoder = CallDecoder()
             for event in session.events:
-                click.echo("  " + describe_event(event))
+                click.echo("  " + describe_event(event, decoder))
     if corrupt:
         raise SystemExit(1)
