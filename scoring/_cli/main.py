@@ -10,14 +10,17 @@ import click
 
 from recorder import VERSION
 from scoring._cli import (
+    add,
     history,
     lint,
     list_cases,
     live,
     replay_cmd,
+    rescore,
     script,
     show,
     status,
+    trace,
     validate,
 )
 
@@ -31,6 +34,9 @@ COMMANDS: tuple[click.Command, ...] = (
     status.status,
     live.live,
     replay_cmd.replay,
+    rescore.rescore,
+    trace.trace,
+    add.add,
 )
 """Every subcommand, resolved through this one explicit table."""
 

@@ -1,0 +1,105 @@
+"""``evaltape trace RUN [--case ID]``: a run's attempts at one case, turn by turn."""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+import click
+
+from recorder import TapeError
+from scoring._cli._boundary import boundary
+from scoring._cli._options import config_options
+from scoring._cli.validate import load_or_report
+from scoring._config import Config, display_path
+from scoring._errors import ScoringError
+from scoring._records import read_record, resolve_run
+from scoring._scorers import make_scorer
+from scoring._trace import Cut, format_case_lines, run_cases, trace_case
+from scoring._validate import suggest
+
+
+def _error(message: str, code: int = 2) -> NoReturn:
+    click.echo(f"evaltape: error: {message}", err=True)
+    raise SystemExit(code)
+
+
+@click.command(name="trace")
+@click.argument("run", default="latest", metavar="RUN")
+@click.option("--case", "case_id", metavar="ID", help="The case to show; omit to list the cases.")
+@click.option("-m", "--model", metavar="MODEL", help="Only this model's attempts.")
+@click.option("--full", is_flag=True, help="Show every value in full (long values are cut).")
+@click.option(
+    "--width",
+    type=click.IntRange(min=20),
+    default=400,
+    show_default=True,
+    metavar="CHARS",
+    help="Characters of one value shown before it is cut.",
+)
+@config_options("suites", "rubrics", "cassettes", "results", "hang_limit")
+@boundary
+def trace(
+    run: str,
+    case_id: str | None,
+    model: str | None,
+    full: bool,
+    width: int,
+    config: Config,
+) -> None:
+    """Show a run's attempts at one case turn by turn, read from their tapes.
+
+    RUN is `latest` (the default), a run id, a unique prefix of one, or the
+    path of a run record.  Without --case, lists the run's cases with their
+    verdict counts.  With --case, each attempt is one block: every turn's
+    thinking and text, each tool call's exact arguments and the result the
+    tool returned, failures, how the session ended, and the verdict scored
+    now with today's case and scorer.  Exit 0; 2 on bad input.
+    """
+    try:
+        path = resolve_run(config.results, run)
+        record = read_record(path)
+    except ScoringError as exc:
+        _error(str(exc))
+    if case_id is None:
+        lines = format_case_lines(run_cases(record))
+        click.echo(
+            f"run {record.run_id} ({record.kind.value}, {record.state.value}): "
+            f"{len(lines)} case{'' if len(lines) == 1 else 's'} · {display_path(path)}"
+        )
+        for line in lines:
+            click.echo("  " + line)
+        if lines:
+            click.echo("show one with: evaltape trace RUN --case ID", err=True)
+        return
+    ids = tuple(dict.fromkeys(a.case_id for a in record.attempts))
+    if case_id not in ids:
+        _error(
+            f'run {record.run_id} has no attempt of case "{case_id}"{suggest(case_id, ids)}; '
+            f"its cases are {', '.join(ids) or 'none'}"
+        )
+    models = tuple(dict.fromkeys(a.model for a in record.attempts if a.case_id == case_id))
+    if model is not None and model not in models:
+        _error(
+            f'case "{case_id}" did not run with model "{model}" in run {record.run_id}; '
+            f"it ran with {', '.join(models)}"
+        )
+    suites = load_or_report((), config)
+    cases = {c.id: c for s in suites for c in s.cases}
+    try:
+        blocks = trace_case(
+            record,
+            case_id,
+            cases,
+            make_scorer(hang_limit=config.hang_limit),
+            cassettes=config.cassettes,
+            results=config.results,
+            model=model,
+            cut=Cut(limit=None if full else width),
+        )
+    except TapeError as exc:
+        _error(str(exc))
+    for i, block in enumerate(blocks):
+        if i:
+            click.echo("")
+        for line in block:
+            click.echo(line)
