@@ -39,12 +39,23 @@ from recorder._script import (
     parse_script,
 )
 from recorder._script_tape import script_exchanges, write_script_tape
-from recorder._session import Failure, Session, ToolCallRecord, Turn, fold
+from recorder._session import (
+    JUDGE_ROLE,
+    ROLE_HEADER,
+    Failure,
+    Session,
+    ToolCallRecord,
+    Turn,
+    fold,
+    is_judge_exchange,
+)
 from recorder._transport import RecordingTransport
 from recorder._version import VERSION
 from recorder._writer import SessionWriter, new_session_id, open_session
 
 __all__ = [
+    "JUDGE_ROLE",
+    "ROLE_HEADER",
     "SCHEMA_VERSION",
     "SCRIPT_MATCH_ANY",
     "SCRIPT_MATCH_HEADER",
@@ -93,6 +104,7 @@ __all__ = [
     "default_redactor",
     "fold",
     "from_plain",
+    "is_judge_exchange",
     "load_script",
     "new_session_id",
     "open_session",

@@ -32,6 +32,25 @@ from recorder._events import (
 Origin: TypeAlias = Literal["model", "transport", "runner"]
 """Where a failure was seen."""
 
+ROLE_HEADER = "x-evaltape-role"
+"""Request header marking a model call made on the agent's tape by someone else."""
+JUDGE_ROLE = "judge"
+"""``ROLE_HEADER`` value of the judge's calls: not agent turns, not agent usage."""
+
+
+def is_judge_exchange(exchange: Exchange) -> bool:
+    """True if the request carries ``x-evaltape-role: judge``.
+
+    The runner grades a judged attempt on the attempt's own tape; the fold
+    keeps such exchanges apart (``Session.judge_exchanges``) so they are never
+    counted as agent turns, tool calls, usage or model errors, and replay
+    never serves them to the agent.
+    """
+    return any(
+        name == ROLE_HEADER and value.strip().lower() == JUDGE_ROLE
+        for name, value in exchange.request.headers
+    )
+
 
 @attrs.frozen(kw_only=True)
 class Turn:
@@ -99,6 +118,8 @@ class Session:
     """Paths the last workspace snapshot left out."""
     duration: float
     """Seconds from start to end (to the last event seen, if the session did not end)."""
+    judge_exchanges: tuple[Exchange, ...] = ()
+    """The judge's calls (``x-evaltape-role: judge``), in order; never turns or usage."""
 
     @property
     def session_id(self) -> str:
@@ -141,6 +162,7 @@ def fold(events: Iterable[Event]) -> Session:
     end: SessionEnded | None = None
     turns: list[Turn] = []
     others: list[Exchange] = []
+    judged: list[Exchange] = []
     errors: list[Failure] = []
     harness: list[HarnessEvent] = []
     snapshot: WorkspaceSnapshot | None = None
@@ -149,6 +171,9 @@ def fold(events: Iterable[Event]) -> Session:
     for event in it:
         if isinstance(event, Exchange):
             last = max(last, event.at + event.duration)
+            if is_judge_exchange(event):
+                judged.append(event)
+                continue
             call = decoder.decode(event)
             index = len(turns) if call is not None else None
             if call is not None:
@@ -190,4 +215,5 @@ def fold(events: Iterable[Event]) -> Session:
         workspace=snapshot.files if snapshot is not None else (),
         workspace_omitted=snapshot.omitted if snapshot is not None else (),
         duration=end.at if end is not None else last,
+        judge_exchanges=tuple(judged),
     )

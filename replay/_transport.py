@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import attrs
 
-from recorder import Event, Exchange, RecordedSession
+from recorder import Event, Exchange, RecordedSession, is_judge_exchange
 from recorder._redact import default_redactor
 from recorder._transport import Flavor, Flavors, RecordingTransport, Redacts, request_record
 from replay._errors import ReplayError
@@ -68,9 +68,10 @@ def fast_retry_headers(
 class ReplayTransport:
     """Serves one recorded session to an httpx or httpx2 client.
 
-    ``recording`` is a ``RecordedSession`` or its events (non-exchanges are
-    skipped).  ``strict`` (default) raises on any request the tape cannot
-    answer exactly; lenient mode serves the nearest recorded response,
+    ``recording`` is a ``RecordedSession`` or its events (non-exchanges and
+    the judge's exchanges, ``recorder.is_judge_exchange``, are skipped).
+    ``strict`` (default) raises on any request the tape cannot answer
+    exactly; lenient mode serves the nearest recorded response,
     sets ``tainted`` and lists each miss in ``divergences``.  ``timing`` is
     ``"instant"`` (default), ``"real"`` (sleep by the recorded chunk
     offsets) or a factor scaling them.  ``fast_retries`` zeroes recorded
@@ -102,7 +103,8 @@ class ReplayTransport:
             events: Iterable[Event] = recording.events
         else:
             events = recording
-        exchanges = [e for e in events if isinstance(e, Exchange)]
+        # The judge's calls were made by the runner, not the agent: never served.
+        exchanges = [e for e in events if isinstance(e, Exchange) and not is_judge_exchange(e)]
         self.matcher = Matcher(
             exchanges,
             session_id=session_id,

@@ -36,6 +36,8 @@ class SettingKind(enum.Enum):
     """A whole number, at least 1."""
     SECONDS = "seconds"
     """A positive number of seconds."""
+    SCORE = "score"
+    """A judge score: a number from 0 to 5."""
 
 
 @attrs.frozen(kw_only=True)
@@ -117,6 +119,20 @@ SETTINGS: tuple[Setting, ...] = (
         help="Base URL of the judge's model API.",
     ),
     Setting(
+        name="judge_mean_floor",
+        kind=SettingKind.SCORE,
+        default=3.5,
+        metavar="SCORE",
+        help="A judged case passes only if its trials' mean judge score (0-5) reaches this.",
+    ),
+    Setting(
+        name="judge_trial_floor",
+        kind=SettingKind.SCORE,
+        default=2.0,
+        metavar="SCORE",
+        help="A judged trial scoring below this (0-5) fails, and fails its case.",
+    ),
+    Setting(
         name="concurrency",
         kind=SettingKind.COUNT,
         default=4,
@@ -173,6 +189,10 @@ class Config:
     """Model that grades judged cases."""
     judge_base_url: str | None
     """Base URL of the judge's model API."""
+    judge_mean_floor: float
+    """Lowest mean judge score (0-5) over a judged case's trials that passes."""
+    judge_trial_floor: float
+    """Lowest judge score (0-5) of one trial that passes."""
     concurrency: int
     """Attempts run at the same time."""
     trials: int
@@ -332,6 +352,14 @@ def _check(problems: list[str], where: str, setting: Setting, value: object) -> 
             problems.append(f"{where}: must be at least 1, got {value}")
             return False
         return True
+    if kind is SettingKind.SCORE:
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            problems.append(f"{where}: expected a score from 0 to 5, got {_type(value)}")
+            return False
+        if not 0 <= value <= 5:
+            problems.append(f"{where}: must be a score from 0 to 5, got {value}")
+            return False
+        return True
     if not isinstance(value, int | float) or isinstance(value, bool):
         problems.append(f"{where}: expected a number of seconds, got {_type(value)}")
         return False
@@ -357,7 +385,7 @@ def _resolve(setting: Setting, value: object, base: Path) -> object:
     if setting.kind is SettingKind.PATH:
         path = Path(str(value)).expanduser()
         return Path(os.path.normpath(base / path))
-    if setting.kind is SettingKind.SECONDS:
+    if setting.kind in (SettingKind.SECONDS, SettingKind.SCORE):
         assert isinstance(value, int | float)
         return float(value)
     return value

@@ -52,6 +52,20 @@ from scoring._agents import (
     run_python,
 )
 from scoring._cases import Case, Suite
+from scoring._judge import (
+    Floors,
+    Judge,
+    JudgeError,
+    Judgement,
+    JudgeState,
+    judge_request,
+    judge_usage,
+    read_rubric,
+    rejudge_offline,
+    reuse_judgement,
+    reused_event,
+    with_judgement,
+)
 from scoring._records import AttemptResult, RunKind, Verdict
 from scoring._replaycheck import Change, ReplayDecision, decide
 from scoring._score import Check, Score, Scorer
@@ -154,6 +168,12 @@ class JobEnv:
     """Unix time, for session headers."""
     network: Any = attrs.field(factory=network_transport)
     """Live: the network transport every attempt borrows (connection pool, TLS context)."""
+    judge: Judge | None = None
+    """Grades judged attempts that passed every other check; None: not configured."""
+    floors: Floors = attrs.field(factory=Floors)
+    """Judge score floors: a trial below ``floors.trial`` fails."""
+    allow_live_judge: bool = False
+    """Replay: ask ``judge`` when the tape holds no verdict for the replayed transcript."""
 
 
 @attrs.frozen(kw_only=True)
@@ -182,6 +202,10 @@ class JobResult:
     """Replay: the decision for the recorded attempt."""
     auth_failure: bool = False
     """Live: the provider refused the credentials during this attempt."""
+    judgement: Judgement | None = None
+    """A judged attempt that passed every other check: what the judge said (or why not)."""
+    judge_usage: Usage = attrs.field(factory=Usage)
+    """Tokens the judge spent grading this attempt; never part of ``usage``."""
 
     def attempt_result(self) -> AttemptResult:
         """The ``AttemptResult`` stored in the run record."""
@@ -233,6 +257,11 @@ class _Tee:
                 return
             self.writer.append(event)
             self.events.append(event)
+
+    def provisional(self, status: Status, reason: str) -> tuple[Event, ...]:
+        """The events so far plus the end they would get now, for scoring before the end."""
+        with self._lock:
+            return (*self.events, SessionEnded(at=self.writer.now(), status=status, reason=reason))
 
     def end(self, status: Status, reason: str) -> tuple[Event, ...]:
         with self._lock:
@@ -348,18 +377,27 @@ def run_job(job: Job, env: JobEnv) -> JobResult:
             replayer.finish()
         except ReplayError as exc:
             stale = str(exc)
+    # Scored before the session ends, so the judge's call lands on this tape.
+    provisional = fold(tee.provisional(status, reason))
+    score = score_attempt(env.scorer, job.case, provisional)
+    tape = fold(job.recorded.events) if job.recorded is not None else None
+    score, judgement = _judge(job, env, tee, score, provisional, tape)
     events = tee.end(status, reason)
     duration = time.monotonic() - started
     session = fold(events)
-    score = score_attempt(env.scorer, job.case, session)
     decision = None
-    if job.recorded is not None and status is not Status.INTERRUPTED:  # cancelled: no verdict
-        rescored = score_attempt(env.scorer, job.case, fold(job.recorded.events))
+    if tape is not None and status is not Status.INTERRUPTED:  # cancelled: no verdict
+        rescored = score_attempt(env.scorer, job.case, tape)
+        rescored, _ = rejudge_offline(rescored, job.case, tape, floors=env.floors)
         decision = decide(rescored, score, stale)
     broken = status in (Status.TIMEOUT, Status.INFRA_ERROR, Status.INTERRUPTED)
+    unscored = tape is None and judgement is not None and judgement.state is JudgeState.UNSCORED
     if broken or stale:
         verdict = Verdict.ERROR
         why = f"stale recording: {stale}" if stale and not broken else f"{status.value}: {reason}"
+    elif unscored and judgement is not None:
+        verdict = Verdict.ERROR
+        why = f"the judge gave no score: {judgement.problem}"
     else:
         verdict = Verdict.PASSED if score.passed else Verdict.FAILED
         why = "" if score.passed else score.reason
@@ -374,10 +412,46 @@ def run_job(job: Job, env: JobEnv) -> JobResult:
         session_id=session_id,
         status=status,
         score=score,
-        tainted=broken or bool(stale) or bool(replayer is not None and replayer.tainted),
+        tainted=broken
+        or bool(stale)
+        or unscored
+        or bool(replayer is not None and replayer.tainted),
         decision=decision,
         auth_failure=bool(auth),
+        judgement=judgement,
+        judge_usage=judge_usage(session),
     )
+
+
+def _judge(
+    job: Job, env: JobEnv, tee: _Tee, score: Score, session: Session, tape: Session | None
+) -> tuple[Score, Judgement | None]:
+    """The judge step of a judged attempt that passed every deterministic check.
+
+    Live: ask ``env.judge`` (recorded on this attempt's tape), or keep the
+    "not configured" check.  Replay (``tape`` is the recorded session): reuse
+    the verdict recorded for the same rubric and transcript; only with
+    ``env.allow_live_judge`` is a judge asked when there is none.
+    """
+    if job.case.rubric is None or not score.passed:
+        return score, None
+    try:
+        request = judge_request(job.case, session, read_rubric(job.case))
+    except JudgeError as exc:
+        check = Check(name="judge", passed=False, detail=str(exc))
+        checks = (*(c for c in score.checks if c.name != "judge"), check)
+        return Score(passed=False, reason=check.detail, checks=checks), None
+    if tape is not None:
+        judgement = reuse_judgement(request, tape)
+        if judgement.state is not JudgeState.NOT_REJUDGED:
+            tee.append(reused_event(judgement, tee.now()))
+        elif env.judge is not None and env.allow_live_judge:
+            judgement = env.judge.grade(request, tee, stop=env.stop.event)
+    elif env.judge is not None:
+        judgement = env.judge.grade(request, tee, stop=env.stop.event)
+    else:
+        judgement = Judgement(state=JudgeState.NOT_CONFIGURED, rubric=request.rubric)
+    return with_judgement(score, judgement, env.floors), judgement
 
 
 def _drive(

@@ -11,6 +11,7 @@ import attrs
 
 from recorder import Session
 from scoring._cases import Case
+from scoring._judge import NOT_CONFIGURED
 from scoring._outcome import outcome_checks
 from scoring._score import Check, Score, Scorer
 from scoring._trajectory import trajectory_checks
@@ -20,8 +21,8 @@ DEFAULT_HANG_LIMIT = 300.0
 DEFAULT_VERIFY_TIMEOUT = 60.0
 """Seconds ``verify`` may run when the case gives no ``verifyTimeout``."""
 
-JUDGE_NOT_RUN = "not run: judge not configured"
-"""Detail of the ``judge`` check of a judged case until a judge is configured."""
+JUDGE_NOT_RUN = NOT_CONFIGURED
+"""Detail of the ``judge`` check of a judged case that no judge graded."""
 
 
 def score_session(
@@ -35,7 +36,10 @@ def score_session(
 
     Stops at the first failed check, whose detail is the reason.  A judged
     case (one with a ``rubric``) that passed everything else gets a ``judge``
-    check that is not run yet and does not fail the attempt.
+    check "not configured" that does not fail the attempt: this function is
+    pure and calls no judge.  The runner replaces that check with the
+    judge's verdict (``scoring._judge.with_judgement``), and a rescore with a
+    verdict recorded on the tape (``rejudge_offline``).
     """
     checks = list(trajectory_checks(case, session, hang_limit=hang_limit))
     if all(check.passed for check in checks):

@@ -31,6 +31,8 @@ def _click_type(setting: Setting) -> click.ParamType[Any]:
         return click.IntRange(min=1)
     if setting.kind is SettingKind.SECONDS:
         return click.FloatRange(min=0, min_open=True)
+    if setting.kind is SettingKind.SCORE:
+        return click.FloatRange(min=0, max=5)
     return click.STRING
 
 

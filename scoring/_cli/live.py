@@ -20,6 +20,17 @@ from scoring._cli._options import config_options
 from scoring._cli.validate import load_or_report
 from scoring._config import Config, display_path
 from scoring._history import RunLog
+from scoring._judge import (
+    DEFAULT_FLOORS,
+    Floors,
+    Judge,
+    JudgeError,
+    JudgeState,
+    JudgeStatus,
+    judge_floors,
+    judge_status,
+    resolve_judge,
+)
 from scoring._records import RunKind, RunRecord, RunState, git_commit, make_run_id, tally
 from scoring._runner import (
     JobEnv,
@@ -83,8 +94,18 @@ def _tokens(usage: Usage) -> str:
     return f"{usage.total_tokens:,} tokens ({usage.input_tokens:,} in, {usage.output_tokens:,} out)"
 
 
-def print_summary(outcome: PoolOutcome, models: tuple[str, ...]) -> None:
-    """Per model ``model: passed/total`` and tokens, then the run's tokens."""
+def print_summary(
+    outcome: PoolOutcome,
+    models: tuple[str, ...],
+    judge: Judge | None = None,
+    floors: Floors = DEFAULT_FLOORS,
+) -> JudgeStatus:
+    """Per model ``model: passed/total`` and tokens, then the run's tokens, then the judge.
+
+    Judged cases get one line each with their floor decision; grading tokens
+    get a line of their own (never added to the agent's); the last line is
+    ``judge_status: ...``, which a gate reads.  Returns that status.
+    """
     attempts = [r.attempt_result() for r in outcome.results]
     total = Usage()
     for tally_row in tally(attempts, models):
@@ -100,6 +121,32 @@ def print_summary(outcome: PoolOutcome, models: tuple[str, ...]) -> None:
             f"{_tokens(usage)}"
         )
     click.echo(f"{len(outcome.results)} attempts · {_tokens(total)}")
+    return _print_judge(outcome, judge, floors)
+
+
+def _print_judge(outcome: PoolOutcome, judge: Judge | None, floors: Floors) -> JudgeStatus:
+    judged = [r for r in outcome.results if r.judgement is not None]
+    status = judge_status(r.judgement for r in outcome.results)
+    groups: dict[tuple[str, str], list[float | None]] = {}
+    for r in judged:
+        assert r.judgement is not None
+        if r.judgement.state in (JudgeState.SCORED, JudgeState.UNSCORED):
+            groups.setdefault((r.job.case.id, r.job.model), []).append(r.judgement.score)
+    for (case_id, model), scores in sorted(groups.items()):
+        check = judge_floors(scores, floors)
+        word = "PASS" if check.passed else "FAIL"
+        click.echo(f"judged {case_id} [{model}]: {word} {check.detail}")
+    if judge is not None:
+        scored = sum(1 for r in judged if r.judgement and r.judgement.state is JudgeState.SCORED)
+        grading = Usage()
+        for r in outcome.results:
+            grading += r.judge_usage
+        click.echo(
+            f"grading by {judge.who}: {scored} scored, {len(judged) - scored} unscored · "
+            f"{_tokens(grading)}, not counted above"
+        )
+    click.echo(f"judge_status: {status.value}")
+    return status
 
 
 @click.command()
@@ -151,6 +198,10 @@ def print_summary(outcome: PoolOutcome, models: tuple[str, ...]) -> None:
     "concurrency",
     "trials",
     "hang_limit",
+    "judge_model",
+    "judge_base_url",
+    "judge_mean_floor",
+    "judge_trial_floor",
 )
 @boundary
 @interruptible
@@ -193,6 +244,18 @@ def live(
         )
     run_id = make_run_id(time.time, os.urandom)
     jobs = plan_live(chosen, models, config.trials, config.cassettes, run_id)
+    base_url = config.base_url or DEFAULT_BASE_URL
+    try:
+        judge = resolve_judge(
+            judge_model=config.judge_model,
+            judge_base_url=config.judge_base_url,
+            models_under_test=sorted({job.model for job in jobs}),
+            base_url=base_url,
+            environ=os.environ,
+        )
+    except JudgeError as exc:
+        _error(f"judge refused: {exc}")
+    floors = Floors(mean=config.judge_mean_floor, trial=config.judge_trial_floor)
     commit = git_commit(Path.cwd())
     record = RunRecord(
         run_id=run_id,
@@ -212,7 +275,7 @@ def live(
         agent=agent,
         scorer=default_scorer(),
         stop=Stop(),
-        base_url=config.base_url or DEFAULT_BASE_URL,
+        base_url=base_url,
         source=Source(source),
         source_detail=source_detail,
         seed=seed,
@@ -220,6 +283,8 @@ def live(
         harness_commit=commit,
         harness_version=VERSION,
         retries=retries,
+        judge=judge,
+        floors=floors,
     )
     progress = Progress(len(jobs))
 
@@ -232,11 +297,21 @@ def live(
         f"concurrency {config.concurrency}",
         err=True,
     )
+    judged_cases = sum(1 for s in chosen for c in s.cases if c.rubric is not None)
+    if judge is not None:
+        click.echo(f"judge: {judge.who}", err=True)
+    elif judged_cases:
+        click.echo(
+            f"evaltape: warning: {judged_cases} judged case(s) and no judge_model: their "
+            "replies are not graded (judge_status: not configured)",
+            err=True,
+        )
     outcome = run_pool(
         jobs, env, concurrency=config.concurrency, on_result=on_result, time_limit=time_limit
     )
-    finish(log, outcome)
-    print_summary(outcome, models)
+    status = judge_status(r.judgement for r in outcome.results)
+    finish(log, outcome, notes=_judge_notes(judge, status))
+    print_summary(outcome, models, judge, floors)
     click.echo(
         f"tapes: {display_path(config.cassettes)}/  record: {display_path(log.path)}", err=True
     )
@@ -254,11 +329,17 @@ def _describe(suites: tuple[Suite, ...], models: tuple[str, ...], trials: int) -
     return f"{len(models)} model(s) x {cases} case(s) x {trials} trial(s)"
 
 
-def finish(log: RunLog, outcome: PoolOutcome) -> None:
-    """End the run record in the state the pool's outcome implies."""
+def finish(log: RunLog, outcome: PoolOutcome, *, notes: tuple[str, ...] = ()) -> None:
+    """End the run record in the state the pool's outcome implies, with ``notes``."""
     if outcome.stopped is None:
-        log.finish(RunState.COMPLETED)
+        log.finish(RunState.COMPLETED, notes=notes)
     elif outcome.stopped is StopKind.AUTH:
-        log.finish(RunState.FAILED, notes=(outcome.reason,))
+        log.finish(RunState.FAILED, notes=(outcome.reason, *notes))
     else:
-        log.finish(RunState.CANCELLED, notes=(outcome.reason,))
+        log.finish(RunState.CANCELLED, notes=(outcome.reason, *notes))
+
+
+def _judge_notes(judge: Judge | None, status: JudgeStatus) -> tuple[str, ...]:
+    """Run-record notes: who graded (model and base URL host) and the judge status."""
+    who = f"judge: {judge.who}" if judge is not None else "judge: none"
+    return (who, f"judge_status: {status.value}")
