@@ -272,8 +272,12 @@ class _Tee:
 
 
 def _seed(job: Job, env: JobEnv) -> int | None:
-    """A replay hands the agent the recorded seed, so it sends the recorded request."""
-    return job.recorded.header.seed if job.recorded is not None else env.seed
+    """The seed of this attempt: ``--seed`` plus the attempt index, so trials are
+    distinct samples yet reproducible.  A replay hands the agent the recorded
+    seed, so it sends the recorded request."""
+    if job.recorded is not None:
+        return job.recorded.header.seed
+    return None if env.seed is None else env.seed + job.attempt
 
 
 def _header(job: Job, env: JobEnv, session_id: str) -> SessionStarted:
@@ -391,7 +395,8 @@ def run_job(job: Job, env: JobEnv) -> JobResult:
         rescored, _ = rejudge_offline(rescored, job.case, tape, floors=env.floors)
         decision = decide(rescored, score, stale)
     broken = status in (Status.TIMEOUT, Status.INFRA_ERROR, Status.INTERRUPTED)
-    unscored = tape is None and judgement is not None and judgement.state is JudgeState.UNSCORED
+    # Live, replayed or reused, a verdict with no score leaves the attempt not judged.
+    unscored = judgement is not None and judgement.state is JudgeState.UNSCORED
     if broken or stale:
         verdict = Verdict.ERROR
         why = f"stale recording: {stale}" if stale and not broken else f"{status.value}: {reason}"

@@ -150,6 +150,7 @@ def test_live_records_every_failure_kind_and_replay_offline_is_unchanged(
     board = [line.split() for line in replay.stdout.splitlines() if line.startswith("basic")]
     assert board == [["basic", "5", "5", "3/5", "3/5", "0", "0", "0"]]
     assert "$0.00 spent" in replay.stdout
+    assert replay.stdout.splitlines()[-1] == "judge_status: not needed"  # as live prints it
     assert len(server.requests) == requests_before
     replay_record = read_record(resolve_run(project / ".evaltape" / "results"))
     assert replay_record.run_id != record.run_id
@@ -289,7 +290,7 @@ def test_compare_runs_both_models_through_one_pool_and_replays_with_the_recorded
     live = evaltape(project, "live", "--compare", "m1,m2", "--trials", "2", "--seed", "7")
     assert live.returncode == 0, live.stderr
     assert "m1: 4/4 passed" in live.stdout and "m2: 4/4 passed" in live.stdout
-    assert {body["seed"] for body in server.requests} == {7}
+    assert {body["seed"] for body in server.requests} == {7, 8}
     record = read_record(resolve_run(project / ".evaltape" / "results"))
     assert record.models == ("m1", "m2") and record.total == 8 and record.completed == 8
     recorded = sessions(project / "cassettes" / "basic" / "one.tape")
@@ -299,7 +300,7 @@ def test_compare_runs_both_models_through_one_pool_and_replays_with_the_recorded
         ("m2", 0),
         ("m2", 1),
     ]
-    assert {s.header.seed for s in recorded} == {7}
+    assert {(s.header.attempt, s.header.seed) for s in recorded} == {(0, 7), (1, 8)}
 
     server.stop()
     replay = evaltape(project, "replay")  # no --seed: the recorded one is used
