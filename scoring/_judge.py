@@ -19,9 +19,11 @@ Rules, in the order they bite:
 - a trial scoring below the trial floor fails; a case passes when the mean of
   its scored trials reaches the mean floor and no trial is below the trial
   floor (``judge_floors``);
-- replay and rescore never call the judge: a verdict recorded for the same
-  rubric and transcript (``recorded_judgement``) is reused, else the check is
-  "not re-judged" and counts as neither pass nor fail.
+- replay and rescore never call the judge by default: a verdict recorded for
+  the same rubric and transcript (``recorded_judgement``) is reused, else the
+  check is "not re-judged" and counts as neither pass nor fail.  Only a
+  replay with ``JobEnv.allow_live_judge`` asks the judge then, recording the
+  call on the replay's tape; a rescore writes no tape and never asks.
 """
 
 from __future__ import annotations
@@ -583,6 +585,26 @@ def judge_floors(scores: Iterable[float | None], floors: Floors = DEFAULT_FLOORS
         f"mean {mean:.2f} >= {floors.mean:g}, lowest {lowest:g} >= {floors.trial:g} ({counted})"
     )
     return Check(name="judgeFloors", passed=True, detail=detail)
+
+
+def case_floors(
+    trials: Iterable[tuple[str, str, Judgement | None]], floors: Floors = DEFAULT_FLOORS
+) -> tuple[tuple[str, str, Check], ...]:
+    """Each judged case and model's ``judge_floors`` check, in first-seen order.
+
+    ``trials`` are (case id, model, judgement) per attempt.  Only scored and
+    unscored trials take part: one that was not judged, not configured or
+    not re-judged decides nothing, and a case with no such trial is left out
+    (``judge_status`` reports those).
+    """
+    groups: dict[tuple[str, str], list[float | None]] = {}
+    for case_id, model, judgement in trials:
+        if judgement is not None and judgement.state in (JudgeState.SCORED, JudgeState.UNSCORED):
+            groups.setdefault((case_id, model), []).append(judgement.score)
+    return tuple(
+        (case_id, model, judge_floors(scores, floors))
+        for (case_id, model), scores in groups.items()
+    )
 
 
 def judge_status(judgements: Iterable[Judgement | None]) -> JudgeStatus:

@@ -4,6 +4,10 @@ A rescore reads tapes, folds each session and scores it.  No agent runs, no
 model is called and no socket is opened, so it costs nothing and can be run
 whenever an expectation, a scorer or a rubric changes.  Outcome checks run
 against the recorded workspace snapshot (``score_session`` restores it).
+A judged case reuses the judge verdict recorded on its tape for the same
+rubric text and transcript (``rejudge_offline``); with no such verdict its
+check is "not re-judged".  A rescore never calls a judge: it writes no tape,
+so a new verdict would have nowhere to be recorded.
 
 Sessions come from a run record (the sessions its attempts point to) or from
 tape files (every live session in them, matched to today's cases by case id).
@@ -33,6 +37,7 @@ from recorder import (
     fold,
 )
 from scoring._cases import Case
+from scoring._judge import DEFAULT_FLOORS, Floors, Judgement, JudgeState, rejudge_offline
 from scoring._records import (
     AttemptResult,
     RecordError,
@@ -103,6 +108,8 @@ class Rescored:
     """The verdict the attempt had when it ran; None when unknown."""
     before_reason: str = ""
     """That verdict's reason."""
+    judgement: Judgement | None = None
+    """A judged case that passed every other check: the reused verdict, or why there is none."""
 
     @property
     def tainted(self) -> bool:
@@ -164,18 +171,27 @@ def rescore_session(
     *,
     tape: str,
     before: AttemptResult | None = None,
+    floors: Floors = DEFAULT_FLOORS,
 ) -> Rescored:
     """Score one folded session with today's ``case`` and ``scorer``.
 
     As in a run, a session that ended timed out, cancelled or on an
     infrastructure failure gets verdict error; otherwise the attempt passes
     only if the session completed and the scorer passes it (``score_attempt``).
+    A judged case then gets the verdict recorded for today's rubric and the
+    recorded transcript (``rejudge_offline``, judged against ``floors``); a
+    recorded verdict that gave no score makes the attempt an error, as it
+    did live.  Raises ``JudgeError`` if the case's rubric cannot be read.
     """
     score = score_attempt(scorer, case, session)
+    score, judgement = rejudge_offline(score, case, session, floors=floors)
     end = session.end
     if end is not None and end.status in BROKEN:
         verdict = Verdict.ERROR
         reason = f"{end.status.value}: {end.reason}" if end.reason else end.status.value
+    elif judgement is not None and judgement.state is JudgeState.UNSCORED:
+        verdict = Verdict.ERROR
+        reason = f"the judge gave no score: {judgement.problem}"
     else:
         verdict = Verdict.PASSED if score.passed else Verdict.FAILED
         reason = "" if score.passed else score.reason
@@ -192,6 +208,7 @@ def rescore_session(
         duration=session.duration,
         before=before.verdict if before is not None else None,
         before_reason=before.reason if before is not None else "",
+        judgement=judgement,
     )
 
 
@@ -283,6 +300,7 @@ def rescore_run(
     results: Path,
     selected: Callable[[str], bool] = lambda case_id: True,
     on_result: Callable[[Rescored], None] = lambda r: None,
+    floors: Floors = DEFAULT_FLOORS,
 ) -> RescoreOutcome:
     """Rescore the sessions ``record``'s attempts point to, against their recorded verdicts.
 
@@ -290,7 +308,8 @@ def rescore_run(
     ``selected`` are left out silently, attempts whose case no longer exists or
     whose session cannot be found are skipped with a line saying why.  Each
     tape is read once, one session in memory at a time; results come in the
-    record's order.
+    record's order.  Judged cases reuse recorded verdicts against ``floors``
+    (``rescore_session``).
     """
     notes: list[str] = []
     outcomes: dict[int, Rescored | Skipped] = {}
@@ -333,7 +352,9 @@ def rescore_run(
                 return
             session = fold(recorded.events)
             for i, attempt, case in waiting:
-                result = rescore_session(case, session, scorer, tape=attempt.tape, before=attempt)
+                result = rescore_session(
+                    case, session, scorer, tape=attempt.tape, before=attempt, floors=floors
+                )
                 outcomes[i] = result
                 on_result(result)
 
@@ -385,6 +406,7 @@ def rescore_tapes(
     selected: Callable[[str], bool] = lambda case_id: True,
     latest: bool = False,
     on_result: Callable[[Rescored], None] = lambda r: None,
+    floors: Floors = DEFAULT_FLOORS,
 ) -> RescoreOutcome:
     """Rescore every complete live session of ``tapes`` whose case exists today.
 
@@ -393,7 +415,8 @@ def rescore_tapes(
     writer stopped or is still writing) is skipped with a line.  ``latest``
     keeps only the newest session per case, model and attempt (chosen from
     the session headers first).  Tapes are read one session at a time, so
-    memory stays bounded however many sessions they hold.
+    memory stays bounded however many sessions they hold.  Judged cases
+    reuse recorded verdicts against ``floors`` (``rescore_session``).
     """
     notes: list[str] = []
     originals = _Originals(results)
@@ -418,7 +441,9 @@ def rescore_tapes(
             elif selected(case.id):
                 before = originals.find(recorded)
                 session = fold(recorded.events)
-                result = rescore_session(case, session, scorer, tape=label, before=before)
+                result = rescore_session(
+                    case, session, scorer, tape=label, before=before, floors=floors
+                )
                 done.append(result)
                 on_result(result)
 

@@ -16,6 +16,7 @@ from agents.chat_server import ChatServer
 from recorder import Chunk, Exchange, Mode, Request, Response, SessionStarted, Status, open_session
 from scoring import (
     RunKind,
+    RunRecord,
     RunState,
     Verdict,
     load_suites,
@@ -95,6 +96,13 @@ def run_cli(
     )
 
 
+def record_of(project: Path, done: subprocess.CompletedProcess[str]) -> RunRecord:
+    """The run record a rescore wrote, as its ``record: PATH`` line on stderr names it
+    (``latest`` cannot tell apart two runs started in the same second)."""
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("record: ")]
+    return read_record(project / line.removeprefix("record: "))
+
+
 def offline(project: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], str]:
     """Run the CLI with every socket connect refused; returns the result and the refusals."""
     guard = project / "guard"
@@ -161,11 +169,12 @@ def test_tighter_expect_max_turns_flips_recorded_passes_and_opens_no_socket(
     table = [line.split() for line in done.stdout.splitlines() if line.startswith("basic")]
     assert table == [["basic", "3", "6", "4/6", "6/6", "2", "0"]]
     assert "no agent ran and no model was called" in done.stdout
+    assert done.stdout.splitlines()[-1] == "judge_status: not needed"  # no judged case
 
-    record = read_record(resolve_run(project / ".evaltape" / "results"))
+    record = record_of(project, done)
     assert record.kind is RunKind.RESCORE and record.state is RunState.COMPLETED
     assert record.run_id != live_id
-    assert record.notes == ("rescore of 3 tapes",)
+    assert record.notes == ("rescore of 3 tapes", "judge_status: not needed")
     live = read_record(resolve_run(project / ".evaltape" / "results", live_id))
     assert {(a.tape, a.session_id) for a in record.attempts} == {
         (a.tape, a.session_id) for a in live.attempts
@@ -190,9 +199,10 @@ def test_rescoring_a_run_compares_with_its_verdicts_and_loosening_flips_back(
     assert [line.split() for line in tight.stdout.splitlines() if line.startswith("basic")] == [
         ["basic", "3", "6", "4/6", "6/6", "2", "0"]
     ]
-    rescore_id = read_record(resolve_run(project / ".evaltape" / "results")).run_id
-    assert read_record(resolve_run(project / ".evaltape" / "results")).notes == (
+    rescore_id = record_of(project, tight).run_id
+    assert record_of(project, tight).notes == (
         f"rescore of run {live_id}",
+        "judge_status: not needed",
     )
 
     write_suite(project, [case("one", 1, 3), case("two", 2, 3), case("three", 3, 3)])
@@ -222,7 +232,7 @@ def test_a_missing_tape_of_a_run_is_skipped_with_its_reason(project: Path) -> No
     assert done.returncode == 0, done.stderr
     missing = [line for line in done.stderr.splitlines() if "two.tape: no such tape" in line]
     assert len(missing) == 2
-    record = read_record(resolve_run(project / ".evaltape" / "results"))
+    record = record_of(project, done)
     assert sorted(a.verdict.value for a in record.attempts if a.case_id == "two") == [
         "skipped",
         "skipped",

@@ -10,15 +10,26 @@ from typing import NoReturn
 
 import click
 
-from recorder import VERSION
+from recorder import VERSION, Usage
 from scoring._agents import AgentError, load_agent, parse_agent
 from scoring._cases import SelectionError, select
 from scoring._cli._boundary import boundary
 from scoring._cli._options import config_options
-from scoring._cli.live import interruptible
+from scoring._cli.live import DEFAULT_BASE_URL, interruptible
 from scoring._cli.validate import load_or_report
 from scoring._config import Config, display_path
 from scoring._history import RunLog
+from scoring._judge import (
+    DEFAULT_FLOORS,
+    Floors,
+    Judge,
+    JudgeError,
+    JudgeState,
+    JudgeStatus,
+    case_floors,
+    judge_status,
+    resolve_judge,
+)
 from scoring._records import RunKind, RunRecord, RunState, git_commit, make_run_id
 from scoring._replaycheck import (
     Change,
@@ -48,8 +59,15 @@ def _error(message: str, code: int = 2) -> NoReturn:
     raise SystemExit(code)
 
 
-def print_report(outcome: PoolOutcome) -> None:
-    """Regressions, improvements and stale recordings, then the scoreboard per suite."""
+def print_report(
+    outcome: PoolOutcome, floors: Floors = DEFAULT_FLOORS, judge: Judge | None = None
+) -> JudgeStatus:
+    """Regressions, improvements and stale recordings, the scoreboard per suite, the judge.
+
+    As in ``evaltape live``: each judged case and model gets its floor
+    decision, a judge asked live (``--allow-live-judge``) gets a line with its
+    tokens, and the last line is ``judge_status: ...``.  Returns that status.
+    """
     labelled = {
         Change.REGRESSION: "REGRESSION",
         Change.IMPROVEMENT: "improvement",
@@ -92,7 +110,30 @@ def print_report(outcome: PoolOutcome) -> None:
         ]
         click.echo("  ".join(cells))
     tokens = sum(r.usage.total_tokens for r in outcome.results)
-    click.echo(f"$0.00 spent; {tokens:,} tokens of recorded model calls replayed")
+    asked = [
+        r.judgement
+        for r in outcome.results
+        if r.judgement is not None
+        and not r.judgement.recorded
+        and r.judgement.state in (JudgeState.SCORED, JudgeState.UNSCORED)
+    ]
+    spent = "" if asked else "$0.00 spent; "
+    click.echo(f"{spent}{tokens:,} tokens of recorded model calls replayed")
+    trials = ((r.job.case.id, r.job.model, r.judgement) for r in outcome.results)
+    for case_id, model, check in case_floors(trials, floors):
+        word = "PASS" if check.passed else "FAIL"
+        click.echo(f"judged {case_id} [{model}]: {word} {check.detail}")
+    reused = sum(1 for r in outcome.results if r.judgement is not None and r.judgement.recorded)
+    if judge is not None:
+        grading = sum((r.judge_usage for r in outcome.results), Usage())
+        click.echo(
+            f"grading by {judge.who}: {len(asked)} asked live, {reused} recorded verdicts "
+            f"reused · {grading.total_tokens:,} tokens ({grading.input_tokens:,} in, "
+            f"{grading.output_tokens:,} out), not counted above"
+        )
+    status = judge_status(r.judgement for r in outcome.results)
+    click.echo(f"judge_status: {status.value}")
+    return status
 
 
 @click.command(name="replay")
@@ -109,8 +150,25 @@ def print_report(outcome: PoolOutcome) -> None:
     "--cases", "cases_prefix", metavar="PREFIX", help="Only cases whose id starts with PREFIX."
 )
 @click.option("--suite", metavar="NAME", help="Only the suite NAME (a suite file's stem).")
+@click.option(
+    "--allow-live-judge",
+    is_flag=True,
+    help="Ask the configured judge (judge_model) when the tape holds no verdict for the "
+    "replayed transcript; the call is recorded on the replay's tape.  Default: never.",
+)
 @config_options(
-    "suites", "rubrics", "cassettes", "results", "agent", "base_url", "concurrency", "hang_limit"
+    "suites",
+    "rubrics",
+    "cassettes",
+    "results",
+    "agent",
+    "base_url",
+    "concurrency",
+    "hang_limit",
+    "judge_model",
+    "judge_base_url",
+    "judge_mean_floor",
+    "judge_trial_floor",
 )
 @boundary
 @interruptible
@@ -120,6 +178,7 @@ def replay(
     lenient: bool,
     cases_prefix: str | None,
     suite: str | None,
+    allow_live_judge: bool,
     config: Config,
 ) -> None:
     """Replay recorded live sessions with today's harness and compare verdicts.
@@ -127,9 +186,13 @@ def replay(
     TAPES are tape files or folders (default: every tape under the cassettes
     folder).  Each recorded attempt is scored as recorded (rescored) and as
     replayed; pass->fail is a REGRESSION, fail->pass an improvement, a request
-    the tape cannot answer a STALE recording.  Nothing leaves this machine.
-    Exit 0: unchanged; 1: a regression; 2: bad input; 3: stale recordings but
-    no regression; 130: interrupted.
+    the tape cannot answer a STALE recording.  Judged cases reuse the judge
+    verdict recorded for the same rubric and transcript, else are "not
+    re-judged"; only --allow-live-judge lets the configured judge be asked.
+    Without it nothing leaves this machine.  The last summary line is
+    ``judge_status: ...``.  Exit 0: unchanged; 1: a regression; 2: bad input
+    (or a refused judge); 3: stale recordings but no regression; 130:
+    interrupted.
     """
     suites = load_or_report((), config)
     try:
@@ -154,6 +217,9 @@ def replay(
         return
     run_id = make_run_id(time.time, os.urandom)
     jobs = plan_replay(((r.case, r.session) for r in found.recorded), config.results, run_id)
+    base_url = config.base_url or DEFAULT_BASE_URL
+    judge = _live_judge(config, base_url, {j.model for j in jobs}) if allow_live_judge else None
+    floors = Floors(mean=config.judge_mean_floor, trial=config.judge_trial_floor)
     commit = git_commit(Path.cwd())
     record = RunRecord(
         run_id=run_id,
@@ -173,27 +239,52 @@ def replay(
         agent=agent,
         scorer=default_scorer(),
         stop=Stop(),
-        base_url=config.base_url or "https://api.openai.com/v1",
+        base_url=base_url,
         hang_limit=config.hang_limit,
         harness_commit=commit,
         harness_version=VERSION,
         lenient=lenient,
+        judge=judge,
+        floors=floors,
+        allow_live_judge=allow_live_judge,
     )
     progress = Progress(len(jobs))
+    if judge is not None:
+        click.echo(f"judge: {judge.who} (asked only when no recorded verdict matches)", err=True)
 
     def on_result(result: JobResult) -> None:
         log.add(result.attempt_result())
         progress(result)
 
     outcome = run_pool(jobs, env, concurrency=config.concurrency, on_result=on_result)
+    status = judge_status(r.judgement for r in outcome.results)
+    who = (f"judge: {judge.who}",) if judge is not None else ()
+    notes = (*who, f"judge_status: {status.value}")
     if outcome.stopped is None:
-        log.finish(RunState.COMPLETED)
+        log.finish(RunState.COMPLETED, notes=notes)
     else:
-        log.finish(RunState.CANCELLED, notes=(outcome.reason,))
-    print_report(outcome)
+        log.finish(RunState.CANCELLED, notes=(outcome.reason, *notes))
+    print_report(outcome, floors, judge)
     click.echo(f"record: {display_path(log.path)}", err=True)
     if outcome.stopped is StopKind.INTERRUPT:
         click.echo("evaltape: interrupted; finished replays were kept", err=True)
         sys.exit(EXIT_INTERRUPTED)
     changes = [r.decision.change for r in outcome.results if r.decision is not None]
     sys.exit(replay_exit_code(changes))
+
+
+def _live_judge(config: Config, base_url: str, models: set[str]) -> Judge:
+    """The judge ``--allow-live-judge`` may ask; exit 2 when none is configured or it is refused."""
+    try:
+        judge = resolve_judge(
+            judge_model=config.judge_model,
+            judge_base_url=config.judge_base_url,
+            models_under_test=sorted(models),
+            base_url=base_url,
+            environ=os.environ,
+        )
+    except JudgeError as exc:
+        _error(f"judge refused: {exc}")
+    if judge is None:
+        _error("--allow-live-judge needs a judge: set judge_model (and judge_base_url)")
+    return judge

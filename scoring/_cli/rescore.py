@@ -18,6 +18,14 @@ from scoring._cli.validate import load_or_report
 from scoring._config import Config, display_path
 from scoring._errors import ScoringError
 from scoring._history import RunLog
+from scoring._judge import (
+    DEFAULT_FLOORS,
+    Floors,
+    JudgeStatus,
+    case_floors,
+    judge_check,
+    judge_status,
+)
 from scoring._records import (
     RunKind,
     RunRecord,
@@ -50,12 +58,29 @@ def _is_tape_argument(given: str) -> bool:
     return path.is_dir() or (path.is_file() and not given.endswith(".json"))
 
 
+LIVE_JUDGE_REFUSED = (
+    "--allow-live-judge: a rescore never calls the judge (it writes no tape to record a new "
+    "verdict on); replay the tapes with `evaltape replay --allow-live-judge` instead"
+)
+"""Why ``evaltape rescore --allow-live-judge`` is refused."""
+
+
 def _where(r: Rescored) -> str:
     return f"{r.case.suite}/{r.case.id} {r.model} (attempt {r.attempt + 1})"
 
 
-def print_report(outcome: RescoreOutcome) -> None:
-    """Every changed verdict, then the per-suite summary."""
+def rescore_judge_status(outcome: RescoreOutcome) -> JudgeStatus:
+    """The judge status of a rescore: from the verdicts it reused (or could not)."""
+    return judge_status(r.judgement for r in outcome.rescored)
+
+
+def print_report(outcome: RescoreOutcome, floors: Floors = DEFAULT_FLOORS) -> None:
+    """Every changed verdict, the per-suite summary, then the judge.
+
+    Each judged attempt gets a ``judge`` line with its check (the reused
+    verdict, or why it was not re-judged), each judged case and model its
+    floor decision, and the last line is ``judge_status: ...``.
+    """
     for r in flips(outcome):
         change = r.flip
         assert change is not None and r.before is not None
@@ -98,10 +123,19 @@ def print_report(outcome: RescoreOutcome) -> None:
             c.rjust(w) for c, w in zip(line[1:], widths[1:], strict=True)
         ]
         click.echo("  ".join(cells))
+    for r in outcome.rescored:
+        if r.judgement is not None:
+            click.echo(f"judge {_where(r)}: {judge_check(r.judgement, floors).detail}")
+    trials = ((r.case.id, r.model, r.judgement) for r in outcome.rescored)
+    for case_id, model, check in case_floors(trials, floors):
+        click.echo(
+            f"judged {case_id} [{model}]: {'PASS' if check.passed else 'FAIL'} {check.detail}"
+        )
     count = len(outcome.rescored)
     click.echo(
         f"{count} session{'' if count == 1 else 's'} rescored; no agent ran and no model was called"
     )
+    click.echo(f"judge_status: {rescore_judge_status(outcome).value}")
 
 
 @click.command(name="rescore")
@@ -115,7 +149,20 @@ def print_report(outcome: RescoreOutcome) -> None:
     "--cases", "cases_prefix", metavar="PREFIX", help="Only cases whose id starts with PREFIX."
 )
 @click.option("--suite", metavar="NAME", help="Only the suite NAME (a suite file's stem).")
-@config_options("suites", "rubrics", "cassettes", "results", "hang_limit")
+@click.option(
+    "--allow-live-judge",
+    is_flag=True,
+    help="Refused: a rescore never calls the judge; use `evaltape replay --allow-live-judge`.",
+)
+@config_options(
+    "suites",
+    "rubrics",
+    "cassettes",
+    "results",
+    "hang_limit",
+    "judge_mean_floor",
+    "judge_trial_floor",
+)
 @boundary
 @interruptible
 def rescore(
@@ -123,6 +170,7 @@ def rescore(
     latest: bool,
     cases_prefix: str | None,
     suite: str | None,
+    allow_live_judge: bool,
     config: Config,
 ) -> None:
     """Score recorded sessions again with today's cases and scorer; nothing runs.
@@ -132,10 +180,16 @@ def rescore(
     recorded verdicts.  TAPE... are tape files or folders: every live session
     in them whose case exists today (default: every tape under the cassettes
     folder).  Prints each pass->fail and fail->pass, then a summary per
-    suite, and writes a run record of kind rescore.  No agent runs, no model
-    is called, no socket is opened.  Exit 0 whatever the verdicts; 2 on bad
-    input; 130 when interrupted.
+    suite, and writes a run record of kind rescore.  Judged cases reuse the
+    judge verdict recorded for today's rubric and the recorded transcript,
+    else are "not re-judged"; the last line is ``judge_status: ...``.  No
+    agent runs, no model or judge is called, no socket is opened.  Exit 0
+    whatever the verdicts; 2 on bad input (and on --allow-live-judge, which
+    a rescore cannot honour); 130 when interrupted.
     """
+    if allow_live_judge:
+        _error(LIVE_JUDGE_REFUSED)
+    floors = Floors(mean=config.judge_mean_floor, trial=config.judge_trial_floor)
     suites = load_or_report((), config)
     try:
         chosen = select(suites, cases_prefix=cases_prefix, suite=suite)
@@ -163,6 +217,7 @@ def rescore(
                 cassettes=config.cassettes,
                 results=config.results,
                 selected=wanted.__contains__,
+                floors=floors,
             )
         else:
             files: list[Path] = []
@@ -181,6 +236,7 @@ def rescore(
                 results=config.results,
                 selected=wanted.__contains__,
                 latest=latest,
+                floors=floors,
             )
     except (TapeError, ScoringError) as exc:
         _error(str(exc))
@@ -199,9 +255,9 @@ def rescore(
         trials=max((a.attempt + 1 for a in attempts), default=1),
         total=len(attempts),
         attempts=tuple(attempts),
-        notes=(note,),
+        notes=(note, f"judge_status: {rescore_judge_status(outcome).value}"),
     )
     log = RunLog(config.results, record, clock=time.time)
     log.finish(RunState.COMPLETED)
-    print_report(outcome)
+    print_report(outcome, floors)
     click.echo(f"record: {display_path(log.path)}", err=True)
