@@ -219,13 +219,16 @@ def inconsistent_cases(attempts: Iterable[AttemptResult]) -> tuple[Inconsistency
 
 
 def make_run_id(clock: Callable[[], float], random_bytes: Callable[[int], bytes]) -> str:
-    """A run id that sorts by start time: ``20261129T231500Z-3fa9c1``.
+    """A run id that sorts by start time: ``20261129T231500.042Z-3fa9c1``.
 
     ``clock`` gives Unix time (``time.time``), ``random_bytes`` entropy
-    (``os.urandom``); runs started in the same second differ in the tail.
+    (``os.urandom``).  Milliseconds keep runs started in the same second in
+    order, so ``latest`` is the run started last; the tail keeps ids unique.
     """
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(clock()))
-    return f"{stamp}-{random_bytes(3).hex()}"
+    now = clock()
+    millis = int(now * 1000) % 1000
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now))
+    return f"{stamp}.{millis:03d}Z-{random_bytes(3).hex()}"
 
 
 def git_commit(cwd: str | os.PathLike[str]) -> str:

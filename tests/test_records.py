@@ -143,10 +143,16 @@ def test_a_bad_field_is_named_with_its_file_and_attempt(tmp_path: Path) -> None:
 def test_run_ids_sort_by_start_time_and_carry_six_hex_digits() -> None:
     seeds = iter([b"\x00\x00\x01", b"\xff\xff\xff", b"\x12\x34\x56"])
     ids = [make_run_id(lambda t=t: T0 + t, lambda n: next(seeds)[:n]) for t in (0, 1, 3600)]
-    assert all(re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{6}", i) for i in ids)
+    assert all(re.fullmatch(r"\d{8}T\d{6}\.\d{3}Z-[0-9a-f]{6}", i) for i in ids)
     assert ids == sorted(ids)
     assert ids[1].endswith("-ffffff")
-    assert ids[0][:16] == time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(T0))
+    assert ids[0][:15] == time.strftime("%Y%m%dT%H%M%S", time.gmtime(T0))
+
+
+def test_runs_started_in_the_same_second_sort_in_start_order() -> None:
+    tails = iter([b"\xff\xff\xff", b"\x00\x00\x00"])  # a tail that would sort them wrongly
+    first, second = (make_run_id(lambda t=t: T0 + t, lambda n: next(tails)[:n]) for t in (0.1, 0.2))
+    assert first < second
 
 
 def test_git_commit_is_the_short_head_inside_a_repository_and_empty_outside(
