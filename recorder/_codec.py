@@ -10,6 +10,7 @@ version may add optional fields.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from itertools import accumulate
 from typing import Any
 
 from recorder._errors import TapeError
@@ -145,35 +146,51 @@ def _chunks_from(d: Plain) -> tuple[Chunk, ...]:
     steps = _get(d, "steps_us", list, [])
     if len(sizes) != len(steps):
         raise ValueError("fields 'sizes' and 'steps_us' differ in length")
-    if not all(type(n) is int and n >= 0 for n in sizes) or sum(sizes) != len(body):
+    if sizes and (set(map(type, sizes)) != {int} or min(sizes) < 0):
         raise ValueError("field 'sizes' does not add up to the length of 'body'")
-    if not all(type(n) is int for n in steps):
+    ends = list(accumulate(sizes))
+    if (ends[-1] if ends else 0) != len(body):
+        raise ValueError("field 'sizes' does not add up to the length of 'body'")
+    if steps and set(map(type, steps)) != {int}:
         raise TypeError("field 'steps_us' holds a value that is not an int")
-    chunks, pos, now = [], 0, 0
-    for size, step in zip(sizes, steps, strict=True):
-        now += step
-        data = body[pos : pos + size]
-        if -_EXACT < now < _EXACT:
-            chunks.append(_chunk(now / 1_000_000, data))
-        else:
-            chunks.append(Chunk(at=now / 1_000_000, data=data))
-        pos += size
+    nows = list(accumulate(steps))
+    if nows and not -_EXACT < min(nows) <= max(nows) < _EXACT:
+        return _chunks_slow(body, ends, nows)
+    # The usual case, without the rounding converter (a quarter of reading a
+    # tape): n / 1_000_000 for an int n below 2**53 is already the float the
+    # converter's round(at, 6) gives.
+    chunks = []
+    start = 0
+    for end, now in zip(ends, nows, strict=True):
+        chunk = _new(Chunk)
+        _set_at(chunk, now / 1_000_000)
+        _set_data(chunk, body[start:end])
+        chunks.append(chunk)
+        start = end
     return tuple(chunks)
 
 
 _EXACT = 2**53
+_new = object.__new__
+_set_at = Chunk.__dict__["at"].__set__
+_set_data = Chunk.__dict__["data"].__set__
 
 
-def _chunk(at: float, data: bytes) -> Chunk:
-    """``Chunk(at=at, data=data)`` for ``at = n / 1_000_000``, ``n`` an int below ``_EXACT``.
-
-    Skips the rounding converter, which is a quarter of reading a tape: that
-    quotient is already the float the converter's ``round(at, 6)`` gives.
-    """
-    chunk = object.__new__(Chunk)
-    object.__setattr__(chunk, "at", at)
-    object.__setattr__(chunk, "data", data)
-    return chunk
+def _chunks_slow(body: bytes, ends: list[int], nows: list[int]) -> tuple[Chunk, ...]:
+    """Chunks whose times some steps put past 2**53 microseconds, built the long way."""
+    chunks = []
+    start = 0
+    for end, now in zip(ends, nows, strict=True):
+        at = now / 1_000_000
+        if -_EXACT < now < _EXACT:
+            chunk = _new(Chunk)
+            _set_at(chunk, at)
+            _set_data(chunk, body[start:end])
+            chunks.append(chunk)
+        else:
+            chunks.append(Chunk(at=at, data=body[start:end]))
+        start = end
+    return tuple(chunks)
 
 
 def _response_from(d: Plain) -> Response:

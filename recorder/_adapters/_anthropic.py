@@ -20,7 +20,7 @@ from recorder._adapters._sse import (
     SseStream,
     arr,
     count,
-    load_json_text,
+    decode_payloads,
     obj,
     parts_text,
     raw_json,
@@ -143,22 +143,30 @@ def read_response(call: ModelCall, body: Any) -> ModelCall:
     )
 
 
-def read_stream(call: ModelCall, stream: SseStream) -> ModelCall:
-    """Add what a stream of message events says, deltas joined per content block."""
+def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> ModelCall:
+    """Add what a stream of message events says, deltas joined per content block.
+
+    ``batch=False`` parses the events one by one; the call is the same either way.
+    """
     message: dict[str, Any] = {}
     usage: dict[str, Any] | None = None
     blocks: dict[int, dict[str, Any]] = {}
     partial: dict[int, list[str]] = {}
     stop = problem = ""
     stopped = False
-    for n, event in enumerate(stream.events):
-        if event.event == "ping":
+    payloads = stream.payloads
+    if "ping" in stream.names:  # never read, so never parsed
+        pairs = zip(stream.names, payloads, strict=True)
+        payloads = tuple("{}" if e == "ping" else p for e, p in pairs)
+    values, problems = decode_payloads(payloads, "stream event", batch=batch)
+    for n, (name, data) in enumerate(zip(stream.names, values, strict=True)):
+        if name == "ping":
             continue
-        data, bad = load_json_text(event.data, f"stream event {n}")
+        bad = problems[n] if problems is not None else ""
         if bad or not isinstance(data, dict):
             problem = problem or bad or f"stream event {n} is not a JSON object"
             continue
-        kind = text(data.get("type")) or event.event
+        kind = text(data.get("type")) or name
         index = data.get("index")
         if kind == "message_start":
             message = obj(data.get("message"))

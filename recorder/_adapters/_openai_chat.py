@@ -8,7 +8,7 @@ DeepSeek, OpenRouter) have it read as thinking.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from itertools import repeat
 from typing import Any, Final
 
 import attrs
@@ -16,11 +16,10 @@ import attrs
 from recorder._adapters._model import Message, ModelCall, ToolCall, Usage
 from recorder._adapters._reuse import Memo
 from recorder._adapters._sse import (
-    SseEvent,
     SseStream,
     arr,
     count,
-    load_json_text,
+    decode_payloads,
     obj,
     parts_text,
     raw_json,
@@ -142,47 +141,92 @@ class _Slot:
         self.arguments: list[str] = []
 
 
-def read_stream(call: ModelCall, stream: SseStream) -> ModelCall:
-    """Add what a ``chat.completion.chunk`` stream says, fragments reassembled by index."""
+def _delta(
+    delta: dict[str, Any], out: list[str], thinking: list[str], slots: dict[int, _Slot]
+) -> None:
+    """Collect one choice delta's text, reasoning and tool-call fragments."""
+    for field in ("content", "refusal"):
+        value = delta.get(field)
+        if isinstance(value, str) and value:
+            out.append(value)
+    value = delta.get("reasoning_content")
+    if not (isinstance(value, str) and value):
+        value = delta.get("reasoning")
+    if isinstance(value, str) and value:
+        thinking.append(value)
+    calls = delta.get("tool_calls")
+    fragments = [f for f in calls if isinstance(f, dict)] if isinstance(calls, list) else []
+    if not fragments and isinstance(delta.get("function_call"), dict):
+        fragments.append({"index": -1, "function": delta["function_call"]})
+    for position, fragment in enumerate(fragments):
+        index = fragment.get("index")
+        key = index if isinstance(index, int) else position
+        slot = slots.get(key)
+        if slot is None:
+            slot = slots[key] = _Slot()
+        if not slot.id:
+            slot.id = text(fragment.get("id"))
+        function = fragment.get("function")
+        if not isinstance(function, dict):
+            function = {}
+        if not slot.name:
+            slot.name = text(function.get("name"))
+        arguments = function.get("arguments")
+        slot.arguments.append(arguments if isinstance(arguments, str) else raw_json(arguments))
+
+
+def _done_at(payloads: tuple[str, ...]) -> int | None:
+    """Index of the first ``data: [DONE]`` event, None without one."""
+    try:
+        return list(map(str.startswith, payloads, repeat("[DONE]"))).index(True)
+    except ValueError:
+        return None
+
+
+def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> ModelCall:
+    """Add what a ``chat.completion.chunk`` stream says, fragments reassembled by index.
+
+    ``batch=False`` parses the events one by one (``decode_payloads``); the
+    call is the same either way.
+    """
     out: list[str] = []
     thinking: list[str] = []
     slots: dict[int, _Slot] = {}
     finish = rid = model = problem = ""
     usage = Usage.unknown()
-    done = False
-    events: Sequence[SseEvent] = stream.events
-    for n, event in enumerate(events):
-        if event.data.startswith("[DONE]"):
-            done = True
-            break
-        chunk, bad = load_json_text(event.data, f"stream event {n}")
-        if bad or not isinstance(chunk, dict):
-            problem = problem or bad or f"stream event {n} is not a JSON object"
+    stop = _done_at(stream.payloads)
+    done = stop is not None
+    payloads = stream.payloads[:stop] if done else stream.payloads
+    chunks, problems = decode_payloads(payloads, "stream event", batch=batch)
+    for n, chunk in enumerate(chunks):
+        if problems is not None and problems[n]:
+            problem = problem or problems[n]
+            continue
+        if not isinstance(chunk, dict):
+            problem = problem or f"stream event {n} is not a JSON object"
             continue
         if "error" in chunk:
             problem = problem or stream_error(chunk)
             continue
-        rid = rid or text(chunk.get("id"))
-        model = model or text(chunk.get("model"))
-        if isinstance(chunk.get("usage"), dict):
-            usage = _usage(chunk["usage"])
-        for choice in arr(chunk.get("choices")):
+        if not rid:
+            rid = text(chunk.get("id"))
+        if not model:
+            model = text(chunk.get("model"))
+        value = chunk.get("usage")
+        if isinstance(value, dict):
+            usage = _usage(value)
+        choices = chunk.get("choices")
+        if not isinstance(choices, list):
+            continue
+        for choice in choices:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
-            delta = obj(choice.get("delta"))
-            out.append(text(delta.get("content")) + text(delta.get("refusal")))
-            thinking.append(text(delta.get("reasoning_content")) or text(delta.get("reasoning")))
-            fragments = [f for f in arr(delta.get("tool_calls")) if isinstance(f, dict)]
-            if isinstance(delta.get("function_call"), dict) and not fragments:
-                fragments.append({"index": -1, "function": delta["function_call"]})
-            for position, fragment in enumerate(fragments):
-                index = fragment.get("index")
-                slot = slots.setdefault(index if isinstance(index, int) else position, _Slot())
-                slot.id = slot.id or text(fragment.get("id"))
-                function = obj(fragment.get("function"))
-                slot.name = slot.name or text(function.get("name"))
-                slot.arguments.append(raw_json(function.get("arguments")))
-            finish = text(choice.get("finish_reason")) or finish
+            delta = choice.get("delta")
+            if isinstance(delta, dict) and delta:
+                _delta(delta, out, thinking, slots)
+            value = choice.get("finish_reason")
+            if isinstance(value, str) and value:
+                finish = value
     if not problem and not done and not (finish and stream.complete):
         problem = "stream cut short: it ended before data: [DONE]"
     return attrs.evolve(

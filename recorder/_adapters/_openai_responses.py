@@ -20,7 +20,7 @@ from recorder._adapters._sse import (
     SseStream,
     arr,
     count,
-    load_json_text,
+    decode_payloads,
     obj,
     parts_text,
     raw_json,
@@ -204,18 +204,22 @@ class _Item:
         return self.item
 
 
-def read_stream(call: ModelCall, stream: SseStream) -> ModelCall:
-    """Add what a stream of Responses events says."""
+def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> ModelCall:
+    """Add what a stream of Responses events says.
+
+    ``batch=False`` parses the events one by one; the call is the same either way.
+    """
     items: dict[int, _Item] = {}
     final: dict[str, Any] = {}
     started: dict[str, Any] = {}
     terminal = problem = ""
-    for n, event in enumerate(stream.events):
-        data, bad = load_json_text(event.data, f"stream event {n}")
+    values, problems = decode_payloads(stream.payloads, "stream event", batch=batch)
+    for n, (name, data) in enumerate(zip(stream.names, values, strict=True)):
+        bad = problems[n] if problems is not None else ""
         if bad or not isinstance(data, dict):
             problem = problem or bad or f"stream event {n} is not a JSON object"
             continue
-        kind = text(data.get("type")) or event.event
+        kind = text(data.get("type")) or name
         index = data.get("output_index")
         slot = items.get(index) if isinstance(index, int) else None
         if kind in ("response.created", "response.in_progress"):

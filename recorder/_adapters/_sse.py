@@ -12,7 +12,7 @@ import importlib
 import json
 import re
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -49,12 +49,20 @@ class SseEvent:
 
 @attrs.frozen(kw_only=True)
 class SseStream:
-    """The events of a stream body."""
+    """The events of a stream body, as parallel tuples (no object per event)."""
 
-    events: tuple[SseEvent, ...]
-    """Every event terminated by a blank line, in order."""
+    names: tuple[str, ...]
+    """Each event's ``event:`` field, empty when the server sent none."""
+    payloads: tuple[str, ...]
+    """Each event's ``data:`` lines joined by newlines."""
     complete: bool
     """False when the body ends inside an event (the stream was cut)."""
+
+    @property
+    def events(self) -> tuple[SseEvent, ...]:
+        """Every event terminated by a blank line, in order."""
+        pairs = zip(self.names, self.payloads, strict=True)
+        return tuple(SseEvent(event=e, data=d) for e, d in pairs)
 
 
 def header(headers: Headers, name: str) -> str:
@@ -143,6 +151,8 @@ def load_json(data: bytes, what: str) -> tuple[Any, str]:
         return None, f"{what} is not UTF-8 text (byte {exc.start})"
     except json.JSONDecodeError as exc:
         return None, f"{what} is not valid JSON: {exc.msg} at offset {exc.pos}"
+    except (ValueError, RecursionError) as exc:  # a huge integer, or nesting too deep
+        return None, f"{what} cannot be read as JSON: {str(exc).splitlines()[0][:120]}"
 
 
 def load_json_text(data: str, what: str) -> tuple[Any, str]:
@@ -155,7 +165,7 @@ def load_json_text(data: str, what: str) -> tuple[Any, str]:
     if data[:1] == "{":
         try:
             value, end = _scan(data, 0)
-        except (StopIteration, ValueError):
+        except (StopIteration, ValueError, RecursionError):
             pass
         else:
             if end == len(data):
@@ -166,6 +176,8 @@ def load_json_text(data: str, what: str) -> tuple[Any, str]:
         return json.loads(data), ""
     except json.JSONDecodeError as exc:
         return None, f"{what} is not valid JSON: {exc.msg} at offset {exc.pos}"
+    except (ValueError, RecursionError) as exc:  # a huge integer, or nesting too deep
+        return None, f"{what} cannot be read as JSON: {str(exc).splitlines()[0][:120]}"
 
 
 def parse_sse(data: bytes) -> SseStream:
@@ -175,16 +187,23 @@ def parse_sse(data: bytes) -> SseStream:
     in the middle of is left out and marks the stream incomplete.
     """
     text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    if "\r" not in text and text.startswith("data: ") and text.endswith("\n\n"):
+        # The usual body: only "data: ..." lines, each followed by a blank line.
+        payloads = text[6:-2].split("\n\ndata: ")
+        if text.count("\n") == 2 * len(payloads):  # so no payload holds a line end
+            return SseStream(names=("",) * len(payloads), payloads=tuple(payloads), complete=True)
     lines = text.split("\n") if "\r" not in text else _LINE_END.split(text)
     tail = lines.pop()  # text after the last line end: a cut-off line, or ""
-    events: list[SseEvent] = []
+    names: list[str] = []
+    payloads = []
     event = ""
     values: list[str] = []
     pending = False
     for line in lines:
         if not line:
             if values:
-                events.append(SseEvent(event=event, data="\n".join(values)))
+                names.append(event)
+                payloads.append("\n".join(values))
             event, values, pending = "", [], False
             continue
         if line.startswith("data:"):  # the usual line, read without the general split
@@ -201,7 +220,70 @@ def parse_sse(data: bytes) -> SseStream:
         elif field == "event":
             event = value
             pending = True
-    return SseStream(events=tuple(events), complete=not pending and not tail)
+    return SseStream(
+        names=tuple(names), payloads=tuple(payloads), complete=not pending and not tail
+    )
+
+
+_TAGS: tuple[tuple[str, Any], ...] = (
+    ("false", False),
+    ("true", True),
+    ("9007199254740993", 2**53 + 1),  # an int no float equals
+)
+"""Values that mark each payload's place in a batch, with their only spelling."""
+
+
+def _batch(payloads: Sequence[str]) -> list[Any] | None:
+    """``[json.loads(p) for p in payloads]`` in one parse, or None.
+
+    The payloads are parsed as one array ``[TAG,p0,TAG,p1,...]``, which
+    shares the decoder's key cache across events and saves a call per event.
+    TAG is a value with a single spelling that no payload contains.  A result
+    whose even items are all TAG (same type, same value) then proves each
+    payload a JSON text by itself: only the inserted tags can be those items,
+    so every tag sits in the outer array and exactly one value lies between
+    two of them.  None when that does not hold (a payload is not JSON alone,
+    or every tag occurs in the payloads); the caller then parses the payloads
+    one by one.
+    """
+    n = len(payloads)
+    for spelling, tag in _TAGS:
+        joined = f"[{spelling}," + f",{spelling},".join(payloads) + "]"
+        if joined.count(spelling) == n:
+            return _untag(joined, n, tag)
+    return None
+
+
+def _untag(joined: str, n: int, tag: Any) -> list[Any] | None:
+    """The values of a batch of ``n`` payloads tagged with ``tag``; see ``_batch``."""
+    try:
+        items = json.loads(joined)
+    except (ValueError, RecursionError):  # bad JSON, an overlong int, deep nesting
+        return None
+    tags = items[::2]
+    if len(items) != 2 * n or tags != [tag] * n or set(map(type, tags)) != {type(tag)}:
+        return None
+    values: list[Any] = items[1::2]
+    return values
+
+
+def decode_payloads(
+    payloads: Sequence[str], what: str, *, batch: bool = True
+) -> tuple[list[Any], list[str] | None]:
+    """Each payload's JSON value, as ``load_json_text(p, f"{what} {n}")`` gives it.
+
+    Returns ``(values, None)`` when every payload decodes, else ``(values,
+    problems)`` with ``None`` values where ``problems[n]`` is set.  ``batch``
+    (the default) parses all payloads in one call first (``_batch``) and
+    falls back on the payloads one by one only when that fails.
+    """
+    if batch and payloads:
+        values = _batch(payloads)
+        if values is not None:
+            return values, None
+    decoded = [load_json_text(p, f"{what} {n}") for n, p in enumerate(payloads)]
+    problems = [bad for _, bad in decoded]
+    return [value for value, _ in decoded], problems if any(problems) else None
 
 
 # -- tolerant access to decoded JSON --------------------------------------------
