@@ -1,4 +1,4 @@
-"""A legacy function_call sent beside tool_calls (as llama.cpp does) is not a second call."""
+"""Adapter edge cases: legacy function_call beside tool_calls, JSON that Python cannot hold."""
 
 from __future__ import annotations
 
@@ -70,3 +70,19 @@ def test_legacy_function_call_alone_still_counts() -> None:
     call = decode_call(_exchange(json.dumps(body).encode(), streamed=False))
     assert call is not None
     assert [c.name for c in call.tool_calls] == ["read"]
+
+
+def test_json_python_cannot_hold_is_a_call_error_not_an_exception() -> None:
+    from recorder import SessionStarted, fold
+
+    huge = "9" * 5000  # past Python's int-digits limit
+    deep = "[" * 100_000 + "]" * 100_000  # past the recursion limit
+    for body in (f'{{"id": "x", "n": {huge}}}', f'{{"id": "x", "n": {deep}}}'):
+        plain = _exchange(body.encode(), streamed=False)
+        stream = _exchange(f"data: {body}\n\ndata: [DONE]\n\n".encode(), streamed=True)
+        for exchange in (plain, stream):
+            call = decode_call(exchange)
+            assert call is not None and call.error, body[:20]
+        header = SessionStarted(session_id="ab" * 8, started_at=0.0)
+        session = fold([header, plain, stream])
+        assert len(session.turns) == 2

@@ -77,7 +77,7 @@ class ToolCall:
         """The decoded arguments, or None if they are not valid JSON."""
         try:
             value: object = json.loads(self.arguments)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         return value
 

@@ -86,7 +86,7 @@ class BodyParser:
             try:
                 text = data.decode("utf-8", "surrogatepass")
                 return self._object(text), ""
-            except (UnicodeDecodeError, ValueError, _Malformed):
+            except (UnicodeDecodeError, ValueError, RecursionError, _Malformed):
                 pass  # json.JSONDecodeError is a ValueError
         self._last = None
         return load_json(data, what)
