@@ -13,7 +13,7 @@ from typing import NoReturn, ParamSpec
 import click
 
 from recorder import VERSION, Source, Usage
-from scoring._agents import AgentError, load_agent, parse_agent
+from scoring._agents import AgentError, AgentSpec, load_agent, parse_agent
 from scoring._cases import SelectionError, Suite, select
 from scoring._cli._boundary import boundary
 from scoring._cli._options import config_options
@@ -43,6 +43,7 @@ from scoring._runner import (
     plan_live,
     run_pool,
 )
+from scoring._task import Agent
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 """Where the agent's model calls go when neither config nor flag names a base URL."""
@@ -76,6 +77,27 @@ def interruptible(func: Callable[P, None]) -> Callable[P, None]:
 def _error(message: str, code: int = 2) -> NoReturn:
     click.echo(f"evaltape: error: {message}", err=True)
     raise SystemExit(code)
+
+
+def cases_and_agent(
+    config: Config, cases_prefix: str | None, suite: str | None
+) -> tuple[tuple[Suite, ...], tuple[Suite, ...], Agent | None, AgentSpec]:
+    """Validate every suite, select the cases and load the agent, or exit 2 with one line.
+
+    Returns all suites, the selected ones, the agent (None for a command
+    agent) and its spec: everything checked before a token is spent.
+    """
+    suites = load_or_report((), config)
+    try:
+        chosen = select(suites, cases_prefix=cases_prefix, suite=suite)
+    except SelectionError as exc:
+        _error(str(exc))
+    try:
+        spec = parse_agent(config.agent)
+        agent = load_agent(spec, Path.cwd())
+    except AgentError as exc:
+        _error(str(exc))
+    return suites, chosen, agent, spec
 
 
 def _models(model: str | None, compare: str | None, config: Config) -> tuple[str, ...]:
@@ -226,16 +248,7 @@ def live(
     key is read by the agent from the environment and never written.
     """
     models = _models(model, compare, config)
-    suites = load_or_report((), config)
-    try:
-        chosen = select(suites, cases_prefix=cases_prefix, suite=suite)
-    except SelectionError as exc:
-        _error(str(exc))
-    try:
-        spec = parse_agent(config.agent)
-        agent = load_agent(spec, Path.cwd())
-    except AgentError as exc:
-        _error(str(exc))
+    _, chosen, agent, spec = cases_and_agent(config, cases_prefix, suite)
     if source == Source.REAL_API.value and not (
         os.environ.get("OPENAI_API_KEY") or os.environ.get("ANTHROPIC_API_KEY")
     ):

@@ -11,12 +11,9 @@ from typing import NoReturn
 import click
 
 from recorder import VERSION, Usage
-from scoring._agents import AgentError, load_agent, parse_agent
-from scoring._cases import SelectionError, select
 from scoring._cli._boundary import boundary
 from scoring._cli._options import config_options
-from scoring._cli.live import DEFAULT_BASE_URL, interruptible
-from scoring._cli.validate import load_or_report
+from scoring._cli.live import DEFAULT_BASE_URL, cases_and_agent, interruptible
 from scoring._config import Config, display_path
 from scoring._history import RunLog
 from scoring._judge import (
@@ -194,16 +191,7 @@ def replay(
     (or a refused judge); 3: stale recordings but no regression; 130:
     interrupted.
     """
-    suites = load_or_report((), config)
-    try:
-        chosen = select(suites, cases_prefix=cases_prefix, suite=suite)
-    except SelectionError as exc:
-        _error(str(exc))
-    try:
-        spec = parse_agent(config.agent)
-        agent = load_agent(spec, Path.cwd())
-    except AgentError as exc:
-        _error(str(exc))
+    suites, chosen, agent, spec = cases_and_agent(config, cases_prefix, suite)
     files: list[Path] = []
     for given in tapes or (config.cassettes,):
         files.extend(find_tapes(given) if given.is_dir() else (given,))
