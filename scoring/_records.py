@@ -116,6 +116,20 @@ class AttemptResult:
     """Replay only: the recorded session scored with today's scorers."""
     replayed: Verdict | None = None
     """Replay only: the session today's harness produced from the recorded model outputs."""
+    cost: float | None = None
+    """USD for the agent's model calls (provider-reported where given); None when unknown."""
+    judge_usage: Usage = attrs.field(factory=Usage)
+    """Tokens the judge spent grading this attempt; never added to ``usage``."""
+    judge_cost: float | None = None
+    """USD the judge spent grading this attempt; None when unknown or not judged."""
+    judge_score: float | None = None
+    """The judge's 0-5 score; None when not judged or unscored."""
+    fingerprint: str = ""
+    """The case definition's fingerprint when it ran (an edited case gets a new one)."""
+    outputs_digest: str = ""
+    """Digest of the model's outputs in the session (what the model said and called)."""
+    effects_digest: str = ""
+    """Digest of what the harness did with them (tool results and the outcome checked)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -150,6 +164,18 @@ class RunRecord:
     """Results so far, in the order they finished."""
     notes: tuple[str, ...] = ()
     """Free-form lines (why it failed or was cancelled, flags worth remembering)."""
+    purpose: str = ""
+    """Why the run was started: "" (ordinary), "gate", "entry_check" or "scoreboard"."""
+    gate: str = ""
+    """The gate's decision: "open", "closed", "run zero", or "" when the run was not gated."""
+    gate_blocked: bool = False
+    """The gate closed on this run; it never becomes a baseline."""
+    baseline_accepted: bool = False
+    """The gate closed but ``--accept-baseline`` waved the run through."""
+    baseline: str = ""
+    """The run id (or saved baseline name) the gate compared against; "" for none."""
+    exported: tuple[str, ...] = ()
+    """Attempt keys (``attempt_key``) already exported as traces; each is exported once."""
 
     @property
     def completed(self) -> int:
@@ -218,6 +244,11 @@ def inconsistent_cases(attempts: Iterable[AttemptResult]) -> tuple[Inconsistency
     )
 
 
+def attempt_key(a: AttemptResult) -> str:
+    """``suite/case/model/attempt``: names one attempt within a run."""
+    return f"{a.suite}/{a.case_id}/{a.model}/{a.attempt}"
+
+
 def make_run_id(clock: Callable[[], float], random_bytes: Callable[[int], bytes]) -> str:
     """A run id that sorts by start time: ``20261129T231500.042Z-3fa9c1``.
 
@@ -280,6 +311,13 @@ def attempt_to_json(a: AttemptResult) -> dict[str, object]:
         "known_gap": a.known_gap,
         "rescored": a.rescored.value if a.rescored else None,
         "replayed": a.replayed.value if a.replayed else None,
+        "cost": a.cost,
+        "judge_usage": _usage_json(a.judge_usage),
+        "judge_cost": a.judge_cost,
+        "judge_score": a.judge_score,
+        "fingerprint": a.fingerprint,
+        "outputs_digest": a.outputs_digest,
+        "effects_digest": a.effects_digest,
     }
 
 
@@ -302,6 +340,12 @@ def record_to_json(r: RunRecord) -> dict[str, object]:
         "completed": r.completed,
         "attempts": [attempt_to_json(a) for a in r.attempts],
         "notes": list(r.notes),
+        "purpose": r.purpose,
+        "gate": r.gate,
+        "gate_blocked": r.gate_blocked,
+        "baseline_accepted": r.baseline_accepted,
+        "baseline": r.baseline,
+        "exported": list(r.exported),
     }
 
 
@@ -436,6 +480,17 @@ def attempt_from_json(data: object, where: str) -> AttemptResult:
         known_gap=f.flag("known_gap"),
         rescored=f.member("rescored", Verdict, optional=True),
         replayed=f.member("replayed", Verdict, optional=True),
+        cost=f.number("cost", optional=True) if "cost" in f.data else None,
+        judge_usage=(
+            _usage_from(f.data["judge_usage"], f"{where}: judge_usage")
+            if "judge_usage" in f.data
+            else Usage()
+        ),
+        judge_cost=f.number("judge_cost", optional=True) if "judge_cost" in f.data else None,
+        judge_score=f.number("judge_score", optional=True) if "judge_score" in f.data else None,
+        fingerprint=f.text("fingerprint") if "fingerprint" in f.data else "",
+        outputs_digest=f.text("outputs_digest") if "outputs_digest" in f.data else "",
+        effects_digest=f.text("effects_digest") if "effects_digest" in f.data else "",
     )
 
 
@@ -466,6 +521,12 @@ def record_from_json(data: object, where: str) -> RunRecord:
             for i, item in enumerate(f.array("attempts"))
         ),
         notes=f.texts("notes"),
+        purpose=f.text("purpose") if "purpose" in f.data else "",
+        gate=f.text("gate") if "gate" in f.data else "",
+        gate_blocked=f.flag("gate_blocked") if "gate_blocked" in f.data else False,
+        baseline_accepted=(f.flag("baseline_accepted") if "baseline_accepted" in f.data else False),
+        baseline=f.text("baseline") if "baseline" in f.data else "",
+        exported=f.texts("exported") if "exported" in f.data else (),
     )
 
 

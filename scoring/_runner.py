@@ -229,6 +229,9 @@ class JobResult:
             replayed=_verdict(d.replayed)
             if d and d.replayed and d.change is not Change.STALE
             else None,
+            judge_usage=self.judge_usage,
+            judge_score=self.judgement.score if self.judgement is not None else None,
+            fingerprint=self.job.case.fingerprint,
         )
 
 
