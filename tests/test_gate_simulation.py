@@ -1,0 +1,71 @@
+"""The gate's honesty, measured: how often it closes on healthy runs, by seeded simulation.
+
+A healthy pair is a baseline and a current run drawn from the same per-case
+pass rates.  Closing on one is a false alarm; the gate promises at most
+alpha + 1 point of them for a 20-case, 3-trial suite.  The generator is
+seeded, so the measured rates are the same on every run of the test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scoring import AttemptResult, GateState, Verdict, decide_gate
+
+CASES = 20
+TRIALS = 3
+PAIRS = 2000
+ALPHA = 0.05
+
+# One attempt value per (case, trial, verdict), reused by every simulated run.
+_ATTEMPTS = {
+    (i, t, passed): AttemptResult(
+        suite="sim",
+        case_id=f"case{i:02d}",
+        model="m",
+        attempt=t,
+        verdict=Verdict.PASSED if passed else Verdict.FAILED,
+    )
+    for i in range(CASES)
+    for t in range(TRIALS)
+    for passed in (True, False)
+}
+
+
+def attempts(outcomes: np.ndarray) -> list[AttemptResult]:
+    return [_ATTEMPTS[(i, t, bool(outcomes[i, t]))] for i in range(CASES) for t in range(TRIALS)]
+
+
+def closed_share(rates: np.ndarray, drop: float, rng: np.random.Generator) -> float:
+    """Share of simulated pairs that close the gate; ``rates`` is (pairs, cases)."""
+    closed = 0
+    for p in rates:
+        before = rng.random((CASES, TRIALS)) < p[:, None]
+        after = rng.random((CASES, TRIALS)) < np.clip(p - drop, 0.0, 1.0)[:, None]
+        d = decide_gate(attempts(before), attempts(after), alpha=ALPHA)
+        closed += d.state is GateState.CLOSED
+    return closed / len(rates)
+
+
+def test_flat_healthy_suite_rarely_closes_the_gate() -> None:
+    rng = np.random.default_rng(20260101)
+    rates = np.full((PAIRS, CASES), 0.93)
+    false_alarms = closed_share(rates, 0.0, rng)
+    assert false_alarms <= ALPHA + 0.01
+
+
+def test_healthy_suite_with_a_spread_of_case_rates_rarely_closes_the_gate() -> None:
+    """Per-case rates from Beta(9.3, 0.7) (mean 0.93): most cases near 1, a few coin-flippy."""
+    rng = np.random.default_rng(20260102)
+    rates = rng.beta(9.3, 0.7, size=(PAIRS, CASES))
+    assert rates.mean() == pytest.approx(0.93, abs=0.01)
+    false_alarms = closed_share(rates, 0.0, rng)
+    assert false_alarms <= ALPHA + 0.01
+
+
+def test_the_simulation_can_see_a_real_regression() -> None:
+    """The same machinery closes on most runs after a 40-point drop, so a low rate above is real."""
+    rng = np.random.default_rng(20260103)
+    rates = np.full((300, CASES), 0.93)
+    assert closed_share(rates, 0.40, rng) >= 0.95
