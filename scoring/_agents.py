@@ -28,6 +28,7 @@ import sys
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -244,6 +245,8 @@ class AttemptSetup:
     """Where events go: ``append(event)`` and ``now()``."""
     replaying: bool
     """True in replay (the command agent gets placeholder API keys)."""
+    environ: Mapping[str, str] = attrs.field(factory=lambda: dict(os.environ), repr=False)
+    """The agent's environment: the run's captured environment plus the job's overrides."""
 
 
 @attrs.frozen(kw_only=True)
@@ -298,6 +301,7 @@ def run_python(agent: Agent, setup: AttemptSetup) -> AgentOutcome:
         client=client,
         agent_mode=setup.case.agent_mode.value if setup.case.agent_mode else None,
         seed=setup.seed,
+        environ=MappingProxyType(dict(setup.environ)),
         log=_log_to(setup.events),
         ask=_ask_for(setup.events, setup.workspace),
     )
@@ -341,7 +345,7 @@ def run_command(
     transport = RecordingTransport(setup.events, setup.inner)
     upstreams = Upstreams.single(_upstream_base(setup.upstream))
     argv, extra = command_argv(template, setup)
-    env = dict(os.environ if environ is None else environ) | extra
+    env = dict(setup.environ if environ is None else environ) | extra
     if setup.replaying:
         env |= {"OPENAI_API_KEY": "evaltape-replay", "ANTHROPIC_API_KEY": "evaltape-replay"}
     with TapeProxy(transport, upstreams=upstreams, timeout=setup.limit) as proxy:

@@ -14,6 +14,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -288,6 +289,15 @@ class RunLog:
     def flush(self) -> RunRecord:
         """Write the record now, whatever the interval."""
         with self._lock:
+            return self._write(self._clock())
+
+    def update(self, **fields: Any) -> RunRecord:
+        """Set run-level fields (``gate``, ``purpose``, ...) and write the record now."""
+        if "attempts" in fields:
+            raise ValueError("attempts are added with add(), not update()")
+        with self._lock:
+            self._check_open()
+            self._record = attrs.evolve(self._record, **fields)
             return self._write(self._clock())
 
     def finish(self, state: RunState, *, notes: Sequence[str] = ()) -> RunRecord:

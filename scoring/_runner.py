@@ -12,10 +12,11 @@ comparing two models takes about as long as running one.
 from __future__ import annotations
 
 import enum
+import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import IO, Any
@@ -52,6 +53,8 @@ from scoring._agents import (
     run_python,
 )
 from scoring._cases import Case, Suite
+from scoring._costs import CostBreakdown, cost_of_session, judge_cost_of_session
+from scoring._flips import effects_digest, outputs_digest
 from scoring._judge import (
     Floors,
     Judge,
@@ -66,6 +69,7 @@ from scoring._judge import (
     reused_event,
     with_judgement,
 )
+from scoring._pricing import Prices, built_in_prices
 from scoring._records import AttemptResult, RunKind, Verdict
 from scoring._replaycheck import Change, ReplayDecision, decide
 from scoring._score import Check, Score, Scorer
@@ -130,6 +134,9 @@ class Job:
     """The run this job belongs to."""
     recorded: RecordedSession | None = None
     """Replay: the recorded session served to the agent."""
+    environ: tuple[tuple[str, str], ...] = ()
+    """Environment overrides for this attempt only (an A/B variant's ``env:K=V``), laid
+    over ``JobEnv.environ``; never written to the tape.  ``os.environ`` is never changed."""
 
 
 @attrs.frozen(kw_only=True)
@@ -174,6 +181,10 @@ class JobEnv:
     """Judge score floors: a trial below ``floors.trial`` fails."""
     allow_live_judge: bool = False
     """Replay: ask ``judge`` when the tape holds no verdict for the replayed transcript."""
+    environ: Mapping[str, str] = attrs.field(factory=lambda: dict(os.environ), repr=False)
+    prices: Prices = attrs.field(factory=built_in_prices, repr=False)
+    """Prices the agent's and the judge's calls are costed with (built-in table by default)."""
+    """The process environment captured when the run started; each job's overrides go on top."""
 
 
 @attrs.frozen(kw_only=True)
@@ -206,6 +217,14 @@ class JobResult:
     """A judged attempt that passed every other check: what the judge said (or why not)."""
     judge_usage: Usage = attrs.field(factory=Usage)
     """Tokens the judge spent grading this attempt; never part of ``usage``."""
+    cost: CostBreakdown = attrs.field(factory=CostBreakdown)
+    """The agent's model calls by token bucket, and their USD (None when unknown)."""
+    judge_cost: CostBreakdown = attrs.field(factory=CostBreakdown)
+    """The judge's calls grading this attempt, priced apart; never part of ``cost``."""
+    outputs_digest: str = ""
+    """``scoring._flips.outputs_digest`` of the session; "" when it never started."""
+    effects_digest: str = ""
+    """``scoring._flips.effects_digest`` of the session; "" when it never started."""
 
     def attempt_result(self) -> AttemptResult:
         """The ``AttemptResult`` stored in the run record."""
@@ -230,8 +249,12 @@ class JobResult:
             if d and d.replayed and d.change is not Change.STALE
             else None,
             judge_usage=self.judge_usage,
+            cost=self.cost.cost,
+            judge_cost=self.judge_cost.cost if self.judge_cost.calls else None,
             judge_score=self.judgement.score if self.judgement is not None else None,
             fingerprint=self.job.case.fingerprint,
+            outputs_digest=self.outputs_digest,
+            effects_digest=self.effects_digest,
         )
 
 
@@ -374,6 +397,7 @@ def run_job(job: Job, env: JobEnv) -> JobResult:
             inner=inner,
             events=tee,
             replaying=replayer is not None,
+            environ={**env.environ, **dict(job.environ)},
         )
         status, reason = _drive(env, setup, tee, replayer)
         tee.append(snapshot_workspace(workspace, at=tee.now()))
@@ -428,6 +452,10 @@ def run_job(job: Job, env: JobEnv) -> JobResult:
         auth_failure=bool(auth),
         judgement=judgement,
         judge_usage=judge_usage(session),
+        cost=cost_of_session(env.prices, job.model, session),
+        judge_cost=judge_cost_of_session(env.prices, session),
+        outputs_digest=outputs_digest(session),
+        effects_digest=effects_digest(session),
     )
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Protocol
 
 import attrs
@@ -69,6 +70,11 @@ def answer_headlessly(question: Question, workspace: Path) -> Answer:
     return Answer(granted=False, text=f"denied: {question.path} is outside the workspace")
 
 
+def _process_environ() -> Mapping[str, str]:
+    """A read-only copy of the process environment (a Task built outside the runner)."""
+    return MappingProxyType(dict(os.environ))
+
+
 class HarnessLog(Protocol):
     """``task.log("tool", tool="read", ms=3)`` records a harness event on the tape."""
 
@@ -97,6 +103,10 @@ class Task:
     """The case's permission mode (docs/cases.md), None for the agent's default."""
     seed: int | None = None
     """Sampling seed to pass to the model, if the run has one."""
+    environ: Mapping[str, str] = attrs.field(factory=_process_environ, repr=False)
+    """Read-only settings for this attempt: the process environment captured when the run
+    started plus the attempt's overrides (an A/B variant's ``env:K=V``).  Read settings
+    from here, not from ``os.environ``: two variants share one process."""
     log: HarnessLog
     """Record a harness event (tool timing, permission answers) on the tape."""
     ask: Callable[[Question], Answer]

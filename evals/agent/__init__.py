@@ -8,8 +8,6 @@ See docs/reference-agent.md.
 
 from __future__ import annotations
 
-import os
-
 from evals.agent._api import ModelError
 from evals.agent._config import AgentConfig, ConfigError, Strategy, config_from_env
 from evals.agent._loop import NEXT_ACTION_TOOL, run_agent
@@ -19,8 +17,12 @@ from scoring import Task
 
 
 def run(task: Task) -> str | None:
-    """Attempt ``task`` with the settings of the environment (docs/reference-agent.md)."""
-    return run_agent(task, config_from_env(os.environ))
+    """Attempt ``task`` with the settings of its environment (docs/reference-agent.md).
+
+    Settings come from ``task.environ``, not ``os.environ``: an A/B run gives
+    each variant its own ``EVALTAPE_AGENT_*`` values in one process.
+    """
+    return run_agent(task, config_from_env(task.environ))
 
 
 __all__ = [

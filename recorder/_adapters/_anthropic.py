@@ -26,6 +26,7 @@ from recorder._adapters._sse import (
     raw_json,
     stream_error,
     text,
+    usd,
 )
 
 API: Final = "anthropic.messages"
@@ -104,6 +105,7 @@ def _usage(value: Any) -> Usage:
         cache_read_tokens=read,
         cache_write_tokens=written,
         reasoning_tokens=count(obj(value.get("output_tokens_details")).get("thinking_tokens")),
+        reported_cost=usd(value.get("cost")),
     )
 
 

@@ -22,8 +22,15 @@ class Usage:
 
     ``input_tokens`` always includes cached input (OpenAI reports it that way;
     Anthropic's figure is normalized to match), so ``input_tokens -
-    cache_read_tokens`` is the uncached part.  Adding an unreported usage
-    gives an unreported sum whose counts are a lower bound.
+    cache_read_tokens - cache_write_tokens`` is the uncached part.  Adding an
+    unreported usage gives an unreported sum whose counts are a lower bound.
+
+    ``reported_cost`` is the USD figure a provider put in the response (such
+    as OpenRouter's ``usage.cost``), None when it gave none.  A sum keeps a
+    reported cost only when both parts reported one: a reported cost plus an
+    unknown one is not a reported cost.  The zero ``Usage()`` reports none,
+    so a total built up from it has none either; price totals call by call
+    (``scoring.cost_of_session``), never from a summed usage.
     """
 
     input_tokens: int = 0
@@ -38,6 +45,8 @@ class Usage:
     """Output tokens spent on hidden reasoning or thinking."""
     reported: bool = True
     """False when the API did not report usage (for a sum: some part did not)."""
+    reported_cost: float | None = None
+    """USD the provider reported for the call; None when it reported none."""
 
     @classmethod
     def unknown(cls) -> Usage:
@@ -59,6 +68,11 @@ class Usage:
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
             reported=self.reported and other.reported,
+            reported_cost=(
+                self.reported_cost + other.reported_cost
+                if self.reported_cost is not None and other.reported_cost is not None
+                else None
+            ),
         )
 
 

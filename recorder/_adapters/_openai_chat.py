@@ -25,6 +25,7 @@ from recorder._adapters._sse import (
     raw_json,
     stream_error,
     text,
+    usd,
 )
 
 API: Final = "openai.chat"
@@ -104,6 +105,7 @@ def _usage(value: Any) -> Usage:
         cache_read_tokens=count(prompt.get("cached_tokens")),
         cache_write_tokens=count(prompt.get("cache_write_tokens")),
         reasoning_tokens=count(completion.get("reasoning_tokens")),
+        reported_cost=usd(value.get("cost")),
     )
 
 

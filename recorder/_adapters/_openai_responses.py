@@ -26,6 +26,7 @@ from recorder._adapters._sse import (
     raw_json,
     stream_error,
     text,
+    usd,
 )
 
 API: Final = "openai.responses"
@@ -122,6 +123,7 @@ def _usage(value: Any) -> Usage:
         cache_read_tokens=count(details.get("cached_tokens")),
         cache_write_tokens=count(details.get("cache_write_tokens")),
         reasoning_tokens=count(obj(value.get("output_tokens_details")).get("reasoning_tokens")),
+        reported_cost=usd(value.get("cost")),
     )
 
 

@@ -310,6 +310,15 @@ def count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def usd(value: Any) -> float | None:
+    """``value`` as a cost in USD if it is a finite number >= 0, else None (not reported)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if value != value or value in (float("inf"), float("-inf")) or value < 0:
+        return None
+    return float(value)
+
+
 def parts_text(content: Any, kinds: tuple[str, ...]) -> str:
     """Text of a message content: a string, or the ``text`` of parts of the given types."""
     if isinstance(content, str):

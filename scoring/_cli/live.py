@@ -15,10 +15,16 @@ import click
 from recorder import VERSION, Source, Usage
 from scoring._agents import AgentError, AgentSpec, load_agent, parse_agent
 from scoring._cases import SelectionError, Suite, select
+from scoring._cli import _entry_flow, _gate_flow
+from scoring._cli import export as _export
 from scoring._cli._boundary import boundary
 from scoring._cli._options import config_options
 from scoring._cli.validate import load_or_report
 from scoring._config import Config, display_path
+from scoring._costs import CostRow, case_lines, compare_table, cost_line, usage_block
+from scoring._costs import total as costs_total
+from scoring._entry_check import ENTRY_PURPOSE, ENTRY_TRIALS
+from scoring._flips import render_flips, summarize_flips
 from scoring._history import RunLog
 from scoring._judge import (
     DEFAULT_FLOORS,
@@ -31,7 +37,16 @@ from scoring._judge import (
     judge_status,
     resolve_judge,
 )
-from scoring._records import RunKind, RunRecord, RunState, git_commit, make_run_id, tally
+from scoring._pricing import Prices, PricingError, built_in_prices, resolve_prices
+from scoring._records import (
+    RunKind,
+    RunRecord,
+    RunState,
+    Verdict,
+    git_commit,
+    make_run_id,
+    tally,
+)
 from scoring._runner import (
     JobEnv,
     JobResult,
@@ -121,32 +136,82 @@ def print_summary(
     models: tuple[str, ...],
     judge: Judge | None = None,
     floors: Floors = DEFAULT_FLOORS,
+    *,
+    prices: Prices | None = None,
 ) -> JudgeStatus:
-    """Per model ``model: passed/total`` and tokens, then the run's tokens, then the judge.
+    """Per model ``model: passed/total`` with tokens and cost, then the run's, then the judge.
 
-    Judged cases get one line each with their floor decision; grading tokens
-    get a line of their own (never added to the agent's); the last line is
-    ``judge_status: ...``, which a gate reads.  Returns that status.
+    Every cost carries the price table's vintage; a model with no price shows
+    ``n/a``, never $0.00.  A single-model run lists each case (tokens, cost)
+    and a ``Usage:`` block of token buckets; ``--compare`` gets one table row
+    per model (passed/total, duration, tokens, cost).  Judged cases get one
+    line each with their floor decision; grading tokens and cost get lines of
+    their own (never added to the agent's); the summary ends with
+    ``judge_status: ...`` (only the scoreboard and the gate report follow it).
+    Returns that status.
     """
+    prices = prices if prices is not None else built_in_prices()
     attempts = [r.attempt_result() for r in outcome.results]
     total = Usage()
+    rows: list[CostRow] = []
     for tally_row in tally(attempts, models):
+        mine = [r for r in outcome.results if r.job.model == tally_row.model]
         usage = Usage()
-        for r in outcome.results:
-            if r.job.model == tally_row.model:
-                usage += r.usage
+        for r in mine:
+            usage += r.usage
         total += usage
-        errors = sum(1 for r in outcome.results if r.job.model == tally_row.model and r.tainted)
+        errors = sum(1 for r in mine if r.tainted)
         extra = f", {errors} could not be judged" if errors else ""
         click.echo(
             f"{tally_row.model}: {tally_row.passed}/{tally_row.total} passed{extra} · "
             f"{_tokens(usage)}"
         )
+        cost = costs_total(r.cost for r in mine)
+        click.echo(f"  cost: {cost_line(cost, prices)}")
+        rows.append(
+            CostRow(
+                label=tally_row.model,
+                passed=tally_row.passed,
+                total=tally_row.total,
+                duration=sum(r.duration for r in mine),
+                cost=cost,
+            )
+        )
+    run_cost = costs_total(r.cost for r in outcome.results)
+    if len(rows) > 1:
+        click.echo("Compare:")
+        for line in compare_table(rows, prices):
+            click.echo(line)
+    elif outcome.results:
+        click.echo("Cases:")
+        for line in case_lines(_case_rows(outcome)):
+            click.echo(line)
+        for line in usage_block(run_cost, prices):
+            click.echo(line)
     click.echo(f"{len(outcome.results)} attempts · {_tokens(total)}")
-    return _print_judge(outcome, judge, floors)
+    return _print_judge(outcome, judge, floors, prices)
 
 
-def _print_judge(outcome: PoolOutcome, judge: Judge | None, floors: Floors) -> JudgeStatus:
+def _case_rows(outcome: PoolOutcome) -> list[CostRow]:
+    """One row per case: its attempts' verdicts, durations and costs summed."""
+    by_case: dict[tuple[str, str], list[JobResult]] = {}
+    for r in outcome.results:
+        by_case.setdefault((r.job.case.suite, r.job.case.id), []).append(r)
+    return [
+        CostRow(
+            label=case_id,
+            passed=sum(1 for r in results if r.verdict is Verdict.PASSED),
+            total=sum(1 for r in results if r.verdict is not Verdict.SKIPPED),
+            duration=sum(r.duration for r in results),
+            cost=costs_total(r.cost for r in results),
+        )
+        for (_, case_id), results in sorted(by_case.items())
+    ]
+
+
+def _print_judge(
+    outcome: PoolOutcome, judge: Judge | None, floors: Floors, prices: Prices | None = None
+) -> JudgeStatus:
     judged = [r for r in outcome.results if r.judgement is not None]
     status = judge_status(r.judgement for r in outcome.results)
     groups: dict[tuple[str, str], list[float | None]] = {}
@@ -167,6 +232,9 @@ def _print_judge(outcome: PoolOutcome, judge: Judge | None, floors: Floors) -> J
             f"grading by {judge.who}: {scored} scored, {len(judged) - scored} unscored · "
             f"{_tokens(grading)}, not counted above"
         )
+        grading_cost = costs_total(r.judge_cost for r in outcome.results)
+        table = prices if prices is not None else built_in_prices()
+        click.echo(f"grading cost: {cost_line(grading_cost, table)}, not counted above")
     click.echo(f"judge_status: {status.value}")
     return status
 
@@ -210,6 +278,22 @@ def _print_judge(outcome: PoolOutcome, judge: Judge | None, floors: Floors) -> J
     show_default=True,
     help="Retries of a 429, 5xx or connection failure before the agent sees it.",
 )
+@click.option(
+    "--entry-check",
+    is_flag=True,
+    help="Run only the new or edited cases, 3 times each; exit 1 when a case's attempts split.",
+)
+@click.option(
+    "--no-export",
+    is_flag=True,
+    help="Do not export traces, even when LANGFUSE_* or OTEL_EXPORTER_OTLP_* is set.",
+)
+@click.option(
+    "--export-content",
+    is_flag=True,
+    help="Exported traces include prompts, messages, tool arguments and results, reasons "
+    "and the judge's rationale (off by default).",
+)
 @config_options(
     "suites",
     "rubrics",
@@ -224,7 +308,9 @@ def _print_judge(outcome: PoolOutcome, judge: Judge | None, floors: Floors) -> J
     "judge_base_url",
     "judge_mean_floor",
     "judge_trial_floor",
+    "pricing",
 )
+@_gate_flow.gate_options
 @boundary
 @interruptible
 def live(
@@ -237,7 +323,11 @@ def live(
     seed: int | None,
     time_limit: float | None,
     retries: int,
+    entry_check: bool,
+    no_export: bool,
+    export_content: bool,
     config: Config,
+    gate_opts: _gate_flow.GateOptions,
 ) -> None:
     """Run the selected cases live: every attempt recorded to <cassettes>/<suite>/<case>.tape.
 
@@ -246,9 +336,26 @@ def live(
     summary.  Exit 0 when the run finished (whatever the verdicts), 2 on bad
     input or refused credentials, 124 at --time-limit, 130 on Ctrl-C.  The API
     key is read by the agent from the environment and never written.
+    --entry-check runs only the cases no judged live attempt covers under their
+    current definition, 3 times each, and exits 1 when one splits (a bad case)
+    or could not be judged; nothing new: exit 0 and no model call.
     """
+    if _gate_flow.listing(gate_opts, config):
+        return
+    trials = _gate_flow.trials(gate_opts, config)
     models = _models(model, compare, config)
+    _gate_flow.check_named_baseline(gate_opts, config, models)
     _, chosen, agent, spec = cases_and_agent(config, cases_prefix, suite)
+    try:
+        prices = resolve_prices(config.pricing, os.environ)
+    except PricingError as exc:
+        _error(str(exc))
+    if entry_check:
+        _entry_flow.refuse_with(gate_opts.purpose, gate_opts.save)
+        chosen = _entry_flow.select(config, chosen)
+        if not chosen:
+            return
+        trials = ENTRY_TRIALS
     if source == Source.REAL_API.value and not (
         os.environ.get("OPENAI_API_KEY") or os.environ.get("ANTHROPIC_API_KEY")
     ):
@@ -256,7 +363,7 @@ def live(
             "evaltape: warning: neither OPENAI_API_KEY nor ANTHROPIC_API_KEY is set", err=True
         )
     run_id = make_run_id(time.time, os.urandom)
-    jobs = plan_live(chosen, models, config.trials, config.cassettes, run_id)
+    jobs = plan_live(chosen, models, trials, config.cassettes, run_id)
     base_url = config.base_url or DEFAULT_BASE_URL
     try:
         judge = resolve_judge(
@@ -269,6 +376,13 @@ def live(
     except JudgeError as exc:
         _error(f"judge refused: {exc}")
     floors = Floors(mean=config.judge_mean_floor, trial=config.judge_trial_floor)
+    exporter = _export.start_export(
+        enabled=not no_export,
+        run_id=run_id,
+        agent=config.agent or "agent",
+        content=export_content,
+        prices=prices,
+    )
     commit = git_commit(Path.cwd())
     record = RunRecord(
         run_id=run_id,
@@ -278,7 +392,8 @@ def live(
         commit=commit,
         models=models,
         suites=tuple(s.name for s in chosen),
-        trials=config.trials,
+        trials=trials,
+        purpose=ENTRY_PURPOSE if entry_check else gate_opts.purpose,
         total=len(jobs),
     )
     log = RunLog(config.results, record, clock=time.time)
@@ -298,15 +413,17 @@ def live(
         retries=retries,
         judge=judge,
         floors=floors,
+        prices=prices,
     )
     progress = Progress(len(jobs))
 
     def on_result(result: JobResult) -> None:
         log.add(result.attempt_result())
         progress(result)
+        _export.submit(exporter, result)
 
     click.echo(
-        f"run {run_id}: {len(jobs)} attempts ({_describe(chosen, models, config.trials)}), "
+        f"run {run_id}: {len(jobs)} attempts ({_describe(chosen, models, trials)}), "
         f"concurrency {config.concurrency}",
         err=True,
     )
@@ -322,9 +439,23 @@ def live(
     outcome = run_pool(
         jobs, env, concurrency=config.concurrency, on_result=on_result, time_limit=time_limit
     )
+    _export.finish_export(exporter, log)
     status = judge_status(r.judgement for r in outcome.results)
+    gates: list[_gate_flow.ModelGate] = []
+    if gate_opts.gate and outcome.stopped is None:
+        gates = _gate_flow.decide(gate_opts, config, log.record, outcome, status, floors)
+        log.update(**_gate_flow.outcome_fields(gates, gate_opts.accept))
     finish(log, outcome, notes=_judge_notes(judge, status))
-    print_summary(outcome, models, judge, floors)
+    if trials > 1:  # before the summary, which ends with judge_status
+        for line in render_flips(summarize_flips(log.record.attempts)):
+            click.echo(line)
+    entry_code = _entry_flow.report(log.record) if entry_check and outcome.stopped is None else 0
+    print_summary(outcome, models, judge, floors, prices=prices)
+    if gate_opts.scoreboard:
+        _gate_flow.print_scoreboard(log.record)
+    gate_code = _gate_flow.report(gates, gate_opts.accept)
+    if outcome.stopped is None:
+        _gate_flow.save(gate_opts, config, log.record)
     click.echo(
         f"tapes: {display_path(config.cassettes)}/  record: {display_path(log.path)}", err=True
     )
@@ -335,6 +466,10 @@ def live(
     if outcome.stopped is StopKind.INTERRUPT:
         click.echo("evaltape: interrupted; finished attempts were kept", err=True)
         sys.exit(EXIT_INTERRUPTED)
+    if gate_code:
+        sys.exit(gate_code)
+    if entry_code:
+        sys.exit(entry_code)
 
 
 def _describe(suites: tuple[Suite, ...], models: tuple[str, ...], trials: int) -> str:

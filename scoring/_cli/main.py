@@ -10,11 +10,15 @@ import click
 
 from recorder import VERSION
 from scoring._cli import (
+    ab,
     add,
+    compare_cmd,
+    export,
     history,
     lint,
     list_cases,
     live,
+    quarantine,
     replay_cmd,
     rescore,
     script,
@@ -37,6 +41,10 @@ COMMANDS: tuple[click.Command, ...] = (
     rescore.rescore,
     trace.trace,
     add.add,
+    compare_cmd.compare_cmd,
+    quarantine.quarantine_report_cmd,
+    ab.ab,
+    export.export,
 )
 """Every subcommand, resolved through this one explicit table."""
 

@@ -11,10 +11,13 @@ from typing import NoReturn
 import click
 
 from recorder import VERSION, Usage
+from scoring._cli import export as _export
 from scoring._cli._boundary import boundary
 from scoring._cli._options import config_options
 from scoring._cli.live import DEFAULT_BASE_URL, cases_and_agent, interruptible
 from scoring._config import Config, display_path
+from scoring._costs import cost_line
+from scoring._costs import total as costs_total
 from scoring._history import RunLog
 from scoring._judge import (
     DEFAULT_FLOORS,
@@ -27,6 +30,7 @@ from scoring._judge import (
     judge_status,
     resolve_judge,
 )
+from scoring._pricing import Prices, PricingError, built_in_prices, resolve_prices
 from scoring._records import RunKind, RunRecord, RunState, git_commit, make_run_id
 from scoring._replaycheck import (
     Change,
@@ -57,7 +61,11 @@ def _error(message: str, code: int = 2) -> NoReturn:
 
 
 def print_report(
-    outcome: PoolOutcome, floors: Floors = DEFAULT_FLOORS, judge: Judge | None = None
+    outcome: PoolOutcome,
+    floors: Floors = DEFAULT_FLOORS,
+    judge: Judge | None = None,
+    *,
+    prices: Prices | None = None,
 ) -> JudgeStatus:
     """Regressions, improvements and stale recordings, the scoreboard per suite, the judge.
 
@@ -116,6 +124,9 @@ def print_report(
     ]
     spent = "" if asked else "$0.00 spent; "
     click.echo(f"{spent}{tokens:,} tokens of recorded model calls replayed")
+    recorded = costs_total(r.cost for r in outcome.results)
+    vintage = prices if prices is not None else built_in_prices()
+    click.echo(f"what they cost when recorded: {cost_line(recorded, vintage, 'recorded')}")
     trials = ((r.job.case.id, r.job.model, r.judgement) for r in outcome.results)
     for case_id, model, check in case_floors(trials, floors):
         word = "PASS" if check.passed else "FAIL"
@@ -153,6 +164,19 @@ def print_report(
     help="Ask the configured judge (judge_model) when the tape holds no verdict for the "
     "replayed transcript; the call is recorded on the replay's tape.  Default: never.",
 )
+@click.option(
+    "--export",
+    "export_traces",
+    is_flag=True,
+    help="Export the replayed attempts as traces (LANGFUSE_* or OTEL_EXPORTER_OTLP_*). "
+    "Default: replays are never exported.",
+)
+@click.option(
+    "--export-content",
+    is_flag=True,
+    help="With --export: include prompts, messages, tool arguments and results, reasons "
+    "and the judge's rationale.",
+)
 @config_options(
     "suites",
     "rubrics",
@@ -166,6 +190,7 @@ def print_report(
     "judge_base_url",
     "judge_mean_floor",
     "judge_trial_floor",
+    "pricing",
 )
 @boundary
 @interruptible
@@ -176,6 +201,8 @@ def replay(
     cases_prefix: str | None,
     suite: str | None,
     allow_live_judge: bool,
+    export_traces: bool,
+    export_content: bool,
     config: Config,
 ) -> None:
     """Replay recorded live sessions with today's harness and compare verdicts.
@@ -208,6 +235,19 @@ def replay(
     base_url = config.base_url or DEFAULT_BASE_URL
     judge = _live_judge(config, base_url, {j.model for j in jobs}) if allow_live_judge else None
     floors = Floors(mean=config.judge_mean_floor, trial=config.judge_trial_floor)
+    exporter = None
+    if export_traces:
+        try:
+            prices = resolve_prices(config.pricing, os.environ)
+        except PricingError as exc:
+            _error(str(exc))
+        exporter = _export.start_export(
+            enabled=True,
+            run_id=run_id,
+            agent=config.agent or "agent",
+            content=export_content,
+            prices=prices,
+        )
     commit = git_commit(Path.cwd())
     record = RunRecord(
         run_id=run_id,
@@ -235,6 +275,7 @@ def replay(
         judge=judge,
         floors=floors,
         allow_live_judge=allow_live_judge,
+        prices=_prices(config),
     )
     progress = Progress(len(jobs))
     if judge is not None:
@@ -243,8 +284,10 @@ def replay(
     def on_result(result: JobResult) -> None:
         log.add(result.attempt_result())
         progress(result)
+        _export.submit(exporter, result)
 
     outcome = run_pool(jobs, env, concurrency=config.concurrency, on_result=on_result)
+    _export.finish_export(exporter, log)
     status = judge_status(r.judgement for r in outcome.results)
     who = (f"judge: {judge.who}",) if judge is not None else ()
     notes = (*who, f"judge_status: {status.value}")
@@ -252,13 +295,21 @@ def replay(
         log.finish(RunState.COMPLETED, notes=notes)
     else:
         log.finish(RunState.CANCELLED, notes=(outcome.reason, *notes))
-    print_report(outcome, floors, judge)
+    print_report(outcome, floors, judge, prices=env.prices)
     click.echo(f"record: {display_path(log.path)}", err=True)
     if outcome.stopped is StopKind.INTERRUPT:
         click.echo("evaltape: interrupted; finished replays were kept", err=True)
         sys.exit(EXIT_INTERRUPTED)
     changes = [r.decision.change for r in outcome.results if r.decision is not None]
     sys.exit(replay_exit_code(changes))
+
+
+def _prices(config: Config) -> Prices:
+    """The price table recorded calls are costed with; exit 2 on a bad override file."""
+    try:
+        return resolve_prices(config.pricing, os.environ)
+    except PricingError as exc:
+        _error(str(exc))
 
 
 def _live_judge(config: Config, base_url: str, models: set[str]) -> Judge:

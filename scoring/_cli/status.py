@@ -11,6 +11,7 @@ from scoring._cli._boundary import boundary, fail
 from scoring._cli._options import config_options
 from scoring._cli.history import format_time
 from scoring._config import Config
+from scoring._flips import flips_to_json, render_flips, summarize_flips
 from scoring._records import (
     RunRecord,
     RunState,
@@ -51,7 +52,13 @@ def summary(record: RunRecord, now: float) -> dict[str, object]:
         "finished_at": record.finished_at,
         "updated_at": record.updated_at,
         "elapsed": end - record.started_at,
+        "repeat": flips_to_json(summarize_flips(record.attempts)) if _repeated(record) else None,
     }
+
+
+def _repeated(record: RunRecord) -> bool:
+    """More than one attempt per case and model: agreement and flips are worth showing."""
+    return record.trials > 1
 
 
 def describe(record: RunRecord, now: float) -> list[str]:
@@ -75,6 +82,8 @@ def describe(record: RunRecord, now: float) -> list[str]:
         f"commit    {record.commit or '-'}  (evaltape {record.version})",
     ]
     lines.extend(f"note      {note}" for note in record.notes)
+    if _repeated(record):
+        lines.extend(render_flips(summarize_flips(record.attempts)))
     return lines
 
 

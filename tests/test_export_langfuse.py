@@ -1,0 +1,547 @@
+"""Exporting live attempts to Langfuse, as a user runs it: a real ``evaltape live`` in a
+subprocess, a fake model server and a fake Langfuse on 127.0.0.1 that decodes the
+OTLP protobuf and checks the scores API's rules."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakeapi import FakeAPI, Reply, ToolUse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+
+from recorder import Session, TapeReader, fold
+from scoring import ExportConfigError, export_config, read_record, resolve_run
+
+REPO = Path(__file__).parent.parent
+PUBLIC = "pk-lf-test-public"
+SECRET = "sk-lf-test-secret-0123456789"
+AGENT_KEY = "sk-agent-0123456789abcdefghijklmnop"
+MARKERS = ("PROMPT-MARKER", "FILE-MARKER", "SYSTEM-MARKER", "RATIONALE-MARKER", "ANSWER-MARKER")
+
+AGENT = """
+import json, os, time
+
+def run(task):
+    key = os.environ["OPENAI_API_KEY"]
+    messages = [
+        {"role": "system", "content": "SYSTEM-MARKER be brief"},
+        {"role": "user", "content": task.prompt},
+    ]
+    tools = [{"type": "function", "function": {"name": "read", "parameters": {
+        "type": "object", "properties": {"path": {"type": "string"}}}}}]
+    for _ in range(4):
+        response = task.client.post(
+            task.base_url + "/chat/completions",
+            json={"model": task.model, "messages": messages, "tools": tools},
+            headers={"authorization": "Bearer " + key},
+        )
+        response.raise_for_status()
+        message = response.json()["choices"][0]["message"]
+        messages.append(message)
+        calls = message.get("tool_calls") or []
+        if not calls:
+            return message["content"]
+        for call in calls:
+            started = time.monotonic()
+            args = json.loads(call["function"]["arguments"])
+            result = (task.workspace / args["path"]).read_text()
+            time.sleep(0.03)
+            ms = round((time.monotonic() - started) * 1000)
+            task.log("tool", tool=call["function"]["name"], ms=ms)
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+    return ""
+"""
+
+RUBRIC = "# Rubric: test\n\nGive 5 to a reply that names the code word.\n"
+
+
+class FakeLangfuse:
+    """Langfuse's OTLP traces endpoint and scores API, strict about what it accepts."""
+
+    def __init__(self) -> None:
+        self.spans: list[Span] = []
+        self.trace_posts = 0
+        self.scores: dict[str, dict[str, Any]] = {}
+        self.score_posts = 0
+        self.refused: list[str] = []
+        self.headers: list[dict[str, str]] = []
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def host(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> FakeLangfuse:
+        fake = self
+        expected = "Basic " + base64.b64encode(f"{PUBLIC}:{SECRET}".encode()).decode()
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length", "0")))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                with fake._lock:
+                    fake.headers.append(headers)
+                if headers.get("authorization") != expected:
+                    return self._answer(401, "unauthorized")
+                if self.path == "/api/public/otel/v1/traces":
+                    if headers.get("x-langfuse-ingestion-version") != "4":
+                        return self._answer(400, "missing x-langfuse-ingestion-version")
+                    if headers.get("content-type") != "application/x-protobuf":
+                        return self._answer(415, "protobuf only")
+                    request = ExportTraceServiceRequest.FromString(body)
+                    with fake._lock:
+                        fake.trace_posts += 1
+                        for rs in request.resource_spans:
+                            for ss in rs.scope_spans:
+                                fake.spans.extend(ss.spans)
+                    return self._answer(200, "{}")
+                if self.path == "/api/public/scores":
+                    score = json.loads(body)
+                    problem = fake.check_score(score)
+                    if problem:
+                        with fake._lock:
+                            fake.refused.append(problem)
+                        return self._answer(400, problem)
+                    with fake._lock:
+                        fake.score_posts += 1
+                        fake.scores[score["id"]] = score
+                    return self._answer(200, json.dumps({"id": score["id"]}))
+                return self._answer(404, "no route")
+
+            def _answer(self, status: int, text: str) -> None:
+                data = text.encode()
+                self.send_response(status)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.shutdown()
+        self._server.server_close()
+
+    @staticmethod
+    def check_score(score: dict[str, Any]) -> str:
+        if not isinstance(score.get("name"), str) or "id" not in score:
+            return "a score needs an id and a name"
+        if score.get("observationId") and not score.get("traceId"):
+            return "observationId only together with traceId"
+        if score["dataType"] == "BOOLEAN" and score["value"] not in (0, 1):
+            return "BOOLEAN takes 0 or 1"
+        if score["dataType"] == "NUMERIC" and not isinstance(score["value"], int | float):
+            return "NUMERIC takes a number"
+        return ""
+
+
+def value(v: AnyValue) -> Any:
+    kind = v.WhichOneof("value")
+    if kind == "array_value":
+        return tuple(value(x) for x in v.array_value.values)
+    return getattr(v, kind) if kind else None
+
+
+def attrs_of(span: Span) -> dict[str, Any]:
+    return {kv.key: value(kv.value) for kv in span.attributes}
+
+
+def every_text(spans: list[Span], scores: list[dict[str, Any]]) -> str:
+    parts = [s.name for s in spans]
+    for s in spans:
+        parts += [str(v) for v in attrs_of(s).values()]
+        parts.append(s.status.message)
+        for e in s.events:
+            parts += [str(value(kv.value)) for kv in e.attributes]
+    parts += [json.dumps(score) for score in scores]
+    return "\n".join(parts)
+
+
+@pytest.fixture
+def model() -> Iterator[FakeAPI]:
+    with FakeAPI() as api:
+        yield api
+
+
+@pytest.fixture
+def langfuse() -> Iterator[FakeLangfuse]:
+    with FakeLangfuse() as fake:
+        yield fake
+
+
+def make_project(root: Path, api: FakeAPI) -> Path:
+    evals = root / "evals"
+    (evals / "rubrics").mkdir(parents=True)
+    (evals / "rubrics" / "test.md").write_text(RUBRIC)
+    cases = [
+        {
+            "id": "find-word",
+            "prompt": "PROMPT-MARKER what is the code word in notes.txt?",
+            "failureCategory": "answer-quality",
+            "whyModelBacked": "reading the file is the model's choice",
+            "rubric": "test",
+            "expectMaxTurns": 4,
+            "files": {"notes.txt": "FILE-MARKER the code word is PELICAN"},
+        },
+        {
+            "id": "explodes",
+            "prompt": "the provider fails",
+            "failureCategory": "runner",
+            "whyModelBacked": "a provider failure",
+            "expectMaxTurns": 2,
+        },
+        {
+            "id": "flaky",
+            "prompt": "a quarantined case that fails",
+            "failureCategory": "runner",
+            "whyModelBacked": "a quarantined failure",
+            "expectMaxTurns": 2,
+            "expectTool": "read",
+            "quarantined": True,
+        },
+    ]
+    (evals / "basic.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    (root / "tool_agent.py").write_text(AGENT)
+    settings = {
+        "suites": "evals",
+        "agent": "tool_agent:run",
+        "base_url": api.openai_url,
+        "judge_base_url": api.openai_url,
+        "judge_model": "judge-1",
+        "concurrency": 1,
+    }
+    (root / "evaltape.toml").write_text(
+        "".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items())
+    )
+    return root
+
+
+def script_run(api: FakeAPI) -> None:
+    api.script(
+        Reply(text="", tool_calls=(ToolUse("read", {"path": "notes.txt"}),)),
+        Reply(text="ANSWER-MARKER PELICAN"),
+        Reply(text='{"score": 4, "rationale": "RATIONALE-MARKER named it"}'),
+        Reply(status=500),
+        Reply(text="something else"),
+    )
+
+
+def evaltape(project: Path, *args: str, langfuse: FakeLangfuse) -> subprocess.CompletedProcess[str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "ANTHROPIC_", "LANGFUSE_", "OTEL_", "EVALTAPE_"))
+    }
+    env |= {
+        "PYTHONPATH": str(REPO),
+        "OPENAI_API_KEY": AGENT_KEY,
+        "EVALTAPE_JUDGE_API_KEY": "sk-judge-0123456789abcdefghijklmnop",
+        "LANGFUSE_HOST": langfuse.host,
+        "LANGFUSE_PUBLIC_KEY": PUBLIC,
+        "LANGFUSE_SECRET_KEY": SECRET,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "scoring._cli", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def recorded(project: Path, case: str) -> Session:
+    (session,) = TapeReader(project / "cassettes" / "basic" / f"{case}.tape").sessions()
+    return fold(session.events)
+
+
+def ns(started_at: float, at: float) -> int:
+    return round((started_at + at) * 1e9)
+
+
+def close(a: int, b: int) -> bool:
+    return abs(a - b) <= 2_000  # the tape keeps microseconds
+
+
+def test_a_live_run_exports_one_linked_trace_per_attempt_and_scores_on_its_root(
+    tmp_path: Path, model: FakeAPI, langfuse: FakeLangfuse
+) -> None:
+    project = make_project(tmp_path, model)
+    script_run(model)
+    done = evaltape(
+        project,
+        "live",
+        "-m",
+        "agent-1",
+        "--source",
+        "simulated",
+        "--retries",
+        "0",
+        langfuse=langfuse,
+    )
+    assert done.returncode == 0, done.stderr
+    endpoint = f"export: traces to {langfuse.host}/api/public/otel/v1/traces"
+    assert sum(endpoint in line for line in done.stderr.splitlines()) == 1
+    assert SECRET not in done.stderr + done.stdout and PUBLIC not in done.stderr
+    assert "warning: export" not in done.stderr
+    assert langfuse.refused == []
+
+    record = read_record(resolve_run(project / ".evaltape" / "results"))
+    assert sorted(record.exported) == sorted(
+        f"basic/{c}/agent-1/0" for c in ("find-word", "explodes", "flaky")
+    )
+    roots = {attrs_of(s)["langfuse.trace.name"]: s for s in langfuse.spans if not s.parent_span_id}
+    assert set(roots) == {"basic/find-word", "basic/explodes", "basic/flaky"}
+
+    # the tool-using, judged attempt: root, two model calls, one tool call, the judge
+    root = roots["basic/find-word"]
+    spans = [s for s in langfuse.spans if s.trace_id == root.trace_id]
+    children = [s for s in spans if s is not root]
+    assert all(s.parent_span_id == root.span_id for s in children)
+    assert sorted(s.name for s in children) == [
+        "chat agent-1",
+        "chat agent-1",
+        "execute_tool read",
+        "judge judge-1",
+    ]
+    a = attrs_of(root)
+    assert root.name == "invoke_agent tool_agent:run"
+    assert a["gen_ai.operation.name"] == "invoke_agent"
+    assert a["gen_ai.agent.name"] == "tool_agent:run"
+    assert a["gen_ai.provider.name"] == "openai"
+    assert a["gen_ai.request.model"] == "agent-1"
+    assert a["langfuse.session.id"] == record.run_id
+    assert a["langfuse.environment"] == "default"
+    assert a["langfuse.trace.metadata.case"] == "find-word"
+    assert a["langfuse.trace.metadata.attempt"] == 0
+    assert a["langfuse.trace.metadata.verdict"] == "passed"
+    assert "basic" in a["langfuse.trace.tags"] and "passed" in a["langfuse.trace.tags"]
+    assert root.status.code == Status.STATUS_CODE_UNSET
+
+    session = recorded(project, "find-word")
+    started = session.header.started_at
+    assert a["gen_ai.usage.input_tokens"] == session.usage.input_tokens
+    assert a["gen_ai.usage.output_tokens"] == session.usage.output_tokens
+    assert close(root.start_time_unix_nano, ns(started, 0.0))
+    chats = sorted(
+        (s for s in children if s.name.startswith("chat")), key=lambda s: s.start_time_unix_nano
+    )
+    for span, turn in zip(chats, session.turns, strict=True):
+        c = attrs_of(span)
+        assert span.kind == Span.SPAN_KIND_CLIENT
+        assert close(span.start_time_unix_nano, ns(started, turn.exchange.at))
+        assert close(
+            span.end_time_unix_nano, ns(started, turn.exchange.at + turn.exchange.duration)
+        )
+        assert c["gen_ai.response.id"] == turn.call.response_id
+        assert c["gen_ai.response.model"] == turn.call.model_responded
+        assert c["gen_ai.response.finish_reasons"] == (turn.call.finish_reason,)
+        assert c["gen_ai.usage.input_tokens"] == turn.call.usage.input_tokens
+        assert c["gen_ai.usage.output_tokens"] == turn.call.usage.output_tokens
+        assert "gen_ai.usage.cache_read.input_tokens" in c
+    (tool,) = (s for s in children if s.name == "execute_tool read")
+    (logged,) = (e for e in session.harness if e.name == "tool")
+    fields = dict(logged.fields)
+    assert attrs_of(tool)["gen_ai.tool.name"] == "read"
+    assert attrs_of(tool)["gen_ai.tool.call.id"] == session.tool_calls[0].call.id
+    assert close(tool.end_time_unix_nano, ns(started, logged.at))
+    assert close(tool.start_time_unix_nano, ns(started, logged.at - float(fields["ms"]) / 1000))
+    (judge,) = (s for s in children if s.name.startswith("judge"))
+    j = attrs_of(judge)
+    assert j["langfuse.observation.type"] == "evaluator"
+    (exchange,) = session.judge_exchanges
+    assert close(judge.start_time_unix_nano, ns(started, exchange.at))
+    assert j["gen_ai.usage.input_tokens"] > 0
+
+    evaluations = {
+        attrs_of_event(e)["gen_ai.evaluation.name"]: attrs_of_event(e)
+        for e in root.events
+        if e.name == "gen_ai.evaluation.result"
+    }
+    assert evaluations["passed"]["gen_ai.evaluation.score.value"] == 1.0
+    assert evaluations["judge"]["gen_ai.evaluation.score.value"] == 4.0
+
+    # scores: every one targets its trace's root span
+    scores = list(langfuse.scores.values())
+    by_trace: dict[str, list[dict[str, Any]]] = {}
+    for score in scores:
+        by_trace.setdefault(score["traceId"], []).append(score)
+        trace_roots = [r for r in roots.values() if r.trace_id.hex() == score["traceId"]]
+        assert len(trace_roots) == 1
+        assert score["observationId"] == trace_roots[0].span_id.hex()
+    mine = {s["name"]: s for s in by_trace[root.trace_id.hex()]}
+    assert mine["passed"]["dataType"] == "BOOLEAN" and mine["passed"]["value"] == 1
+    assert mine["judge"]["dataType"] == "NUMERIC" and mine["judge"]["value"] == 4
+    checks = [n for n in mine if n.startswith("check.")]
+    assert checks and all(mine[n]["dataType"] == "BOOLEAN" for n in checks)
+    assert set(evaluations) == set(mine)
+
+    # a crashed attempt is an error; a quarantined case's failure is not
+    broken = roots["basic/explodes"]
+    assert broken.status.code == Status.STATUS_CODE_ERROR
+    assert attrs_of(broken)["langfuse.trace.metadata.verdict"] == "error"
+    flaky = roots["basic/flaky"]
+    assert attrs_of(flaky)["langfuse.trace.metadata.verdict"] == "failed"
+    assert attrs_of(flaky)["langfuse.trace.metadata.quarantined"] is True
+    assert flaky.status.code == Status.STATUS_CODE_UNSET
+
+    # nothing the model, agent or user wrote left the machine
+    text = every_text(langfuse.spans, scores)
+    for marker in (*MARKERS, AGENT_KEY, "PELICAN"):
+        assert marker not in text
+    assert all(h.get("authorization", "").startswith("Basic ") for h in langfuse.headers)
+
+    # exported once: a later export sends nothing; --again resends the same ids
+    before_ids = sorted((s.trace_id, s.span_id) for s in langfuse.spans)
+    before_posts = langfuse.trace_posts
+    again = evaltape(project, "export", record.run_id, langfuse=langfuse)
+    assert again.returncode == 0, again.stderr
+    assert "nothing to export (3 already exported)" in again.stdout
+    assert langfuse.trace_posts == before_posts
+    forced = evaltape(project, "export", record.run_id, "--again", langfuse=langfuse)
+    assert forced.returncode == 0, forced.stderr
+    assert "exported 3 of 3 attempt(s)" in forced.stdout
+    assert langfuse.trace_posts == 2 * before_posts
+    assert sorted((s.trace_id, s.span_id) for s in langfuse.spans) == sorted(before_ids * 2)
+    assert len(langfuse.scores) == len(scores)  # same score ids: overwritten, not added
+    assert langfuse.score_posts == 2 * len(scores)
+    assert langfuse.refused == []
+
+
+def attrs_of_event(event: Span.Event) -> dict[str, Any]:
+    return {kv.key: value(kv.value) for kv in event.attributes}
+
+
+def test_export_content_is_opt_in_with_one_switch(
+    tmp_path: Path, model: FakeAPI, langfuse: FakeLangfuse
+) -> None:
+    project = make_project(tmp_path, model)
+    script_run(model)
+    done = evaltape(
+        project,
+        "live",
+        "-m",
+        "agent-1",
+        "--source",
+        "simulated",
+        "--retries",
+        "0",
+        "--export-content",
+        langfuse=langfuse,
+    )
+    assert done.returncode == 0, done.stderr
+    text = every_text(langfuse.spans, list(langfuse.scores.values()))
+    for marker in MARKERS:
+        assert marker in text
+    assert AGENT_KEY not in text and SECRET not in text
+    tool = next(s for s in langfuse.spans if s.name == "execute_tool read")
+    assert attrs_of(tool)["gen_ai.tool.call.result"] == "FILE-MARKER the code word is PELICAN"
+    judge = next(s for s in langfuse.scores.values() if s["name"] == "judge")
+    assert judge["comment"] == "RATIONALE-MARKER named it"
+
+
+def test_no_export_turns_exporting_off_and_replays_export_only_when_asked(
+    tmp_path: Path, model: FakeAPI, langfuse: FakeLangfuse
+) -> None:
+    project = make_project(tmp_path, model)
+    script_run(model)
+    done = evaltape(
+        project,
+        "live",
+        "-m",
+        "agent-1",
+        "--source",
+        "simulated",
+        "--retries",
+        "0",
+        "--no-export",
+        langfuse=langfuse,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "export:" not in done.stderr
+    assert langfuse.headers == []
+    assert read_record(resolve_run(project / ".evaltape" / "results")).exported == ()
+
+    # replays never export unless asked
+    quiet = evaltape(project, "replay", langfuse=langfuse)
+    assert quiet.returncode == 0, quiet.stdout + quiet.stderr
+    assert langfuse.headers == [] and "export:" not in quiet.stderr
+    asked = evaltape(project, "replay", "--export", langfuse=langfuse)
+    assert asked.returncode == 0, asked.stdout + asked.stderr
+    replay_run = read_record(resolve_run(project / ".evaltape" / "results"))
+    assert replay_run.kind.value == "replay" and len(replay_run.exported) == 3
+    roots = [s for s in langfuse.spans if not s.parent_span_id]
+    assert {attrs_of(r)["langfuse.session.id"] for r in roots} == {replay_run.run_id}
+    assert {attrs_of(r)["langfuse.trace.metadata.mode"] for r in roots} == {"replay"}
+
+
+def test_the_standard_variables_pick_the_endpoint_headers_and_timeout() -> None:
+    generic = export_config(
+        {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318/",
+            "OTEL_EXPORTER_OTLP_HEADERS": "api-key=a%3Db,x-team = evals ",
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-team=core",
+            "OTEL_EXPORTER_OTLP_TIMEOUT": "2500",
+        }
+    )
+    assert generic is not None and not generic.langfuse
+    assert generic.traces.url == "http://127.0.0.1:4318/v1/traces"
+    assert dict(generic.traces.headers) == {"api-key": "a=b", "x-team": "core"}
+    assert generic.traces.timeout == 2.5
+    assert "a=b" not in repr(generic) and "a=b" not in generic.describe()
+    specific = export_config(
+        {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:9999/custom/path",
+        }
+    )
+    assert specific is not None and specific.traces.url == "http://127.0.0.1:9999/custom/path"
+    lf = export_config(
+        {
+            "LANGFUSE_HOST": "http://127.0.0.1:3000/",
+            "LANGFUSE_PUBLIC_KEY": PUBLIC,
+            "LANGFUSE_SECRET_KEY": SECRET,
+        }
+    )
+    assert lf is not None and lf.scores is not None
+    assert lf.traces.url == "http://127.0.0.1:3000/api/public/otel/v1/traces"
+    assert lf.scores.url == "http://127.0.0.1:3000/api/public/scores"
+    headers = dict(lf.traces.headers)
+    assert headers["x-langfuse-ingestion-version"] == "4"
+    assert base64.b64decode(headers["authorization"].split()[1]).decode() == f"{PUBLIC}:{SECRET}"
+    assert SECRET not in lf.describe() and SECRET not in repr(lf)
+    assert export_config({}) is None
+    with_userinfo = export_config({"OTEL_EXPORTER_OTLP_ENDPOINT": "https://u:hunter2@otel.example"})
+    assert with_userinfo is not None
+    assert with_userinfo.describe() == "traces to https://otel.example/v1/traces (OTLP/HTTP)"
+    with pytest.raises(ExportConfigError, match="LANGFUSE_SECRET_KEY is not set"):
+        export_config({"LANGFUSE_PUBLIC_KEY": PUBLIC})
+    with pytest.raises(ExportConfigError, match="OTEL_EXPORTER_OTLP_HEADERS: entry 2"):
+        export_config(
+            {
+                "OTEL_EXPORTER_OTLP_ENDPOINT": "http://x",
+                "OTEL_EXPORTER_OTLP_HEADERS": "a=1,secretvalue",
+            }
+        )
