@@ -13,10 +13,11 @@ run on the same model that did not close the gate (``implicit_baseline``).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -253,19 +254,23 @@ class Prior:
     """Its attempts with the model."""
 
 
-def implicit_baseline(
+FLAKY_WINDOW = 10
+"""How many baseline-eligible runs ``flaky_cases`` looks back over."""
+
+
+def eligible_runs(
     results: Path,
     model: str,
     *,
     exclude: str = "",
     on_problem: Callable[[str], None] | None = None,
-) -> Prior | None:
-    """The last finished live run with ``model`` that did not close the gate, or None.
+) -> Iterator[Prior]:
+    """Finished live runs with ``model`` that may serve as a baseline, newest first.
 
-    Runs are taken newest first from the history; a blocked run
-    (``gate_blocked``) is skipped unless it was waved through with
-    ``--accept-baseline``; entry checks and A/B runs never count.  A run whose
-    record cannot be read is reported to ``on_problem`` and skipped.
+    Runs are taken from the history; a blocked run (``gate_blocked``) is
+    skipped unless it was waved through with ``--accept-baseline``; entry
+    checks and A/B runs never count.  A run whose record cannot be read is
+    reported to ``on_problem`` and skipped.
     """
     entries = read_history(results, (lambda p: on_problem(p.message)) if on_problem else None)
     for entry in reversed(entries):
@@ -285,6 +290,43 @@ def implicit_baseline(
             continue
         if record.gate_blocked and not record.baseline_accepted:
             continue
-        attempts = tuple(a for a in record.attempts if a.model == model)
-        return Prior(record=record, attempts=attempts)
-    return None
+        yield Prior(record=record, attempts=tuple(a for a in record.attempts if a.model == model))
+
+
+def implicit_baseline(
+    results: Path,
+    model: str,
+    *,
+    exclude: str = "",
+    on_problem: Callable[[str], None] | None = None,
+) -> Prior | None:
+    """The last finished live run with ``model`` that did not close the gate, or None."""
+    return next(eligible_runs(results, model, exclude=exclude, on_problem=on_problem), None)
+
+
+def flaky_cases(
+    results: Path,
+    model: str,
+    fingerprints: Mapping[tuple[str, str], str],
+    *,
+    exclude: str = "",
+    window: int = FLAKY_WINDOW,
+    on_problem: Callable[[str], None] | None = None,
+) -> frozenset[tuple[str, str]]:
+    """Cases that failed at least once in the last ``window`` baseline-eligible runs.
+
+    Only attempts on the case's current definition count (``fingerprints``
+    maps ``(suite, case)`` to it); tainted and skipped attempts do not.
+    Blocked runs are not eligible, so a case broken by a real regression
+    never becomes "flaky" by failing again in the run the gate blocked.
+    """
+    failed: set[tuple[str, str]] = set()
+    runs = eligible_runs(results, model, exclude=exclude, on_problem=on_problem)
+    for prior in itertools.islice(runs, window):
+        for a in prior.attempts:
+            key = (a.suite, a.case_id)
+            if a.tainted or a.verdict is not Verdict.FAILED:
+                continue
+            if fingerprints.get(key) and a.fingerprint == fingerprints[key]:
+                failed.add(key)
+    return frozenset(failed)

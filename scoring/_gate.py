@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import attrs
 
@@ -124,14 +124,18 @@ def decide_gate(
     alpha: float = 0.05,
     judge_status: JudgeStatus | str = "ok",
     floor_failures: Sequence[str] = (),
+    flaky: Collection[tuple[str, str]] = (),
 ) -> GateDecision:
     """Decide the gate for ``current`` against ``baseline`` (None: run zero).
 
     ``judge_status`` is the run's ``JudgeStatus`` (or its text; "ok" and
     "no judged cases" are accepted too): anything but graded or not needed
     closes the gate.  ``floor_failures`` names judged cases (``case`` or
-    ``suite/case``) below their floor.  Run zero passes; its notes still list
-    judge and floor problems.
+    ``suite/case``) below their floor.  ``flaky`` holds ``(suite, case)``
+    keys that failed in earlier baseline-eligible runs: for them the
+    previously-green rule is a note, and the paired test alone decides (a
+    case that is green in the baseline only by luck must not close a healthy
+    run).  Run zero passes; its notes still list judge and floor problems.
     """
     judge = _judge_problem(judge_status)
     floors = [f"judged case {name} is below its score floor" for name in floor_failures]
@@ -157,7 +161,9 @@ def decide_gate(
             f"previously green case {m.key[0]}/{m.key[1]} fails now: "
             f"{b.passed}/{b.total} in the baseline, {n.passed}/{n.total} now"
         )
-        if min(b.total, n.total) >= MIN_GREEN_TRIALS:
+        if m.key in flaky:
+            notes.append(f"{line} (it failed in earlier runs too: flaky, left to the paired test)")
+        elif min(b.total, n.total) >= MIN_GREEN_TRIALS:
             reasons.append(line)
         else:
             notes.append(f"{line} (fewer than {MIN_GREEN_TRIALS} trials a side: not gated)")

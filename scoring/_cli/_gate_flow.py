@@ -255,12 +255,17 @@ def decide(
     for model in record.models:
         current = [a for a in record.attempts if a.model == model]
         prior, label = _baseline_for(opts, config, record, model)
+        fingerprints = {(a.suite, a.case_id): a.fingerprint for a in current}
+        flaky = baselines.flaky_cases(
+            config.results, model, fingerprints, exclude=record.run_id, on_problem=_warn
+        )
         decision = decide_gate(
             prior,
             current,
             alpha=opts.alpha,
             judge_status=judge_status,
             floor_failures=failed.get(model, ()),
+            flaky=flaky,
         )
         gates.append(ModelGate(model=model, decision=decision, against=label))
     return gates
@@ -280,16 +285,17 @@ def _baseline_for(
         commit = f" @{b.commit}" if b.commit else ""
         return b.attempts, f'baseline "{b.name}" (run {b.run_id}{commit})'
 
-    def warn(line: str) -> None:
-        click.echo(f"evaltape: warning: {line}", err=True)
-
     prior = baselines.implicit_baseline(
-        config.results, model, exclude=record.run_id, on_problem=warn
+        config.results, model, exclude=record.run_id, on_problem=_warn
     )
     if prior is None:
         return None, ""
     commit = f" @{prior.record.commit}" if prior.record.commit else ""
     return prior.attempts, f"run {prior.record.run_id}{commit}"
+
+
+def _warn(line: str) -> None:
+    click.echo(f"evaltape: warning: {line}", err=True)
 
 
 def outcome_fields(gates: Sequence[ModelGate], accept: bool) -> dict[str, Any]:

@@ -1,0 +1,126 @@
+"""Baselines and the gate's view of history, on real run records written by ``RunLog``."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from scoring import AttemptResult, GateState, RunKind, RunRecord, RunState, Verdict, decide_gate
+from scoring._baselines import (
+    BaselineError,
+    check_name,
+    default_name,
+    flaky_cases,
+    from_record,
+    implicit_baseline,
+    load,
+    save,
+    timeline,
+)
+from scoring._history import RunLog
+
+_clock = itertools.count(1_800_000_000)
+
+
+def attempt(
+    case: str, passed: bool, *, model: str = "m", n: int = 0, fp: str = "v1"
+) -> AttemptResult:
+    return AttemptResult(
+        suite="s",
+        case_id=case,
+        model=model,
+        attempt=n,
+        verdict=Verdict.PASSED if passed else Verdict.FAILED,
+        fingerprint=fp,
+    )
+
+
+def write_run(
+    results: Path,
+    run_id: str,
+    attempts: list[AttemptResult],
+    *,
+    purpose: str = "",
+    blocked: bool = False,
+    accepted: bool = False,
+    kind: RunKind = RunKind.LIVE,
+) -> RunRecord:
+    record = RunRecord(
+        run_id=run_id,
+        kind=kind,
+        state=RunState.RUNNING,
+        started_at=float(next(_clock)),
+        models=tuple(sorted({a.model for a in attempts})),
+        suites=("s",),
+        trials=1,
+        total=len(attempts),
+        purpose=purpose,
+    )
+    log = RunLog(results, record, clock=lambda: float(next(_clock)))
+    log.start()
+    for a in attempts:
+        log.add(a)
+    log.update(
+        gate="closed" if blocked or accepted else "open",
+        gate_blocked=blocked,
+        baseline_accepted=accepted,
+    )
+    return log.finish(RunState.COMPLETED)
+
+
+def test_the_implicit_baseline_skips_blocked_runs_entry_checks_and_other_models(
+    tmp_path: Path,
+) -> None:
+    write_run(tmp_path, "r1", [attempt("a", True)])
+    write_run(tmp_path, "r2", [attempt("a", True, model="other")])
+    write_run(tmp_path, "r3", [attempt("a", False)], blocked=True)
+    write_run(tmp_path, "r4", [attempt("a", False)], purpose="entry_check")
+    write_run(tmp_path, "r5", [attempt("a", True)], kind=RunKind.REPLAY)
+    prior = implicit_baseline(tmp_path, "m")
+    assert prior is not None and prior.record.run_id == "r1"
+    write_run(tmp_path, "r6", [attempt("a", False)], accepted=True)
+    prior = implicit_baseline(tmp_path, "m")
+    assert prior is not None and prior.record.run_id == "r6"  # waved through: a baseline
+    assert implicit_baseline(tmp_path, "m", exclude="r6").record.run_id == "r1"  # type: ignore[union-attr]
+    assert implicit_baseline(tmp_path, "nobody") is None
+
+
+def test_flaky_cases_come_from_eligible_runs_on_the_current_definition(tmp_path: Path) -> None:
+    write_run(tmp_path, "r1", [attempt("old-def", False, fp="v0"), attempt("flaky", False)])
+    write_run(tmp_path, "r2", [attempt("flaky", True), attempt("broken", True)])
+    write_run(tmp_path, "r3", [attempt("broken", False)], blocked=True)
+    write_run(tmp_path, "r4", [attempt("entry", False)], purpose="entry_check")
+    current = {("s", k): "v1" for k in ("old-def", "flaky", "broken", "entry")}
+    assert flaky_cases(tmp_path, "m", current) == {("s", "flaky")}
+    assert flaky_cases(tmp_path, "m", current, window=1) == frozenset()  # r2 only
+
+
+def test_a_flaky_case_breaking_is_a_note_not_a_reason() -> None:
+    base = [attempt(c, True, n=t) for c in ("a", "b") for t in range(3)]
+    now = [attempt("a", False, n=t) for t in range(3)] + [attempt("b", True, n=t) for t in range(3)]
+    strict = decide_gate(base, now)
+    assert strict.state is GateState.CLOSED
+    assert any("previously green case s/a" in r for r in strict.reasons)
+    lenient = decide_gate(base, now, flaky={("s", "a")})
+    assert lenient.state is GateState.OPEN
+    assert any("flaky, left to the paired test" in n for n in lenient.notes)
+
+
+def test_saved_baselines_round_trip_and_refuse_bad_names(tmp_path: Path) -> None:
+    record = write_run(tmp_path / "results", "r1", [attempt("a", True), attempt("b", False)])
+    name = default_name(record.suites, "m")
+    assert name == "s-m"
+    b = from_record(record, "m", name, saved_at=1_800_000_000.0)
+    latest, dated = save(tmp_path / "baselines", b)
+    again = load(tmp_path / "baselines", name)
+    assert again.attempts == b.attempts and again.path == latest
+    assert [x.path for x in timeline(tmp_path / "baselines", name)] == [dated]
+    with pytest.raises(BaselineError, match="use letters"):
+        check_name("../escape")
+    with pytest.raises(BaselineError, match="no attempts with model x"):
+        from_record(record, "x", "n", saved_at=0.0)
+    (tmp_path / "baselines" / "bad.json").write_text('{"schema": 1, "saved_at": 1, "name": 3}')
+    with pytest.raises(BaselineError, match=r"bad\.json: field \"name\": expected a string"):
+        load(tmp_path / "baselines", "bad")
