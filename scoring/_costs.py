@@ -221,10 +221,19 @@ def _seconds(seconds: float) -> str:
 
 
 def case_lines(rows: Iterable[CostRow], word: str = "estimated") -> list[str]:
-    """``  PASS case (2/2 passed, 1.2s, 20,540 tokens, $0.0061 estimated)`` per case."""
+    """``  PASS case (2/2 passed, 1.2s, 20,540 tokens, $0.0061 estimated)`` per case.
+
+    A case whose attempts disagree is marked ``SPLIT``: an instability signal,
+    not a partial pass.
+    """
     lines = []
     for row in rows:
-        mark = "PASS" if row.total and row.passed == row.total else "FAIL"
+        if row.total and row.passed == row.total:
+            mark = "PASS"
+        elif 0 < row.passed < row.total:
+            mark = "SPLIT"
+        else:
+            mark = "FAIL"
         lines.append(
             f"  {mark} {row.label} ({row.passed}/{row.total} passed, {_seconds(row.duration)}, "
             f"{row.cost.usage.total_tokens:,} tokens, {money(row.cost, word)})"

@@ -27,6 +27,8 @@ from recorder import (
 from scoring import PRICES_AS_OF, Price, PricingError, call_cost, format_cost, load_prices
 from scoring._costs import (
     CostBreakdown,
+    CostRow,
+    case_lines,
     cost_line,
     cost_of_session,
     judge_cost_of_session,
@@ -329,3 +331,13 @@ def test_a_refused_call_costs_nothing_but_a_lost_response_costs_unknown() -> Non
     assert with_refusal.calls == 2 and with_refusal.cost == fine.cost
     with_loss = cost_of_session(prices, "gpt-4o", _session(ok, lost))
     assert with_loss.cost is None and with_loss.why_unknown == "1 call reported no usage"
+
+
+def test_case_lines_mark_a_split_apart_from_a_pass_and_a_fail() -> None:
+    rows = [
+        CostRow(label=label, passed=p, total=3, duration=1.5, cost=CostBreakdown())
+        for label, p in (("steady", 3), ("flaky", 2), ("broken", 0))
+    ]
+    marks = [line.split()[0] for line in case_lines(rows)]
+    assert marks == ["PASS", "SPLIT", "FAIL"]
+    assert "(2/3 passed, 1.5s" in case_lines(rows)[1]
