@@ -33,6 +33,7 @@ from scoring._records import (
     Verdict,
     attempt_from_json,
     attempt_to_json,
+    read_json,
     read_record,
     record_path,
     write_atomic,
@@ -186,22 +187,10 @@ def save(folder: Path, baseline: Baseline) -> tuple[Path, Path]:
 
 def read(path: Path) -> Baseline:
     """Read one baseline file; ``BaselineError`` names the file and the field."""
+    if not path.exists():
+        raise BaselineError(f"{path}: no such baseline file")
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BaselineError(f"{path}: no such baseline file") from None
-    except OSError as exc:
-        raise BaselineError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise BaselineError(f"{path}: not UTF-8 text at byte {exc.start}") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BaselineError(
-            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-        ) from exc
-    try:
-        return _from_json(data, path)
+        return _from_json(read_json(path), path)
     except BaselineError:
         raise
     except RecordError as exc:

@@ -566,8 +566,8 @@ def write_record(results: Path, record: RunRecord) -> Path:
     return path
 
 
-def read_record(path: Path) -> RunRecord:
-    """Read one run record file; raises ``RecordError`` naming the file and field."""
+def read_json(path: Path) -> Any:
+    """The decoded JSON of one file; ``RecordError`` names the file, line and column."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -575,12 +575,16 @@ def read_record(path: Path) -> RunRecord:
     except UnicodeDecodeError as exc:
         raise RecordError(f"{path}: not UTF-8 text at byte {exc.start}") from exc
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise RecordError(
             f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from exc
-    return record_from_json(data, str(path))
+
+
+def read_record(path: Path) -> RunRecord:
+    """Read one run record file; raises ``RecordError`` naming the file and field."""
+    return record_from_json(read_json(path), str(path))
 
 
 class UnknownRun(RecordError):
