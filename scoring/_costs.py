@@ -20,6 +20,7 @@ import attrs
 
 from recorder import ModelCall, Session, Usage, decode_call
 from scoring._pricing import Prices, format_cost, table_cost, uncached_tokens
+from scoring._stats import wilson
 
 
 def _add(a: float | None, b: float | None) -> float | None:
@@ -223,6 +224,8 @@ def _seconds(seconds: float) -> str:
 def case_lines(rows: Iterable[CostRow], word: str = "estimated") -> list[str]:
     """``  PASS case (2/2 passed, 1.2s, 20,540 tokens, $0.0061 estimated)`` per case.
 
+    With more than one attempt the pass count carries its Wilson 95% interval.
+
     A case whose attempts disagree is marked ``SPLIT``: an instability signal,
     not a partial pass.
     """
@@ -234,8 +237,13 @@ def case_lines(rows: Iterable[CostRow], word: str = "estimated") -> list[str]:
             mark = "SPLIT"
         else:
             mark = "FAIL"
+        interval = ""
+        if row.total > 1:
+            low, high = wilson(row.passed, row.total)
+            interval = f" (Wilson 95% {low * 100:.0f}%-{high * 100:.0f}%)"
         lines.append(
-            f"  {mark} {row.label} ({row.passed}/{row.total} passed, {_seconds(row.duration)}, "
+            f"  {mark} {row.label} ({row.passed}/{row.total} passed{interval}, "
+            f"{_seconds(row.duration)}, "
             f"{row.cost.usage.total_tokens:,} tokens, {money(row.cost, word)})"
         )
     return lines

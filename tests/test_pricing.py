@@ -340,4 +340,4 @@ def test_case_lines_mark_a_split_apart_from_a_pass_and_a_fail() -> None:
     ]
     marks = [line.split()[0] for line in case_lines(rows)]
     assert marks == ["PASS", "SPLIT", "FAIL"]
-    assert "(2/3 passed, 1.5s" in case_lines(rows)[1]
+    assert "(2/3 passed (Wilson 95% 21%-94%), 1.5s" in case_lines(rows)[1]
