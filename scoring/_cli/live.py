@@ -333,8 +333,9 @@ def live(
 
     Suites are validated first (bad input: FILE:LINE errors, exit 2, no model
     call).  Prints one line per finished attempt on stderr and a per-model
-    summary.  Exit 0 when the run finished (whatever the verdicts), 2 on bad
-    input or refused credentials, 124 at --time-limit, 130 on Ctrl-C.  The API
+    summary.  Exit 0 when the run finished (whatever the verdicts; with --gate:
+    1 when the gate closed), 2 on bad input or refused credentials, 124 at
+    --time-limit, 130 on Ctrl-C.  The API
     key is read by the agent from the environment and never written.
     --entry-check runs only the cases no judged live attempt covers under their
     current definition, 3 times each, and exits 1 when one splits (a bad case)
