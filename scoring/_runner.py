@@ -182,9 +182,9 @@ class JobEnv:
     allow_live_judge: bool = False
     """Replay: ask ``judge`` when the tape holds no verdict for the replayed transcript."""
     environ: Mapping[str, str] = attrs.field(factory=lambda: dict(os.environ), repr=False)
+    """The process environment captured when the run started; each job's overrides go on top."""
     prices: Prices = attrs.field(factory=built_in_prices, repr=False)
     """Prices the agent's and the judge's calls are costed with (built-in table by default)."""
-    """The process environment captured when the run started; each job's overrides go on top."""
 
 
 @attrs.frozen(kw_only=True)
