@@ -53,6 +53,11 @@ def summary(record: RunRecord, now: float) -> dict[str, object]:
         "updated_at": record.updated_at,
         "elapsed": end - record.started_at,
         "repeat": flips_to_json(summarize_flips(record.attempts)) if _repeated(record) else None,
+        "purpose": record.purpose,
+        "gate": record.gate,
+        "gate_blocked": record.gate_blocked,
+        "baseline_accepted": record.baseline_accepted,
+        "baseline": record.baseline,
     }
 
 
@@ -81,6 +86,13 @@ def describe(record: RunRecord, now: float) -> list[str]:
         f"elapsed   {timing}",
         f"commit    {record.commit or '-'}  (evaltape {record.version})",
     ]
+    if record.purpose:
+        lines.append(f"purpose   {record.purpose}")
+    if record.gate:
+        blocked = " (blocked: never a baseline)" if record.gate_blocked else ""
+        accepted = " (accepted with --accept-baseline)" if record.baseline_accepted else ""
+        against = f" against {record.baseline}" if record.baseline else ""
+        lines.append(f"gate      {record.gate}{blocked}{accepted}{against}")
     lines.extend(f"note      {note}" for note in record.notes)
     if _repeated(record):
         lines.extend(render_flips(summarize_flips(record.attempts)))
