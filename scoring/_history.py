@@ -62,6 +62,10 @@ class HistoryEntry:
     """Passed/total attempts per model."""
     inconsistent: tuple[Inconsistency, ...]
     """Cases whose attempts with one model disagreed."""
+    gate: str = ""
+    """The gate's decision ("open", "closed", "run zero"); "" when the run was not gated."""
+    gate_blocked: bool = False
+    """The gate closed on the run and it was not accepted: never a baseline."""
 
 
 def entry_from_record(record: RunRecord) -> HistoryEntry:
@@ -76,6 +80,8 @@ def entry_from_record(record: RunRecord) -> HistoryEntry:
         finished_at=record.finished_at if record.finished_at is not None else record.started_at,
         models=tally(record.attempts, record.models),
         inconsistent=inconsistent_cases(record.attempts),
+        gate=record.gate,
+        gate_blocked=record.gate_blocked,
     )
 
 
@@ -101,6 +107,8 @@ def entry_to_json(e: HistoryEntry) -> dict[str, object]:
             }
             for i in e.inconsistent
         ],
+        "gate": e.gate,
+        "gate_blocked": e.gate_blocked,
     }
 
 
@@ -141,6 +149,8 @@ def entry_from_json(data: object, where: str) -> HistoryEntry:
         finished_at=finished,
         models=tuple(models),
         inconsistent=tuple(gaps),
+        gate=f.text("gate") if "gate" in f.data else "",
+        gate_blocked=f.flag("gate_blocked") if "gate_blocked" in f.data else False,
     )
 
 

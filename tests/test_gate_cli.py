@@ -49,6 +49,8 @@ def test_the_gate_closes_on_a_regression_skips_blocked_runs_and_accepts_on_reque
     assert f"run {first.run_id}" in broken.stdout  # the report names its baseline
     blocked = read_record(resolve_run(project / ".evaltape" / "results"))
     assert blocked.gate_blocked and blocked.gate == "closed" and first.run_id in blocked.baseline
+    listed = evaltape(project, "history").stdout.splitlines()
+    assert listed[-1].endswith("gate closed (blocked)") and listed[-2].endswith("gate run zero")
     shown = evaltape(project, "status", "--json")
     fields = json.loads(shown.stdout)
     assert (fields["gate"], fields["gate_blocked"], fields["purpose"]) == ("closed", True, "gate")

@@ -30,6 +30,8 @@ def describe_entry(entry: HistoryEntry) -> str:
     cells.extend(f"{m.model} {m.passed}/{m.total}" for m in entry.models)
     if entry.inconsistent:
         cells.append(f"~{len(entry.inconsistent)} inconsistent")
+    if entry.gate:
+        cells.append(f"gate {entry.gate}" + (" (blocked)" if entry.gate_blocked else ""))
     return "  ".join(cells)
 
 
