@@ -522,17 +522,17 @@ def judge_check(judgement: Judgement, floors: Floors = DEFAULT_FLOORS) -> Check:
 
     A scored trial passes when its score reaches the trial floor; its detail
     is ``4/5 by MODEL: rationale``.  An unscored, not configured or not
-    re-judged trial passes the check (it is neither pass nor fail): the
-    runner reports a live unscored trial as an error, and ``judge_status``
-    tells a gate.
+    re-judged trial gets a check that did not run (``ran=False``, which
+    does not fail the attempt and is not a pass): the runner reports a live
+    unscored trial as an error, and ``judge_status`` tells a gate.
     """
     state = judgement.state
     if state is JudgeState.NOT_CONFIGURED:
-        return Check(name="judge", passed=True, detail=NOT_CONFIGURED)
+        return Check(name="judge", passed=True, detail=NOT_CONFIGURED, ran=False)
     if state is JudgeState.NOT_REJUDGED:
-        return Check(name="judge", passed=True, detail=judgement.problem or NOT_REJUDGED)
+        return Check(name="judge", passed=True, detail=judgement.problem or NOT_REJUDGED, ran=False)
     if state is JudgeState.UNSCORED or judgement.score is None:
-        return Check(name="judge", passed=True, detail=f"unscored: {judgement.problem}")
+        return Check(name="judge", passed=True, detail=f"unscored: {judgement.problem}", ran=False)
     shown = f"{judgement.score:g}/5"
     by = f" by {judgement.model}" if judgement.model else ""
     why = _cut(judgement.rationale) if judgement.rationale else "(no rationale)"

@@ -599,7 +599,8 @@ def attempt_scores(
         )
     seen: dict[str, int] = {}
     for check in score.checks if score is not None else ():
-        out.append(_check_score(check, seen, content))
+        if check.ran:  # a check that did not run is no evidence either way: not a 0, not a 1
+            out.append(_check_score(check, seen, content))
     return tuple(out)
 
 

@@ -25,6 +25,10 @@ class Check:
     """Whether the attempt satisfied it."""
     detail: str = ""
     """One line: why it failed, or what was seen."""
+    ran: bool = True
+    """False when the rule could not be applied (no judge configured, no recorded verdict,
+    no valid score).  Such a check has ``passed=True`` so it does not fail the attempt on its
+    own, but it is no evidence of passing: reports say "not run" and exports leave it out."""
 
 
 @attrs.frozen(kw_only=True)

@@ -21,7 +21,7 @@ from recorder import HarnessEvent, RecordedSession, Session, fold
 from scoring._cases import Case
 from scoring._records import AttemptResult, RunRecord, Verdict
 from scoring._rescore import TapeCache, locate_tape, rescore_session
-from scoring._score import Scorer
+from scoring._score import Check, Scorer
 
 DEFAULT_WIDTH = 400
 """Characters of one value shown before it is cut (``--full`` shows all)."""
@@ -225,7 +225,7 @@ def attempt_lines(
         now = rescore_session(case, session, scorer, tape=attempt.tape, before=attempt)
         word = now.verdict.value.upper()
         out += _block(f"verdict now: {word}", now.reason or now.score.reason, cut)
-        checks = ", ".join(f"{c.name} {'ok' if c.passed else 'FAILED'}" for c in now.score.checks)
+        checks = ", ".join(f"{c.name} {_outcome(c)}" for c in now.score.checks)
         if checks:
             out.append(f"checks: {checks}")
         for check in now.score.checks:
@@ -233,6 +233,12 @@ def attempt_lines(
                 out += _block("judge", check.detail, cut)
     out += judge_lines(session, cut)
     return out
+
+
+def _outcome(check: Check) -> str:
+    if not check.ran:
+        return "not run"
+    return "ok" if check.passed else "FAILED"
 
 
 def trace_case(

@@ -47,6 +47,7 @@ from scoring import (
     run_pool,
     score_session,
 )
+from scoring._otel_spans import attempt_scores
 
 AGENTS_DIR = Path(__file__).parent / "agents"
 REPO_DIR = Path(__file__).parent.parent
@@ -465,6 +466,13 @@ def test_without_a_judge_judged_cases_keep_deterministic_scoring(
     result = results[("plain", 0)]
     assert result.verdict is Verdict.PASSED
     assert result.score.checks[-1].detail == "not run: judge not configured"
+    assert not result.score.checks[-1].ran  # no evidence either way, whatever passed says
+    exported = attempt_scores(
+        result.attempt_result(), result.score, result.judgement, content=False
+    )
+    assert "check.judge" not in [s.name for s in exported]  # never sent as a 1
+    assert all(c.ran for c in result.score.checks[:-1])
+    assert {f"check.{c.name}" for c in result.score.checks[:-1]} <= {s.name for s in exported}
     assert result.score.reason.endswith("; judge not configured")
     assert judge_status([result.judgement]) is JudgeStatus.NOT_CONFIGURED
     assert not JudgeStatus.NOT_CONFIGURED.gate_open and JudgeStatus.GRADED.gate_open
