@@ -17,7 +17,7 @@ import itertools
 import json
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -309,9 +309,33 @@ def flaky_cases(
     Blocked runs are not eligible, so a case broken by a real regression
     never becomes "flaky" by failing again in the run the gate blocked.
     """
-    failed: set[tuple[str, str]] = set()
+    runs = recent_runs(results, model, exclude=exclude, window=window, on_problem=on_problem)
+    return failed_in(runs, fingerprints)
+
+
+def recent_runs(
+    results: Path,
+    model: str,
+    *,
+    exclude: str = "",
+    window: int = FLAKY_WINDOW,
+    on_problem: Callable[[str], None] | None = None,
+) -> tuple[Prior, ...]:
+    """The last ``window`` baseline-eligible runs, newest first, read once.
+
+    The first is the implicit baseline (``implicit_baseline``); all of them
+    feed ``failed_in`` (``flaky_cases``), so a gate reads each record once.
+    """
     runs = eligible_runs(results, model, exclude=exclude, on_problem=on_problem)
-    for prior in itertools.islice(runs, window):
+    return tuple(itertools.islice(runs, window))
+
+
+def failed_in(
+    runs: Iterable[Prior], fingerprints: Mapping[tuple[str, str], str]
+) -> frozenset[tuple[str, str]]:
+    """Cases with a judged failure in ``runs`` under the definition ``fingerprints`` names."""
+    failed: set[tuple[str, str]] = set()
+    for prior in runs:
         for a in prior.attempts:
             key = (a.suite, a.case_id)
             if a.tainted or a.verdict is not Verdict.FAILED:

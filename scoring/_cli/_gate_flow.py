@@ -21,9 +21,10 @@ import click
 
 from scoring import _baselines as baselines
 from scoring._baselines import Baseline, BaselineError
+from scoring._compare import render_comparison
 from scoring._config import Config, display_path
 from scoring._gate import GateDecision, GateState, decide_gate
-from scoring._judge import Floors, JudgeState, JudgeStatus, judge_floors
+from scoring._judge import Floors, JudgeStatus, case_floors
 from scoring._records import AttemptResult, RunRecord, Verdict
 from scoring._runner import PoolOutcome
 
@@ -197,17 +198,18 @@ def trials(opts: GateOptions, config: Config) -> int:
 
 
 def check_named_baseline(opts: GateOptions, config: Config, models: Sequence[str]) -> None:
-    """Before any model call: a named baseline must exist and match the model."""
-    if opts.baseline is None or opts.save:
-        if opts.baseline is not None:
-            try:
-                baselines.check_name(opts.baseline)
-            except BaselineError as exc:
-                _error(str(exc))
+    """Before any model call: a usable name; a baseline to compare with must exist and match.
+
+    With ``--save-baseline`` the name may be new (the run creates it).
+    """
+    if opts.baseline is None:
         return
-    if len(models) > 1:
-        _error("--baseline NAME holds one model's run; use it with -m, not --compare")
     try:
+        baselines.check_name(opts.baseline)
+        if opts.save:
+            return
+        if len(models) > 1:
+            _error("--baseline NAME holds one model's run; use it with -m, not --compare")
         b = baselines.load(folder(config), opts.baseline)
         baselines.refuse_other_model(b, models[0])
     except BaselineError as exc:
@@ -215,17 +217,13 @@ def check_named_baseline(opts: GateOptions, config: Config, models: Sequence[str
 
 
 def floor_failures(outcome: PoolOutcome, floors: Floors) -> dict[str, list[str]]:
-    """Per model, the judged cases whose scores fall below a floor."""
-    groups: dict[tuple[str, str, str], list[float | None]] = {}
-    for r in outcome.results:
-        j = r.judgement
-        if j is not None and j.state in (JudgeState.SCORED, JudgeState.UNSCORED):
-            key = (r.job.model, r.job.case.suite, r.job.case.id)
-            groups.setdefault(key, []).append(j.score)
+    """Per model, the judged cases (``suite/case``) whose scores fall below a floor."""
+    suite_of = {r.job.case.id: r.job.case.suite for r in outcome.results}
+    trials = ((r.job.case.id, r.job.model, r.judgement) for r in outcome.results)
     failed: dict[str, list[str]] = {}
-    for (model, suite, case), scores in sorted(groups.items()):
-        if not judge_floors(scores, floors).passed:
-            failed.setdefault(model, []).append(f"{suite}/{case}")
+    for case_id, model, check in sorted(case_floors(trials, floors), key=lambda t: t[:2]):
+        if not check.passed:
+            failed.setdefault(model, []).append(f"{suite_of[case_id]}/{case_id}")
     return failed
 
 
@@ -254,11 +252,12 @@ def decide(
     gates: list[ModelGate] = []
     for model in record.models:
         current = [a for a in record.attempts if a.model == model]
-        prior, label = _baseline_for(opts, config, record, model)
-        fingerprints = {(a.suite, a.case_id): a.fingerprint for a in current}
-        flaky = baselines.flaky_cases(
-            config.results, model, fingerprints, exclude=record.run_id, on_problem=_warn
+        recent = baselines.recent_runs(
+            config.results, model, exclude=record.run_id, on_problem=_warn
         )
+        prior, label = _baseline_for(opts, config, recent, model)
+        fingerprints = {(a.suite, a.case_id): a.fingerprint for a in current}
+        flaky = baselines.failed_in(recent, fingerprints)
         decision = decide_gate(
             prior,
             current,
@@ -272,7 +271,7 @@ def decide(
 
 
 def _baseline_for(
-    opts: GateOptions, config: Config, record: RunRecord, model: str
+    opts: GateOptions, config: Config, recent: Sequence[baselines.Prior], model: str
 ) -> tuple[Sequence[AttemptResult] | None, str]:
     if opts.baseline is not None:
         try:
@@ -285,11 +284,9 @@ def _baseline_for(
         commit = f" @{b.commit}" if b.commit else ""
         return b.attempts, f'baseline "{b.name}" (run {b.run_id}{commit})'
 
-    prior = baselines.implicit_baseline(
-        config.results, model, exclude=record.run_id, on_problem=_warn
-    )
-    if prior is None:
+    if not recent:
         return None, ""
+    prior = recent[0]  # the implicit baseline: the newest eligible run
     commit = f" @{prior.record.commit}" if prior.record.commit else ""
     return prior.attempts, f"run {prior.record.run_id}{commit}"
 
@@ -343,8 +340,6 @@ def report(gates: Sequence[ModelGate], accept: bool) -> int:
 
 
 def _render(g: ModelGate) -> list[str]:
-    from scoring._compare import render_comparison
-
     assert g.decision.comparison is not None
     return render_comparison(
         g.decision.comparison, baseline_label=g.against, current_label="this run"

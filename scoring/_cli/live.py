@@ -33,7 +33,7 @@ from scoring._judge import (
     JudgeError,
     JudgeState,
     JudgeStatus,
-    judge_floors,
+    case_floors,
     judge_status,
     resolve_judge,
 )
@@ -214,13 +214,8 @@ def _print_judge(
 ) -> JudgeStatus:
     judged = [r for r in outcome.results if r.judgement is not None]
     status = judge_status(r.judgement for r in outcome.results)
-    groups: dict[tuple[str, str], list[float | None]] = {}
-    for r in judged:
-        assert r.judgement is not None
-        if r.judgement.state in (JudgeState.SCORED, JudgeState.UNSCORED):
-            groups.setdefault((r.job.case.id, r.job.model), []).append(r.judgement.score)
-    for (case_id, model), scores in sorted(groups.items()):
-        check = judge_floors(scores, floors)
+    trials = ((r.job.case.id, r.job.model, r.judgement) for r in outcome.results)
+    for case_id, model, check in sorted(case_floors(trials, floors), key=lambda t: t[:2]):
         word = "PASS" if check.passed else "FAIL"
         click.echo(f"judged {case_id} [{model}]: {word} {check.detail}")
     if judge is not None:

@@ -219,6 +219,7 @@ def replay(
     interrupted.
     """
     suites, chosen, agent, spec = cases_and_agent(config, cases_prefix, suite)
+    prices = _prices(config)
     files: list[Path] = []
     for given in tapes or (config.cassettes,):
         files.extend(find_tapes(given) if given.is_dir() else (given,))
@@ -237,10 +238,6 @@ def replay(
     floors = Floors(mean=config.judge_mean_floor, trial=config.judge_trial_floor)
     exporter = None
     if export_traces:
-        try:
-            prices = resolve_prices(config.pricing, os.environ)
-        except PricingError as exc:
-            _error(str(exc))
         exporter = _export.start_export(
             enabled=True,
             run_id=run_id,
@@ -275,7 +272,7 @@ def replay(
         judge=judge,
         floors=floors,
         allow_live_judge=allow_live_judge,
-        prices=_prices(config),
+        prices=prices,
     )
     progress = Progress(len(jobs))
     if judge is not None:
