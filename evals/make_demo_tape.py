@@ -12,7 +12,7 @@ import json
 import sys
 import time
 
-from recorder import (
+from evaltape.recorder import (
     Chunk,
     Exchange,
     FileEntry,

@@ -1,10 +1,10 @@
 """evaltape.recorder: the event log.  Everything that produces and reads tapes."""
 
-from recorder._adapters import Message, ModelCall, ToolCall, Usage, decode_call
-from recorder._clients import recording_client
-from recorder._codec import SCHEMA_VERSION, from_plain, to_plain
-from recorder._errors import CorruptTape, NewerFormat, NotATape, TapeError
-from recorder._events import (
+from evaltape.recorder._adapters import Message, ModelCall, ToolCall, Usage, decode_call
+from evaltape.recorder._clients import recording_client
+from evaltape.recorder._codec import SCHEMA_VERSION, from_plain, to_plain
+from evaltape.recorder._errors import CorruptTape, NewerFormat, NotATape, TapeError
+from evaltape.recorder._events import (
     Chunk,
     Event,
     Exchange,
@@ -22,14 +22,14 @@ from recorder._events import (
     TransportError,
     WorkspaceSnapshot,
 )
-from recorder._reader import Note, RecordedSession, SessionInfo, TapeReader, read_sessions
-from recorder._redact import (
+from evaltape.recorder._reader import Note, RecordedSession, SessionInfo, TapeReader, read_sessions
+from evaltape.recorder._redact import (
     RedactionError,
     Redactor,
     SecretRule,
     default_redactor,
 )
-from recorder._script import (
+from evaltape.recorder._script import (
     SCRIPT_MATCH_ANY,
     SCRIPT_MATCH_HEADER,
     Script,
@@ -38,8 +38,8 @@ from recorder._script import (
     load_script,
     parse_script,
 )
-from recorder._script_tape import script_exchanges, write_script_tape
-from recorder._session import (
+from evaltape.recorder._script_tape import script_exchanges, write_script_tape
+from evaltape.recorder._session import (
     JUDGE_ROLE,
     ROLE_HEADER,
     Failure,
@@ -49,9 +49,9 @@ from recorder._session import (
     fold,
     is_judge_exchange,
 )
-from recorder._transport import RecordingTransport
-from recorder._version import VERSION
-from recorder._writer import SessionWriter, new_session_id, open_session
+from evaltape.recorder._transport import RecordingTransport
+from evaltape.recorder._version import VERSION
+from evaltape.recorder._writer import SessionWriter, new_session_id, open_session
 
 __all__ = [
     "JUDGE_ROLE",

@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from itertools import accumulate
 from typing import Any
 
-from recorder._errors import TapeError
-from recorder._events import (
+from evaltape.recorder._errors import TapeError
+from evaltape.recorder._events import (
     Chunk,
     Event,
     Exchange,

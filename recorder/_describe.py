@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from recorder._adapters import CallDecoder, ModelCall, Usage, decode_call
-from recorder._events import (
+from evaltape.recorder._adapters import CallDecoder, ModelCall, Usage, decode_call
+from evaltape.recorder._events import (
     Event,
     Exchange,
     HarnessEvent,
@@ -14,7 +14,7 @@ from recorder._events import (
     SessionStarted,
     WorkspaceSnapshot,
 )
-from recorder._reader import RecordedSession
+from evaltape.recorder._reader import RecordedSession
 
 
 def _size(n: int) -> str:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from recorder._codec import to_plain
-from recorder._events import Event
+from evaltape.recorder._codec import to_plain
+from evaltape.recorder._events import Event
 
 
 def _jsonable(value: Any) -> Any:

@@ -10,8 +10,8 @@ from typing import Any
 
 import msgpack
 
-from recorder._codec import Plain
-from recorder._delta import DeltaDecoder, DeltaEncoder
+from evaltape.recorder._codec import Plain
+from evaltape.recorder._delta import DeltaDecoder, DeltaEncoder
 
 
 class Packer:

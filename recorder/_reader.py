@@ -21,10 +21,10 @@ from typing import BinaryIO
 import attrs
 import zstandard
 
-from recorder._codec import UnknownEventKind, from_plain, upgrade
-from recorder._errors import CorruptTape, NewerFormat, NotATape, TapeError
-from recorder._events import Event, SessionEnded, SessionStarted
-from recorder._frames import (
+from evaltape.recorder._codec import UnknownEventKind, from_plain, upgrade
+from evaltape.recorder._errors import CorruptTape, NewerFormat, NotATape, TapeError
+from evaltape.recorder._events import Event, SessionEnded, SessionStarted
+from evaltape.recorder._frames import (
     FILE_FIXED_SIZE,
     FLAG_END,
     FLAG_START,
@@ -44,7 +44,7 @@ from recorder._frames import (
     parse_frame_header,
     with_comp_len,
 )
-from recorder._pack import Unpacker
+from evaltape.recorder._pack import Unpacker
 
 MAX_OPEN_SESSIONS = 1024
 """Unfinished sessions a reader tracks at once (bounds memory on hostile input)."""

@@ -37,8 +37,8 @@ from collections.abc import Callable, Iterable, Iterator
 import attrs
 import zstandard
 
-from recorder._errors import TapeError
-from recorder._events import (
+from evaltape.recorder._errors import TapeError
+from evaltape.recorder._events import (
     Chunk,
     Event,
     Exchange,

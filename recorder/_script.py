@@ -26,8 +26,8 @@ from typing import Any
 
 import attrs
 
-from recorder._errors import TapeError
-from recorder._events import Headers
+from evaltape.recorder._errors import TapeError
+from evaltape.recorder._events import Headers
 
 SCRIPT_MATCH_HEADER = "x-evaltape-script"
 """Request header that marks a scripted exchange."""

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import json
 
-from recorder._script import ErrorReply, Reply
-from recorder._script_render import Ctx, finish_of, json_bytes, pieces, sse_events, usage_of
+from evaltape.recorder._script import ErrorReply, Reply
+from evaltape.recorder._script_render import (
+    Ctx,
+    finish_of,
+    json_bytes,
+    pieces,
+    sse_events,
+    usage_of,
+)
 
 
 def _anthropic_blocks(reply: Reply, ctx: Ctx) -> list[dict[str, object]]:

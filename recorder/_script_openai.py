@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from recorder._script import ErrorReply, Reply, Usage
-from recorder._script_render import Ctx, finish_of, json_bytes, pieces, sse_events, usage_of
+from evaltape.recorder._script import ErrorReply, Reply, Usage
+from evaltape.recorder._script_render import (
+    Ctx,
+    finish_of,
+    json_bytes,
+    pieces,
+    sse_events,
+    usage_of,
+)
 
 # Chat Completions
 

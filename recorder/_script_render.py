@@ -11,7 +11,7 @@ import re
 
 import attrs
 
-from recorder._script import Reply, ToolCall, Usage
+from evaltape.recorder._script import Reply, ToolCall, Usage
 
 
 def json_bytes(value: object) -> bytes:

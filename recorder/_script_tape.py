@@ -11,8 +11,16 @@ import hashlib
 import os
 from collections.abc import Callable, Iterator, Mapping
 
-from recorder._events import Chunk, Exchange, Mode, Request, Response, SessionStarted, Source
-from recorder._script import (
+from evaltape.recorder._events import (
+    Chunk,
+    Exchange,
+    Mode,
+    Request,
+    Response,
+    SessionStarted,
+    Source,
+)
+from evaltape.recorder._script import (
     CHUNK_GAP,
     DEFAULT_URLS,
     SCRIPT_MATCH_ANY,
@@ -23,16 +31,16 @@ from recorder._script import (
     ScriptFlavor,
     Step,
 )
-from recorder._script_anthropic import anthropic_error, anthropic_message, anthropic_stream
-from recorder._script_openai import (
+from evaltape.recorder._script_anthropic import anthropic_error, anthropic_message, anthropic_stream
+from evaltape.recorder._script_openai import (
     chat_body,
     chat_stream,
     openai_error,
     response_object,
     responses_stream,
 )
-from recorder._script_render import Ctx, json_bytes
-from recorder._writer import open_session
+from evaltape.recorder._script_render import Ctx, json_bytes
+from evaltape.recorder._writer import open_session
 
 _Render = Callable[[Reply, Ctx], bytes]
 _Stream = Callable[[Reply, Ctx], list[bytes]]

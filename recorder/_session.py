@@ -15,9 +15,9 @@ from typing import Literal, TypeAlias
 
 import attrs
 
-from recorder._adapters import CallDecoder
-from recorder._adapters._model import ModelCall, ToolCall, Usage
-from recorder._events import (
+from evaltape.recorder._adapters import CallDecoder
+from evaltape.recorder._adapters._model import ModelCall, ToolCall, Usage
+from evaltape.recorder._events import (
     Event,
     Exchange,
     FactKind,

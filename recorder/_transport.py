@@ -24,8 +24,8 @@ from typing import Any, Protocol
 
 import attrs
 
-from recorder._events import Chunk, Exchange, Headers, Request, Response, TransportError
-from recorder._redact import default_redactor
+from evaltape.recorder._events import Chunk, Exchange, Headers, Request, Response, TransportError
+from evaltape.recorder._redact import default_redactor
 
 FLAVORS = ("httpx", "httpx2")
 """The HTTP libraries whose transports can be wrapped."""

@@ -19,10 +19,10 @@ from types import TracebackType
 
 import zstandard
 
-from recorder._codec import to_plain
-from recorder._errors import CorruptTape, NewerFormat, NotATape, TapeError
-from recorder._events import Event, SessionEnded, SessionStarted, Status
-from recorder._frames import (
+from evaltape.recorder._codec import to_plain
+from evaltape.recorder._errors import CorruptTape, NewerFormat, NotATape, TapeError
+from evaltape.recorder._events import Event, SessionEnded, SessionStarted, Status
+from evaltape.recorder._frames import (
     FILE_FIXED_SIZE,
     FLAG_END,
     FLAG_START,
@@ -35,8 +35,8 @@ from recorder._frames import (
     frame,
     parse_file_header,
 )
-from recorder._pack import Packer
-from recorder._version import WRITER
+from evaltape.recorder._pack import Packer
+from evaltape.recorder._version import WRITER
 
 DEFAULT_LEVEL = 9
 """zstd level: tapes are written once and read often, so compress well."""

@@ -1,7 +1,7 @@
 """evaltape.replay: everything that consumes a tape to drive an agent again."""
 
-from replay._clients import replay_client
-from replay._errors import (
+from evaltape.replay._clients import replay_client
+from evaltape.replay._errors import (
     Diverged,
     Exhausted,
     NoRecording,
@@ -9,11 +9,11 @@ from replay._errors import (
     UnknownMode,
     UnusedRecordings,
 )
-from replay._match import Divergence, Normalized, first_difference, normalize
-from replay._modes import Action, RecordMode, parse_mode, resolve_mode
-from replay._program import ProgramResult, run_program
-from replay._proxy import TapeProxy, Upstreams
-from replay._transport import ReplayTransport
+from evaltape.replay._match import Divergence, Normalized, first_difference, normalize
+from evaltape.replay._modes import Action, RecordMode, parse_mode, resolve_mode
+from evaltape.replay._program import ProgramResult, run_program
+from evaltape.replay._proxy import TapeProxy, Upstreams
+from evaltape.replay._transport import ReplayTransport
 
 __all__ = [
     "Action",

@@ -26,8 +26,8 @@ from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 import attrs
 
-from recorder import SCRIPT_MATCH_ANY, SCRIPT_MATCH_HEADER, Exchange
-from replay._errors import Diverged, Exhausted, NoRecording, UnusedRecordings
+from evaltape.recorder import SCRIPT_MATCH_ANY, SCRIPT_MATCH_HEADER, Exchange
+from evaltape.replay._errors import Diverged, Exhausted, NoRecording, UnusedRecordings
 
 IGNORED_HEADERS = frozenset(
     {

@@ -21,7 +21,7 @@ from typing import IO
 
 import attrs
 
-from replay._proxy import TapeProxy
+from evaltape.replay._proxy import TapeProxy
 
 TAIL_BYTES = 64 * 1024
 """How much of the end of stdout and stderr a ``ProgramResult`` keeps."""

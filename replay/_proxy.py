@@ -29,11 +29,11 @@ from typing import Any, Protocol
 import attrs
 import httpx
 
-from recorder import Event, RecordedSession, RecordingTransport
-from recorder._clients import SDK_CONNECT_TIMEOUT, SDK_TIMEOUT, real_transport
-from recorder._transport import Appends, Redacts
-from replay._errors import Diverged, Exhausted, NoRecording, ReplayError
-from replay._transport import ReplayTransport
+from evaltape.recorder import Event, RecordedSession, RecordingTransport
+from evaltape.recorder._clients import SDK_CONNECT_TIMEOUT, SDK_TIMEOUT, real_transport
+from evaltape.recorder._transport import Appends, Redacts
+from evaltape.replay._errors import Diverged, Exhausted, NoRecording, ReplayError
+from evaltape.replay._transport import ReplayTransport
 
 OPENAI_UPSTREAM = "https://api.openai.com"
 """Where OpenAI-style requests go live by default."""

@@ -38,7 +38,7 @@ import attrs
 import pytest
 from _pytest.outcomes import Failed  # public as pytest.fail.Exception, untyped there
 
-from recorder import (
+from evaltape.recorder import (
     Mode,
     RecordedSession,
     SessionStarted,
@@ -50,11 +50,11 @@ from recorder import (
     new_session_id,
     open_session,
 )
-from recorder._clients import http_module, real_transport, sdk_client_options
-from recorder._transport import RecordingTransport
-from replay._errors import ReplayError
-from replay._modes import Action, RecordMode, parse_mode, resolve_mode
-from replay._transport import ReplayTransport
+from evaltape.recorder._clients import http_module, real_transport, sdk_client_options
+from evaltape.recorder._transport import RecordingTransport
+from evaltape.replay._errors import ReplayError
+from evaltape.replay._modes import Action, RecordMode, parse_mode, resolve_mode
+from evaltape.replay._transport import ReplayTransport
 
 MARKER = "evaltape"
 OPTION = "--evaltape-record-mode"

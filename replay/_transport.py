@@ -19,11 +19,17 @@ from typing import Any
 import anyio
 import attrs
 
-from recorder import Event, Exchange, RecordedSession, is_judge_exchange
-from recorder._redact import default_redactor
-from recorder._transport import Flavor, Flavors, RecordingTransport, Redacts, request_record
-from replay._errors import ReplayError
-from replay._match import Divergence, Matcher, Recorded
+from evaltape.recorder import Event, Exchange, RecordedSession, is_judge_exchange
+from evaltape.recorder._redact import default_redactor
+from evaltape.recorder._transport import (
+    Flavor,
+    Flavors,
+    RecordingTransport,
+    Redacts,
+    request_record,
+)
+from evaltape.replay._errors import ReplayError
+from evaltape.replay._match import Divergence, Matcher, Recorded
 
 RETRYABLE = frozenset({408, 409, 429})
 """Statuses (besides 5xx) after which the SDKs retry."""

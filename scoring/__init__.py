@@ -1,25 +1,15 @@
 """evaltape.scoring: cases, scorers, statistics, results and gates."""
 
-from scoring._ab import (
-    CaseAB,
-    CaseVerdict,
-    Variant,
-    VariantError,
-    case_verdicts,
-    parse_variant,
-    parse_variants,
-    plan_ab,
+from evaltape.scoring._config import (
+    SETTINGS,
+    Config,
+    ConfigError,
+    Setting,
+    SettingKind,
+    load_config,
 )
-from scoring._agents import (
-    AgentError,
-    AgentKind,
-    AgentSpec,
-    RetryingTransport,
-    load_agent,
-    parse_agent,
-    retry_delay,
-)
-from scoring._cases import (
+from evaltape.scoring._errors import ScoringError
+from evaltape.scoring.cases._cases import (
     AgentMode,
     Case,
     CaseError,
@@ -33,52 +23,36 @@ from scoring._cases import (
     load_suites,
     select,
 )
-from scoring._compare import (
-    CaseMove,
-    CaseOutcome,
-    Comparison,
-    MoveKind,
-    PairedTest,
-    RunSide,
-    case_outcomes,
-    compare,
-    render_comparison,
+from evaltape.scoring.cases._harvest import (
+    Draft,
+    HarvestError,
+    append_case,
+    draft_case,
+    harvest,
+    user_turns,
 )
-from scoring._config import SETTINGS, Config, ConfigError, Setting, SettingKind, load_config
-from scoring._costs import CostBreakdown, cost_of_session, judge_cost_of_session
-from scoring._entry_check import (
-    ENTRY_TRIALS,
-    EntryResult,
-    EntryVerdict,
-    entry_results,
-    select_unchecked,
+from evaltape.scoring.checks._outcome import informative_line, outcome_checks
+from evaltape.scoring.checks._score import Check, Score, Scorer, completed_without_error
+from evaltape.scoring.checks._scorers import DeterministicScorer, make_scorer, score_session
+from evaltape.scoring.checks._trajectory import args_mismatch, trajectory_checks
+from evaltape.scoring.cost._costs import CostBreakdown, cost_of_session, judge_cost_of_session
+from evaltape.scoring.cost._pricing import (
+    PRICES_AS_OF,
+    Price,
+    Prices,
+    PricingError,
+    call_cost,
+    format_cost,
+    load_prices,
+    resolve_prices,
 )
-from scoring._errors import ScoringError
-from scoring._export_config import ExportConfig, ExportConfigError, export_config
-from scoring._export_send import ExportFailed
-from scoring._exporter import Exporter, ExportJob, ExportReport
-from scoring._flips import (
-    FlipCause,
-    FlippedCase,
-    FlipSummary,
-    effects_digest,
-    flip_cause,
-    flips_to_json,
-    outputs_digest,
-    render_flips,
-    summarize_flips,
-)
-from scoring._gate import GateDecision, GateState, decide_gate
-from scoring._harvest import Draft, HarvestError, append_case, draft_case, harvest, user_turns
-from scoring._history import (
-    HistoryEntry,
-    HistoryProblem,
-    RunLog,
-    append_history,
-    entry_from_record,
-    read_history,
-)
-from scoring._judge import (
+from evaltape.scoring.export._config import ExportConfig, ExportConfigError, export_config
+from evaltape.scoring.export._exporter import Exporter, ExportJob, ExportReport
+from evaltape.scoring.export._langfuse import score_bodies
+from evaltape.scoring.export._send import ExportFailed
+from evaltape.scoring.export._spans import AttemptTrace, TraceOptions, attempt_trace
+from evaltape.scoring.export._wire import encode_spans
+from evaltape.scoring.judge._judge import (
     DEFAULT_FLOORS,
     Floors,
     Judge,
@@ -100,29 +74,16 @@ from scoring._judge import (
     reuse_judgement,
     with_judgement,
 )
-from scoring._judge_prompt import judge_input, parse_verdict
-from scoring._langfuse_scores import score_bodies
-from scoring._otel_spans import AttemptTrace, TraceOptions, attempt_trace
-from scoring._otlp_wire import encode_spans
-from scoring._outcome import informative_line, outcome_checks
-from scoring._pricing import (
-    PRICES_AS_OF,
-    Price,
-    Prices,
-    PricingError,
-    call_cost,
-    format_cost,
-    load_prices,
-    resolve_prices,
+from evaltape.scoring.judge._prompt import judge_input, parse_verdict
+from evaltape.scoring.results._history import (
+    HistoryEntry,
+    HistoryProblem,
+    RunLog,
+    append_history,
+    entry_from_record,
+    read_history,
 )
-from scoring._quarantine import (
-    CaseRate,
-    QuarantineReport,
-    Standing,
-    history_records,
-    quarantine_report,
-)
-from scoring._records import (
+from evaltape.scoring.results._records import (
     AttemptResult,
     Inconsistency,
     ModelTally,
@@ -142,17 +103,17 @@ from scoring._records import (
     tally,
     write_record,
 )
-from scoring._replaycheck import (
-    Change,
-    ReplayDecision,
-    SuiteBoard,
-    decide,
-    find_recorded,
-    find_tapes,
-    replay_exit_code,
-    scoreboard,
+from evaltape.scoring.results._trace import CaseLine, Cut, run_cases, session_lines, trace_case
+from evaltape.scoring.run._agents import (
+    AgentError,
+    AgentKind,
+    AgentSpec,
+    RetryingTransport,
+    load_agent,
+    parse_agent,
+    retry_delay,
 )
-from scoring._rescore import (
+from evaltape.scoring.run._rescore import (
     Flip,
     Rescored,
     RescoreOutcome,
@@ -166,7 +127,7 @@ from scoring._rescore import (
     summarize,
     tape_label,
 )
-from scoring._runner import (
+from evaltape.scoring.run._runner import (
     Job,
     JobEnv,
     JobResult,
@@ -181,9 +142,21 @@ from scoring._runner import (
     run_pool,
     score_attempt,
 )
-from scoring._score import Check, Score, Scorer, completed_without_error
-from scoring._scorers import DeterministicScorer, make_scorer, score_session
-from scoring._stats import (
+from evaltape.scoring.run._task import (
+    Agent,
+    Answer,
+    Question,
+    QuestionKind,
+    Task,
+    answer_headlessly,
+)
+from evaltape.scoring.run._workspace import (
+    WorkspaceError,
+    make_workspace,
+    remove_workspace,
+    snapshot_workspace,
+)
+from evaltape.scoring.stats._stats import (
     SignFlip,
     ZTest,
     benjamini_hochberg,
@@ -201,10 +174,63 @@ from scoring._stats import (
     two_proportion_z,
     wilson,
 )
-from scoring._task import Agent, Answer, Question, QuestionKind, Task, answer_headlessly
-from scoring._trace import CaseLine, Cut, run_cases, session_lines, trace_case
-from scoring._trajectory import args_mismatch, trajectory_checks
-from scoring._workspace import WorkspaceError, make_workspace, remove_workspace, snapshot_workspace
+from evaltape.scoring.verdicts._ab import (
+    CaseAB,
+    CaseVerdict,
+    Variant,
+    VariantError,
+    case_verdicts,
+    parse_variant,
+    parse_variants,
+    plan_ab,
+)
+from evaltape.scoring.verdicts._compare import (
+    CaseMove,
+    CaseOutcome,
+    Comparison,
+    MoveKind,
+    PairedTest,
+    RunSide,
+    case_outcomes,
+    compare,
+    render_comparison,
+)
+from evaltape.scoring.verdicts._entry_check import (
+    ENTRY_TRIALS,
+    EntryResult,
+    EntryVerdict,
+    entry_results,
+    select_unchecked,
+)
+from evaltape.scoring.verdicts._flips import (
+    FlipCause,
+    FlippedCase,
+    FlipSummary,
+    effects_digest,
+    flip_cause,
+    flips_to_json,
+    outputs_digest,
+    render_flips,
+    summarize_flips,
+)
+from evaltape.scoring.verdicts._gate import GateDecision, GateState, decide_gate
+from evaltape.scoring.verdicts._quarantine import (
+    CaseRate,
+    QuarantineReport,
+    Standing,
+    history_records,
+    quarantine_report,
+)
+from evaltape.scoring.verdicts._replaycheck import (
+    Change,
+    ReplayDecision,
+    SuiteBoard,
+    decide,
+    find_recorded,
+    find_tapes,
+    replay_exit_code,
+    scoreboard,
+)
 
 __all__: list[str] = [
     "DEFAULT_FLOORS",

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import attrs
 
-from scoring._errors import ScoringError
-from scoring._validate import suggest
+from evaltape.scoring._errors import ScoringError
+from evaltape.scoring.cases._validate import suggest
 
 CONFIG_FILE = "evaltape.toml"
 PYPROJECT = "pyproject.toml"

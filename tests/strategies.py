@@ -20,7 +20,7 @@ import os
 import attrs
 from hypothesis import strategies as st
 
-from recorder import (
+from evaltape.recorder import (
     Chunk,
     Event,
     Exchange,

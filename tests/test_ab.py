@@ -14,9 +14,11 @@ import pytest
 from click.testing import CliRunner, Result
 from fakeapi import FakeAPI
 
-from recorder import TapeReader, fold
-from scoring import AttemptResult, Job, RunState, Verdict, read_record
-from scoring._ab import (
+from evaltape.recorder import TapeReader, fold
+from evaltape.scoring import AttemptResult, Job, RunState, Verdict, read_record
+from evaltape.scoring._cli.main import cli
+from evaltape.scoring.cases._cases import load_suites
+from evaltape.scoring.verdicts._ab import (
     CaseVerdict,
     VariantError,
     abba,
@@ -30,8 +32,6 @@ from scoring._ab import (
     trials_needed,
     variant_of,
 )
-from scoring._cases import load_suites
-from scoring._cli.main import cli
 
 AGENTS = Path(__file__).parent / "agents"
 REPO = Path(__file__).parent.parent
@@ -79,7 +79,7 @@ def evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env["PYTHONPATH"] = os.pathsep.join([str(AGENTS), str(REPO)])
     env["OPENAI_API_KEY"] = KEY
     return subprocess.run(
-        [sys.executable, "-m", "scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring._cli", *args],
         cwd=project,
         env=env,
         capture_output=True,

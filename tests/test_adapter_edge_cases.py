@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from recorder import Chunk, Exchange, Request, Response, decode_call
+from evaltape.recorder import Chunk, Exchange, Request, Response, decode_call
 
 URL = "http://127.0.0.1:8080/v1/chat/completions"
 CALL = {"name": "read", "arguments": '{"path": "notes.txt"}'}
@@ -73,7 +73,7 @@ def test_legacy_function_call_alone_still_counts() -> None:
 
 
 def test_json_python_cannot_hold_is_a_call_error_not_an_exception() -> None:
-    from recorder import SessionStarted, fold
+    from evaltape.recorder import SessionStarted, fold
 
     huge = "9" * 5000  # past Python's int-digits limit
     deep = "[" * 100_000 + "]" * 100_000  # past the recursion limit

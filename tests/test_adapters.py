@@ -21,7 +21,7 @@ import attrs
 import pytest
 import zstandard
 
-from recorder import (
+from evaltape.recorder import (
     Chunk,
     Exchange,
     ModelCall,

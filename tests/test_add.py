@@ -12,7 +12,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from recorder import (
+from evaltape.recorder import (
     Chunk,
     Exchange,
     Mode,
@@ -24,7 +24,7 @@ from recorder import (
     fold,
     open_session,
 )
-from scoring import load_suites, score_session
+from evaltape.scoring import load_suites, score_session
 
 REPO = Path(__file__).parent.parent
 URL = "http://127.0.0.1:9/v1/chat/completions"
@@ -84,7 +84,7 @@ def project(tmp_path: Path) -> Path:
 
 def add(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "scoring._cli", "add", *args],
+        [sys.executable, "-m", "evaltape.scoring._cli", "add", *args],
         cwd=project,
         env=os.environ | {"PYTHONPATH": str(REPO)},
         capture_output=True,
@@ -143,7 +143,7 @@ def test_the_draft_validates_and_passes_on_the_session_it_came_from(project: Pat
     suite = project / "evals" / "harvested.jsonl"
     suite.write_text(done.stdout)  # what `evaltape add T >> evals/harvested.jsonl` leaves
     check = subprocess.run(
-        [sys.executable, "-m", "scoring._cli", "validate"],
+        [sys.executable, "-m", "evaltape.scoring._cli", "validate"],
         cwd=project,
         env=os.environ | {"PYTHONPATH": str(REPO)},
         capture_output=True,

@@ -7,8 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from scoring import AttemptResult, GateState, RunKind, RunRecord, RunState, Verdict, decide_gate
-from scoring._baselines import (
+from evaltape.scoring import (
+    AttemptResult,
+    GateState,
+    RunKind,
+    RunRecord,
+    RunState,
+    Verdict,
+    decide_gate,
+)
+from evaltape.scoring.results._baselines import (
     BaselineError,
     check_name,
     default_name,
@@ -19,7 +27,7 @@ from scoring._baselines import (
     save,
     timeline,
 )
-from scoring._history import RunLog
+from evaltape.scoring.results._history import RunLog
 
 _clock = itertools.count(1_800_000_000)
 

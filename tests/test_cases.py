@@ -10,7 +10,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from scoring import (
+from evaltape.scoring import (
     AgentMode,
     Case,
     CaseError,
@@ -24,7 +24,7 @@ from scoring import (
     load_suites,
     select,
 )
-from scoring._validate import AGENT_MODES, MUTATING_MODES
+from evaltape.scoring.cases._validate import AGENT_MODES, MUTATING_MODES
 
 DATA = Path(__file__).parent / "data" / "cases"
 GOOD = DATA / "good"

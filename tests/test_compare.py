@@ -11,7 +11,7 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
-from scoring import (
+from evaltape.scoring import (
     AttemptResult,
     MoveKind,
     Verdict,
@@ -22,7 +22,7 @@ from scoring import (
     render_comparison,
     sign_flip_test,
 )
-from scoring._compare import Method
+from evaltape.scoring.verdicts._compare import Method
 
 VERDICTS = {"P": Verdict.PASSED, "F": Verdict.FAILED, "E": Verdict.ERROR, "S": Verdict.SKIPPED}
 

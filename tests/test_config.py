@@ -11,8 +11,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from scoring import SETTINGS, Config, ConfigError, load_config
-from scoring._cli._options import config_options
+from evaltape.scoring import SETTINGS, Config, ConfigError, load_config
+from evaltape.scoring._cli._options import config_options
 
 
 @pytest.fixture
@@ -163,7 +163,7 @@ def test_one_table_drives_the_value_and_the_flags(repo: Path) -> None:
 def test_a_refused_config_exits_2_with_one_line_per_problem(repo: Path) -> None:
     (repo / "pyproject.toml").write_text('[tool.evaltape]\nsuite = "x"\n')
     done = subprocess.run(
-        [sys.executable, "-m", "scoring._cli", "validate"],
+        [sys.executable, "-m", "evaltape.scoring._cli", "validate"],
         cwd=repo,
         capture_output=True,
         text=True,

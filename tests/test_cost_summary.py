@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from scoring import PRICES_AS_OF, format_cost, read_record, resolve_run
-from scoring._cli.main import cli
+from evaltape.scoring import PRICES_AS_OF, format_cost, read_record, resolve_run
+from evaltape.scoring._cli.main import cli
 
 AGENTS = Path(__file__).parent / "agents"
 

@@ -15,7 +15,7 @@ import pytest
 from agents.chat_server import ChatServer
 from click.testing import CliRunner
 
-from scoring import (
+from evaltape.scoring import (
     AttemptResult,
     EntryVerdict,
     RunKind,
@@ -24,8 +24,8 @@ from scoring import (
     read_record,
     resolve_run,
 )
-from scoring._cli.main import cli
-from scoring._entry_check import entry_exit_code
+from evaltape.scoring._cli.main import cli
+from evaltape.scoring.verdicts._entry_check import entry_exit_code
 
 AGENTS = Path(__file__).parent / "agents"
 REPO = Path(__file__).parent.parent
@@ -94,7 +94,7 @@ def evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env["OPENAI_API_KEY"] = "sk-test-0123456789abcdefghijklmnop"
     env.pop("CHAT_AGENT_VARIANT", None)
     return subprocess.run(
-        [sys.executable, "-m", "scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring._cli", *args],
         cwd=project,
         env=env,
         capture_output=True,

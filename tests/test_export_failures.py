@@ -21,9 +21,9 @@ import pytest
 from agents.chat_server import ChatServer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from scoring import ExportFailed, read_record, resolve_run
-from scoring._export_config import Target
-from scoring._export_send import Backoff, Sender
+from evaltape.scoring import ExportFailed, read_record, resolve_run
+from evaltape.scoring.export._config import Target
+from evaltape.scoring.export._send import Backoff, Sender
 
 AGENTS = Path(__file__).parent / "agents"
 REPO = Path(__file__).parent.parent
@@ -131,7 +131,16 @@ def live(root: Path, **env: str) -> subprocess.CompletedProcess[str]:
         "OPENAI_API_KEY": "sk-test-0123456789abcdefghijklmnop",
     }
     return subprocess.run(
-        [sys.executable, "-m", "scoring._cli", "live", "-m", "fake-1", "--source", "simulated"],
+        [
+            sys.executable,
+            "-m",
+            "evaltape.scoring._cli",
+            "live",
+            "-m",
+            "fake-1",
+            "--source",
+            "simulated",
+        ],
         cwd=root,
         env=base | env,
         capture_output=True,
@@ -238,7 +247,7 @@ def test_export_command_reports_a_dead_collector_and_exits_1(
     port = closed_port()
     base = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "LANGFUSE_"))}
     done = subprocess.run(
-        [sys.executable, "-m", "scoring._cli", "export"],
+        [sys.executable, "-m", "evaltape.scoring._cli", "export"],
         cwd=root,
         env=base
         | {

@@ -21,8 +21,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from recorder import Session, TapeReader, fold
-from scoring import ExportConfigError, export_config, read_record, resolve_run
+from evaltape.recorder import Session, TapeReader, fold
+from evaltape.scoring import ExportConfigError, export_config, read_record, resolve_run
 
 REPO = Path(__file__).parent.parent
 PUBLIC = "pk-lf-test-public"
@@ -263,7 +263,7 @@ def evaltape(project: Path, *args: str, langfuse: FakeLangfuse) -> subprocess.Co
         "LANGFUSE_SECRET_KEY": SECRET,
     }
     return subprocess.run(
-        [sys.executable, "-m", "scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring._cli", *args],
         cwd=project,
         env=env,
         capture_output=True,

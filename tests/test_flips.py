@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from recorder import (
+from evaltape.recorder import (
     Chunk,
     Event,
     Exchange,
@@ -21,7 +21,7 @@ from recorder import (
     WorkspaceSnapshot,
     fold,
 )
-from scoring import (
+from evaltape.scoring import (
     AttemptResult,
     FlipCause,
     Verdict,

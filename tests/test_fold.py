@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from recorder import (
+from evaltape.recorder import (
     Chunk,
     Exchange,
     FactKind,

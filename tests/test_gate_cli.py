@@ -11,7 +11,7 @@ import pytest
 from agents.chat_server import ChatServer
 from test_live_replay_cli import case, evaltape, make_project
 
-from scoring import read_record, resolve_run
+from evaltape.scoring import read_record, resolve_run
 
 CASES = [case(f"c{n}", f"say {n}") for n in range(6)]
 BROKEN = {"CHAT_AGENT_VARIANT": "fail_after"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scoring import AttemptResult, GateState, Verdict, decide_gate
+from evaltape.scoring import AttemptResult, GateState, Verdict, decide_gate
 
 CASES = 20
 TRIALS = 3

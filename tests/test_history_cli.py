@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from scoring import (
+from evaltape.scoring import (
     AttemptResult,
     RunKind,
     RunLog,
@@ -22,7 +22,7 @@ from scoring import (
     make_run_id,
     write_record,
 )
-from scoring._cli.main import cli
+from evaltape.scoring._cli.main import cli
 
 T0 = 1_796_000_000.0
 
@@ -200,13 +200,24 @@ def test_a_damaged_or_newer_record_is_one_line_without_traceback(results: Path) 
     path.write_text(json.dumps(data))
     args = ["status", run_id, "--results", str(results)]
     done = subprocess.run(
-        [sys.executable, "-m", "scoring._cli", *args], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 1
     assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1
     assert "run record schema 2 is newer" in done.stderr
     missing = subprocess.run(
-        [sys.executable, "-m", "scoring._cli", "status", "nope", "--results", str(results)],
+        [
+            sys.executable,
+            "-m",
+            "evaltape.scoring._cli",
+            "status",
+            "nope",
+            "--results",
+            str(results),
+        ],
         capture_output=True,
         text=True,
         timeout=60,

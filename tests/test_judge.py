@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from recorder import JUDGE_ROLE, ROLE_HEADER, Mode, TapeReader, fold
-from scoring import (
+from evaltape.recorder import JUDGE_ROLE, ROLE_HEADER, Mode, TapeReader, fold
+from evaltape.scoring import (
     Case,
     Change,
     ConfigError,
@@ -47,7 +47,7 @@ from scoring import (
     run_pool,
     score_session,
 )
-from scoring._otel_spans import attempt_scores
+from evaltape.scoring.export._spans import attempt_scores
 
 AGENTS_DIR = Path(__file__).parent / "agents"
 REPO_DIR = Path(__file__).parent.parent
@@ -582,7 +582,7 @@ def _evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env["OPENAI_API_KEY"] = "sk-agent-0123456789abcdefghijklmnop"
     env["EVALTAPE_JUDGE_API_KEY"] = JUDGE_KEY
     return subprocess.run(
-        [sys.executable, "-m", "scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring._cli", *args],
         cwd=project,
         env=env,
         capture_output=True,

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from agents.chat_server import ChatServer
 
-from recorder import JUDGE_ROLE, ROLE_HEADER, Mode, TapeReader, fold
-from scoring import RunKind, RunRecord, Verdict, read_record
+from evaltape.recorder import JUDGE_ROLE, ROLE_HEADER, Mode, TapeReader, fold
+from evaltape.scoring import RunKind, RunRecord, Verdict, read_record
 
 AGENTS = Path(__file__).parent / "agents"
 REPO = Path(__file__).parent.parent
@@ -132,7 +132,7 @@ def evaltape(
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env["OPENAI_API_KEY"] = "sk-test-0123456789abcdefghijklmnop"
     done = subprocess.run(
-        [sys.executable, "-m", "scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring._cli", *args],
         cwd=project,
         env=env,
         capture_output=True,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from agents.chat_server import ChatServer
 
-from recorder import (
+from evaltape.recorder import (
     FactKind,
     Mode,
     RecordedSession,
@@ -26,7 +26,7 @@ from recorder import (
     TapeReader,
     fold,
 )
-from scoring import RunState, Verdict, read_record, resolve_run
+from evaltape.scoring import RunState, Verdict, read_record, resolve_run
 
 AGENTS = Path(__file__).parent / "agents"
 REPO = Path(__file__).parent.parent
@@ -56,7 +56,7 @@ def evaltape(
     project: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring._cli", *args],
         cwd=project,
         env=agent_env(env),
         capture_output=True,
@@ -243,7 +243,7 @@ def test_ctrl_c_keeps_every_finished_attempt(tmp_path: Path, server: ChatServer)
         tmp_path, cases, agent="chat_agent:run", base_url=server.url, concurrency=2
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "scoring._cli", "live", "-m", "fake-1"],
+        [sys.executable, "-m", "evaltape.scoring._cli", "live", "-m", "fake-1"],
         cwd=project,
         env=agent_env(),
         stderr=subprocess.PIPE,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from recorder import Exchange, Request
-from replay import (
+from evaltape.recorder import Exchange, Request
+from evaltape.replay import (
     Action,
     Diverged,
     NoRecording,
@@ -18,7 +18,7 @@ from replay import (
     normalize,
     resolve_mode,
 )
-from replay._match import Matcher
+from evaltape.replay._match import Matcher
 
 CHAT = "https://api.openai.com/v1/chat/completions"
 MESSAGES = "https://api.anthropic.com/v1/messages"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from recorder import (
+from evaltape.recorder import (
     Chunk,
     Event,
     Exchange,
@@ -29,7 +29,14 @@ from recorder import (
     fold,
     open_session,
 )
-from scoring import Case, Score, informative_line, load_suites, outcome_checks, score_session
+from evaltape.scoring import (
+    Case,
+    Score,
+    informative_line,
+    load_suites,
+    outcome_checks,
+    score_session,
+)
 
 CHAT = "https://api.openai.com/v1/chat/completions"
 HEADER = SessionStarted(session_id="ef" * 8, started_at=1_700_000_000.0, case_id="c", model="m")

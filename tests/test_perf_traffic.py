@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from recorder import Exchange, SessionEnded, Status, TapeReader
+from evaltape.recorder import Exchange, SessionEnded, Status, TapeReader
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 import pytest
 
-from recorder import (
+from evaltape.recorder import (
     JUDGE_ROLE,
     ROLE_HEADER,
     Chunk,
@@ -24,8 +24,8 @@ from recorder import (
     decode_call,
     fold,
 )
-from scoring import PRICES_AS_OF, Price, PricingError, call_cost, format_cost, load_prices
-from scoring._costs import (
+from evaltape.scoring import PRICES_AS_OF, Price, PricingError, call_cost, format_cost, load_prices
+from evaltape.scoring.cost._costs import (
     CostBreakdown,
     CostRow,
     case_lines,
@@ -35,7 +35,7 @@ from scoring._costs import (
     total,
     usage_block,
 )
-from scoring._pricing import resolve_prices
+from evaltape.scoring.cost._pricing import resolve_prices
 
 JSON = (("content-type", "application/json"),)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from scoring import Case, CaseKind, load_suites
+from evaltape.scoring import Case, CaseKind, load_suites
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -105,7 +105,7 @@ def test_the_shipped_suites_load_with_every_kind() -> None:
 
 def test_the_validate_command_accepts_them() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "scoring._cli", "validate", "evals"],
+        [sys.executable, "-m", "evaltape.scoring._cli", "validate", "evals"],
         cwd=ROOT,
         capture_output=True,
         text=True,

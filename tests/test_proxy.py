@@ -17,7 +17,7 @@ import anthropic
 import pytest
 from fakeapi import FakeAPI, Reply
 
-from recorder import (
+from evaltape.recorder import (
     Exchange,
     RecordedSession,
     SessionStarted,
@@ -25,7 +25,7 @@ from recorder import (
     new_session_id,
     open_session,
 )
-from replay import Diverged, ReplayTransport, TapeProxy, Upstreams, run_program
+from evaltape.replay import Diverged, ReplayTransport, TapeProxy, Upstreams, run_program
 
 DEAD_URL = "http://127.0.0.1:9"
 """Nothing listens here: a request that reaches it fails to connect."""

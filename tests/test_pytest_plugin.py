@@ -22,7 +22,7 @@ import openai  # noqa: F401
 import pytest
 from fakeapi import FakeAPI
 
-from recorder import Exchange, SessionStarted, TapeReader, new_session_id, open_session
+from evaltape.recorder import Exchange, SessionStarted, TapeReader, new_session_id, open_session
 
 pytest_plugins = ["pytester"]
 
@@ -269,7 +269,7 @@ def test_a_changed_request_fails_the_test_naming_the_json_path(
     )
     result.stdout.fnmatch_lines_random(
         [
-            f"E * replay._errors.Diverged: {diverged}",
+            f"E * evaltape.replay._errors.Diverged: {diverged}",
             f"{diverged} (the code under test caught it)",
             f"{diverged} (the code under test then raised RuntimeError: the agent gave up)",
         ]

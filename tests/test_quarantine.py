@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from scoring import (
+from evaltape.scoring import (
     AttemptResult,
     Case,
     RunKind,
@@ -26,7 +26,7 @@ from scoring import (
     quarantine_report,
     wilson,
 )
-from scoring._cli.main import cli
+from evaltape.scoring._cli.main import cli
 
 REPO = Path(__file__).parent.parent
 P, F, E = Verdict.PASSED, Verdict.FAILED, Verdict.ERROR
@@ -249,7 +249,7 @@ def test_an_empty_history_reports_nothing_and_exits_0(
 def _cli(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(REPO))
     return subprocess.run(
-        [sys.executable, "-m", "scoring._cli", "quarantine-report", *args],
+        [sys.executable, "-m", "evaltape.scoring._cli", "quarantine-report", *args],
         cwd=project,
         env=env,
         capture_output=True,

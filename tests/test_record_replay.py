@@ -17,7 +17,7 @@ import openai
 import pytest
 from fakeapi import FakeAPI, Reply, ToolUse
 
-from recorder import (
+from evaltape.recorder import (
     Exchange,
     RecordedSession,
     RecordingTransport,
@@ -28,7 +28,7 @@ from recorder import (
     open_session,
     recording_client,
 )
-from replay import (
+from evaltape.replay import (
     Diverged,
     Exhausted,
     NoRecording,

@@ -13,8 +13,8 @@ from pathlib import Path
 import attrs
 import pytest
 
-from recorder import Usage
-from scoring import (
+from evaltape.recorder import Usage
+from evaltape.scoring import (
     AttemptResult,
     RecordError,
     RunKind,
@@ -263,8 +263,8 @@ APPENDER = """
 import sys
 from pathlib import Path
 import attrs
-from scoring import AttemptResult, RunKind, RunRecord, RunState, Verdict
-from scoring import append_history, entry_from_record
+from evaltape.scoring import AttemptResult, RunKind, RunRecord, RunState, Verdict
+from evaltape.scoring import append_history, entry_from_record
 
 results, tag = Path(sys.argv[1]), sys.argv[2]
 flips = tuple(

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from recorder import (
+from evaltape.recorder import (
     Chunk,
     Exchange,
     RedactionError,

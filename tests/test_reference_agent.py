@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from recorder import (
+from evaltape.recorder import (
     HarnessEvent,
     ScriptFlavor,
     SessionStarted,
@@ -33,8 +33,8 @@ from recorder import (
     recording_client,
     write_script_tape,
 )
-from replay import ReplayTransport, replay_client
-from scoring import Task, answer_headlessly
+from evaltape.replay import ReplayTransport, replay_client
+from evaltape.scoring import Task, answer_headlessly
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:

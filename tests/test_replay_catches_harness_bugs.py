@@ -25,8 +25,8 @@ import attrs
 import pytest
 from agents.forced_chat_server import ForcedChatServer
 
-from recorder import TapeReader, fold
-from scoring import Verdict, read_record, resolve_run
+from evaltape.recorder import TapeReader, fold
+from evaltape.scoring import Verdict, read_record, resolve_run
 
 REPO = Path(__file__).parent.parent
 CASE_ID = "fix-off-by-one"
@@ -78,7 +78,7 @@ def evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     }
     env |= {"EVALTAPE_AGENT_STRATEGY": "forced", "PYTHONDONTWRITEBYTECODE": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring._cli", *args],
         cwd=project,
         env=env,
         capture_output=True,

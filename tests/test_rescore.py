@@ -13,8 +13,17 @@ from pathlib import Path
 import pytest
 from agents.chat_server import ChatServer
 
-from recorder import Chunk, Exchange, Mode, Request, Response, SessionStarted, Status, open_session
-from scoring import (
+from evaltape.recorder import (
+    Chunk,
+    Exchange,
+    Mode,
+    Request,
+    Response,
+    SessionStarted,
+    Status,
+    open_session,
+)
+from evaltape.scoring import (
     RunKind,
     RunRecord,
     RunState,
@@ -34,7 +43,7 @@ AGENT = '''\
 """Calls the model as many times as the prompt's [turns=N] says."""
 import re
 
-from scoring import Task
+from evaltape.scoring import Task
 
 
 def run(task: Task) -> str:
@@ -87,7 +96,7 @@ def run_cli(
     base = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
     base["PYTHONPATH"] = os.pathsep.join([str(project), str(AGENTS), str(REPO)])
     return subprocess.run(
-        [sys.executable, "-m", "scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring._cli", *args],
         cwd=project,
         env=base | (env or {}),
         capture_output=True,
@@ -116,7 +125,7 @@ def offline(project: Path, *args: str) -> tuple[subprocess.CompletedProcess[str]
         "NO_SOCKET_LOG": str(log),
     }
     done = subprocess.run(
-        [sys.executable, "-m", "scoring._cli", "rescore", *args],
+        [sys.executable, "-m", "evaltape.scoring._cli", "rescore", *args],
         cwd=project,
         env=env,
         capture_output=True,

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from agents.chat_server import ChatServer
 
-from recorder import FactKind, RunnerFact, Source, Status, TapeReader, fold
-from scoring import (
+from evaltape.recorder import FactKind, RunnerFact, Source, Status, TapeReader, fold
+from evaltape.scoring import (
     AgentKind,
     Case,
     Change,

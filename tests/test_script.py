@@ -20,7 +20,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response as OpenAIResponse
 from openai.types.responses import ResponseStreamEvent
 
-from recorder import (
+from evaltape.recorder import (
     SCRIPT_MATCH_ANY,
     SCRIPT_MATCH_HEADER,
     Exchange,
@@ -272,7 +272,7 @@ def test_cli_writes_a_script_session(tmp_path: Path) -> None:
     script = tmp_path / "s.json"
     script.write_text(json.dumps(SCRIPT))
     out = tmp_path / "out.tape"
-    cmd = [sys.executable, "-m", "scoring._cli", "script", str(script), "-o", str(out)]
+    cmd = [sys.executable, "-m", "evaltape.scoring._cli", "script", str(script), "-o", str(out)]
     run = subprocess.run(
         [*cmd, "--flavor", "anthropic.messages", "--stream", "--case", "other"],
         capture_output=True,
@@ -328,7 +328,15 @@ def test_cli_reports_a_bad_script_in_one_line_and_exits_2(tmp_path: Path) -> Non
     path = tmp_path / "bad.json"
     path.write_text(json.dumps({"responses": [{"tool_calls": [{"name": 3}]}]}))
     run = subprocess.run(
-        [sys.executable, "-m", "scoring._cli", "script", str(path), "-o", str(tmp_path / "o")],
+        [
+            sys.executable,
+            "-m",
+            "evaltape.scoring._cli",
+            "script",
+            str(path),
+            "-o",
+            str(tmp_path / "o"),
+        ],
         capture_output=True,
         text=True,
     )

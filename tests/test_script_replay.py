@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from openai import OpenAI
 
-from recorder import ScriptFlavor, TapeReader, load_script, write_script_tape
-from replay import Exhausted, replay_client
+from evaltape.recorder import ScriptFlavor, TapeReader, load_script, write_script_tape
+from evaltape.replay import Exhausted, replay_client
 
 
 def _script(tmp_path: Path) -> Path:

@@ -19,9 +19,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recorder._adapters import _anthropic, _openai_chat, _openai_responses
-from recorder._adapters._model import ModelCall
-from recorder._adapters._sse import SseStream, decode_payloads, load_json_text, parse_sse
+from evaltape.recorder._adapters import _anthropic, _openai_chat, _openai_responses
+from evaltape.recorder._adapters._model import ModelCall
+from evaltape.recorder._adapters._sse import SseStream, decode_payloads, load_json_text, parse_sse
 
 TRICKY = [
     "[[1",

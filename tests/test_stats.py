@@ -19,7 +19,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint, proportions_ztest
 
-from scoring import (
+from evaltape.scoring import (
     benjamini_hochberg,
     cases_needed,
     clustered_se,
@@ -35,7 +35,7 @@ from scoring import (
     two_proportion_z,
     wilson,
 )
-from scoring._stats import (
+from evaltape.scoring.stats._stats import (
     MONTE_CARLO_DRAWS,
     SignFlipMethod,
     bh_adjusted,

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from recorder import (
+from evaltape.recorder import (
     Chunk,
     Exchange,
     Request,
@@ -55,7 +55,7 @@ def test_show_lists_the_demo_tape(tmp_path: Path) -> None:
         [sys.executable, str(root / "evals" / "make_demo_tape.py"), str(path)], check=True
     )
     out = subprocess.run(
-        [sys.executable, "-m", "scoring._cli", "show", str(path)],
+        [sys.executable, "-m", "evaltape.scoring._cli", "show", str(path)],
         check=True,
         capture_output=True,
         text=True,

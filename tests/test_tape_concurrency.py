@@ -14,7 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
-from recorder import (
+from evaltape.recorder import (
     Chunk,
     Event,
     Exchange,
@@ -36,7 +36,7 @@ WRITER = """
 import os, sys, time
 sys.path[:0] = [{tests!r}, {root!r}]
 from test_tape_concurrency import planned
-from recorder import open_session
+from evaltape.recorder import open_session
 path, go = sys.argv[1], sys.argv[5]
 proc, sessions, turns = (int(a) for a in sys.argv[2:5])
 print("ready", flush=True)

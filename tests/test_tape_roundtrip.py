@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import SessionPlan, record, session_plans
 
-from recorder import (
+from evaltape.recorder import (
     Exchange,
     HarnessEvent,
     NewerFormat,
@@ -35,8 +35,8 @@ from recorder import (
     open_session,
     to_plain,
 )
-from recorder._frames import FLAG_END, FLAG_START, MAGIC, frame
-from recorder._pack import Packer
+from evaltape.recorder._frames import FLAG_END, FLAG_START, MAGIC, frame
+from evaltape.recorder._pack import Packer
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from recorder import (
+from evaltape.recorder import (
     Chunk,
     Exchange,
     HarnessEvent,
@@ -22,7 +22,7 @@ from recorder import (
     Status,
     open_session,
 )
-from scoring import AttemptResult, RunKind, RunRecord, RunState, Verdict, write_record
+from evaltape.scoring import AttemptResult, RunKind, RunRecord, RunState, Verdict, write_record
 
 REPO = Path(__file__).parent.parent
 URL = "http://127.0.0.1:9/v1/chat/completions"
@@ -131,7 +131,7 @@ def project(tmp_path: Path) -> Path:
 
 def trace(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "scoring._cli", "trace", *args],
+        [sys.executable, "-m", "evaltape.scoring._cli", "trace", *args],
         cwd=project,
         env=os.environ | {"PYTHONPATH": str(REPO)},
         capture_output=True,

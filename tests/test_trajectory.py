@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from recorder import (
+from evaltape.recorder import (
     Chunk,
     Event,
     Exchange,
@@ -25,7 +25,7 @@ from recorder import (
     TransportError,
     fold,
 )
-from scoring import (
+from evaltape.scoring import (
     Case,
     Check,
     FrozenMap,

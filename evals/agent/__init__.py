@@ -13,7 +13,7 @@ from evals.agent._config import AgentConfig, ConfigError, Strategy, config_from_
 from evals.agent._loop import NEXT_ACTION_TOOL, run_agent
 from evals.agent._prompts import ANSWER, NEXT_ACTION
 from evals.agent._tools import TOOL_NAMES, TOOLS, Outcome, ToolResult, ToolSpec, Workspace
-from scoring import Task
+from evaltape.scoring import Task
 
 
 def run(task: Task) -> str | None:

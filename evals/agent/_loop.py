@@ -27,7 +27,7 @@ from evals.agent._api import Call, Reply, complete
 from evals.agent._config import AgentConfig, Strategy
 from evals.agent._prompts import ANSWER, NEXT_ACTION, next_action_description, system_prompt
 from evals.agent._tools import TOOL_NAMES, TOOLS, Outcome, ToolResult, Workspace
-from scoring import Task
+from evaltape.scoring import Task
 
 NEXT_ACTION_TOOL: dict[str, Any] = {
     "type": "function",

@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from scoring import Answer, Question, QuestionKind
+from evaltape.scoring import Answer, Question, QuestionKind
 
 MUTATING_MODES = frozenset({"edit", "build", "danger"})
 """Modes that may change files."""

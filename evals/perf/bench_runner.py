@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run as a script: make ``evals.perf`` importable
     sys.path.insert(0, str(ROOT))
 
-from recorder import Source  # noqa: E402
-from scoring import (  # noqa: E402
+from evaltape.recorder import Source  # noqa: E402
+from evaltape.scoring import (  # noqa: E402
     JobEnv,
     Stop,
     Task,
@@ -191,7 +191,7 @@ def time_command(folder: Path, models: int, trials: int, concurrency: int) -> tu
     names = ",".join(f"m{n + 1}" for n in range(models))
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     started = time.monotonic()
-    argv = [sys.executable, "-m", "scoring._cli", "live", "--compare", names]
+    argv = [sys.executable, "-m", "evaltape.scoring._cli", "live", "--compare", names]
     argv += ["--trials", str(trials), "--concurrency", str(concurrency)]
     done = subprocess.run(
         argv,

@@ -37,12 +37,12 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run as a script: make ``evals.perf`` importable
     sys.path.insert(0, str(ROOT))
 
-import recorder  # noqa: E402
+import evaltape.recorder as recorder  # noqa: E402
 from evals.perf._report import kb, machine, replace_section  # noqa: E402
 from evals.perf.traffic import URL, AgentSession, agent_session, dumps, write_session  # noqa: E402
-from recorder import Chunk, Exchange, TapeReader  # noqa: E402
-from recorder._codec import to_plain  # noqa: E402
-from recorder._pack import Packer  # noqa: E402
+from evaltape.recorder import Chunk, Exchange, TapeReader  # noqa: E402
+from evaltape.recorder._codec import to_plain  # noqa: E402
+from evaltape.recorder._pack import Packer  # noqa: E402
 
 HEADING = "## Tape size and write cost"
 COMMAND = "python evals/perf/bench_tape.py"
@@ -398,7 +398,7 @@ def _machine() -> str:
 
 
 def recorder_level() -> int:
-    from recorder._writer import DEFAULT_LEVEL
+    from evaltape.recorder._writer import DEFAULT_LEVEL
 
     return DEFAULT_LEVEL
 

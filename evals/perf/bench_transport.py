@@ -48,7 +48,7 @@ if str(ROOT) not in sys.path:  # run as a script: make ``evals.perf`` importable
 
 from evals.perf._report import kb, machine, replace_section  # noqa: E402
 from evals.perf.traffic import agent_session, dumps  # noqa: E402
-from recorder import (  # noqa: E402
+from evaltape.recorder import (  # noqa: E402
     Chunk,
     Exchange,
     RecordingTransport,
@@ -57,7 +57,7 @@ from recorder import (  # noqa: E402
     new_session_id,
     open_session,
 )
-from replay import ReplayTransport  # noqa: E402
+from evaltape.replay import ReplayTransport  # noqa: E402
 
 HEADING = "## Record and replay overhead"
 ANALYSIS = [

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scoring import AttemptResult, GateState, Verdict, decide_gate
+from evaltape.scoring import AttemptResult, GateState, Verdict, decide_gate
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "statistics.md"
 START = "<!-- power-table:start -->"

@@ -34,7 +34,7 @@ from typing import Any
 
 import attrs
 
-from recorder import (
+from evaltape.recorder import (
     Chunk,
     Exchange,
     Mode,

@@ -16,10 +16,10 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from recorder._adapters import _anthropic, _openai_chat, _openai_responses
-from recorder._adapters._model import Api, Message, ModelCall, ToolCall, Usage
-from recorder._adapters._reuse import BodyParser, Memo
-from recorder._adapters._sse import (
+from evaltape.recorder._adapters import _anthropic, _openai_chat, _openai_responses
+from evaltape.recorder._adapters._model import Api, Message, ModelCall, ToolCall, Usage
+from evaltape.recorder._adapters._reuse import BodyParser, Memo
+from evaltape.recorder._adapters._sse import (
     SseStream,
     decode_content,
     error_text,
@@ -28,7 +28,7 @@ from recorder._adapters._sse import (
     obj,
     parse_sse,
 )
-from recorder._events import Exchange
+from evaltape.recorder._events import Exchange
 
 
 @attrs.frozen(kw_only=True)

@@ -14,9 +14,9 @@ from typing import Any, Final
 
 import attrs
 
-from recorder._adapters._model import Message, ModelCall, ToolCall, Usage
-from recorder._adapters._reuse import Memo
-from recorder._adapters._sse import (
+from evaltape.recorder._adapters._model import Message, ModelCall, ToolCall, Usage
+from evaltape.recorder._adapters._reuse import Memo
+from evaltape.recorder._adapters._sse import (
     SseStream,
     arr,
     count,

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from recorder._adapters._sse import load_json
+from evaltape.recorder._adapters._sse import load_json
 
 T = TypeVar("T")
 

@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 import zstandard
 
-from recorder._events import Headers
+from evaltape.recorder._events import Headers
 
 MAX_DECODED = 256 * 1024 * 1024
 """Most bytes a body may decode to (a hostile tape cannot exhaust memory)."""

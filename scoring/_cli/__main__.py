@@ -1,5 +1,5 @@
 """``python -m scoring._cli`` runs the evaltape command."""
 
-from scoring._cli.main import cli
+from evaltape.scoring._cli.main import cli
 
 cli()

@@ -9,8 +9,8 @@ from typing import ParamSpec, TypeVar
 
 import click
 
-from recorder import TapeError
-from scoring._errors import ScoringError
+from evaltape.recorder import TapeError
+from evaltape.scoring._errors import ScoringError
 
 P = ParamSpec("P")
 R = TypeVar("R")

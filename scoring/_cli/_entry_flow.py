@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import click
 
-from scoring._cases import Suite
-from scoring._cli._boundary import fail
-from scoring._config import Config
-from scoring._entry_check import (
+from evaltape.scoring._cli._boundary import fail
+from evaltape.scoring._config import Config
+from evaltape.scoring._errors import ScoringError
+from evaltape.scoring.cases._cases import Suite
+from evaltape.scoring.results._records import RunRecord
+from evaltape.scoring.verdicts._entry_check import (
     entry_exit_code,
     entry_results,
     render_entry_results,
     render_selection,
     select_unchecked,
 )
-from scoring._errors import ScoringError
-from scoring._quarantine import history_records
-from scoring._records import RunRecord
+from evaltape.scoring.verdicts._quarantine import history_records
 
 
 def refuse_with(purpose: str, save: bool) -> None:

@@ -19,14 +19,14 @@ from typing import Any, NoReturn, TypeVar
 import attrs
 import click
 
-from scoring import _baselines as baselines
-from scoring._baselines import Baseline, BaselineError
-from scoring._compare import render_comparison
-from scoring._config import Config, display_path
-from scoring._gate import GateDecision, GateState, decide_gate
-from scoring._judge import Floors, JudgeStatus, case_floors
-from scoring._records import AttemptResult, RunRecord, Verdict
-from scoring._runner import PoolOutcome
+from evaltape.scoring._config import Config, display_path
+from evaltape.scoring.judge._judge import Floors, JudgeStatus, case_floors
+from evaltape.scoring.results import _baselines as baselines
+from evaltape.scoring.results._baselines import Baseline, BaselineError
+from evaltape.scoring.results._records import AttemptResult, RunRecord, Verdict
+from evaltape.scoring.run._runner import PoolOutcome
+from evaltape.scoring.verdicts._compare import render_comparison
+from evaltape.scoring.verdicts._gate import GateDecision, GateState, decide_gate
 
 R = TypeVar("R")
 

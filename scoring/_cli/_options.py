@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
-from scoring._config import SETTINGS, ConfigError, Setting, SettingKind, load_config
+from evaltape.scoring._config import SETTINGS, ConfigError, Setting, SettingKind, load_config
 
 R = TypeVar("R")
 

@@ -12,8 +12,39 @@ from pathlib import Path
 
 import click
 
-from recorder import VERSION, Source, Usage
-from scoring._ab import (
+from evaltape.recorder import VERSION, Source, Usage
+from evaltape.scoring._cli._boundary import boundary, fail
+from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._cli.live import (
+    DEFAULT_BASE_URL,
+    EXIT_INTERRUPTED,
+    SOURCES,
+    cases_and_agent,
+    interruptible,
+)
+from evaltape.scoring._config import Config, display_path
+from evaltape.scoring.judge._judge import Floors, JudgeError, judge_status, resolve_judge
+from evaltape.scoring.results._records import (
+    AttemptResult,
+    RunKind,
+    RunRecord,
+    RunState,
+    Verdict,
+    git_commit,
+    make_run_id,
+    record_to_json,
+    write_atomic,
+)
+from evaltape.scoring.run._runner import (
+    JobEnv,
+    JobResult,
+    PoolOutcome,
+    Stop,
+    StopKind,
+    default_scorer,
+    run_pool,
+)
+from evaltape.scoring.verdicts._ab import (
     BASELINE,
     CANDIDATE,
     Variant,
@@ -26,30 +57,7 @@ from scoring._ab import (
     single_model,
     variant_of,
 )
-from scoring._cli._boundary import boundary, fail
-from scoring._cli._options import config_options
-from scoring._cli.live import (
-    DEFAULT_BASE_URL,
-    EXIT_INTERRUPTED,
-    SOURCES,
-    cases_and_agent,
-    interruptible,
-)
-from scoring._compare import Comparison, compare, render_comparison
-from scoring._config import Config, display_path
-from scoring._judge import Floors, JudgeError, judge_status, resolve_judge
-from scoring._records import (
-    AttemptResult,
-    RunKind,
-    RunRecord,
-    RunState,
-    Verdict,
-    git_commit,
-    make_run_id,
-    record_to_json,
-    write_atomic,
-)
-from scoring._runner import JobEnv, JobResult, PoolOutcome, Stop, StopKind, default_scorer, run_pool
+from evaltape.scoring.verdicts._compare import Comparison, compare, render_comparison
 
 EXIT_AUTH = 2
 """The provider refused the credentials: the A/B could not run."""

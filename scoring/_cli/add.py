@@ -7,12 +7,12 @@ from typing import NoReturn
 
 import click
 
-from recorder import TapeError
-from scoring._cli._boundary import boundary
-from scoring._cli._options import config_options
-from scoring._config import Config, display_path
-from scoring._errors import ScoringError
-from scoring._harvest import append_case, harvest
+from evaltape.recorder import TapeError
+from evaltape.scoring._cli._boundary import boundary
+from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._config import Config, display_path
+from evaltape.scoring._errors import ScoringError
+from evaltape.scoring.cases._harvest import append_case, harvest
 
 
 def _error(message: str, code: int = 2) -> NoReturn:

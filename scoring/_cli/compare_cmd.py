@@ -13,14 +13,14 @@ from collections.abc import Sequence
 
 import click
 
-from scoring import _baselines as baselines
-from scoring._cli._boundary import boundary
-from scoring._cli._gate_flow import folder
-from scoring._cli._options import config_options
-from scoring._compare import compare, render_comparison
-from scoring._config import Config, display_path
-from scoring._errors import ScoringError
-from scoring._records import AttemptResult, read_record, resolve_run
+from evaltape.scoring._cli._boundary import boundary
+from evaltape.scoring._cli._gate_flow import folder
+from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._config import Config, display_path
+from evaltape.scoring._errors import ScoringError
+from evaltape.scoring.results import _baselines as baselines
+from evaltape.scoring.results._records import AttemptResult, read_record, resolve_run
+from evaltape.scoring.verdicts._compare import compare, render_comparison
 
 BASELINE_PREFIX = "baseline:"
 

@@ -15,25 +15,26 @@ from pathlib import Path
 import attrs
 import click
 
-from recorder import Session
-from scoring._cases import CaseError, load_suites
-from scoring._cli._boundary import boundary, fail
-from scoring._cli._options import config_options
-from scoring._config import Config, display_path
-from scoring._export_config import ExportConfig, ExportConfigError, export_config
-from scoring._export_send import ExportFailed
-from scoring._exporter import (
+from evaltape.recorder import Session
+from evaltape.scoring._cli._boundary import boundary, fail
+from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._config import Config, display_path
+from evaltape.scoring.cases._cases import CaseError, load_suites
+from evaltape.scoring.checks._score import Score
+from evaltape.scoring.cost._pricing import Prices, resolve_prices
+from evaltape.scoring.export._config import ExportConfig, ExportConfigError, export_config
+from evaltape.scoring.export._exporter import (
     DEFAULT_CLOSE_TIMEOUT,
     Exporter,
     ExportJob,
     ExportReport,
     Rescore,
 )
-from scoring._history import RunLog
-from scoring._judge import JudgeError, Judgement
-from scoring._otel_spans import TraceOptions
-from scoring._pricing import Prices, resolve_prices
-from scoring._records import (
+from evaltape.scoring.export._send import ExportFailed
+from evaltape.scoring.export._spans import TraceOptions
+from evaltape.scoring.judge._judge import JudgeError, Judgement
+from evaltape.scoring.results._history import RunLog
+from evaltape.scoring.results._records import (
     AttemptResult,
     RunKind,
     RunState,
@@ -43,9 +44,8 @@ from scoring._records import (
     resolve_run,
     write_record,
 )
-from scoring._rescore import locate_tape, rescore_session
-from scoring._runner import JobResult, default_scorer
-from scoring._score import Score
+from evaltape.scoring.run._rescore import locate_tape, rescore_session
+from evaltape.scoring.run._runner import JobResult, default_scorer
 
 
 def warning_line(failure: ExportFailed) -> str:

@@ -7,10 +7,15 @@ import time
 
 import click
 
-from scoring._cli._boundary import boundary
-from scoring._cli._options import config_options
-from scoring._config import Config
-from scoring._history import HistoryEntry, HistoryProblem, entry_to_json, read_history
+from evaltape.scoring._cli._boundary import boundary
+from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._config import Config
+from evaltape.scoring.results._history import (
+    HistoryEntry,
+    HistoryProblem,
+    entry_to_json,
+    read_history,
+)
 
 
 def format_time(unix: float) -> str:

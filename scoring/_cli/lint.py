@@ -13,8 +13,8 @@ from pathlib import Path
 
 import click
 
-from recorder import Note, Redactor, TapeError, TapeReader, default_redactor
-from recorder._redact import preview
+from evaltape.recorder import Note, Redactor, TapeError, TapeReader, default_redactor
+from evaltape.recorder._redact import preview
 
 EXIT_SECRET = 1
 EXIT_UNREADABLE = 2

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from scoring._cases import SelectionError, select
-from scoring._cli._options import config_options
-from scoring._cli.validate import load_or_report
-from scoring._config import Config
+from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._cli.validate import load_or_report
+from evaltape.scoring._config import Config
+from evaltape.scoring.cases._cases import SelectionError, select
 
 
 @click.command(name="list")

@@ -12,21 +12,18 @@ from typing import NoReturn, ParamSpec
 
 import click
 
-from recorder import VERSION, Source, Usage
-from scoring._agents import AgentError, AgentSpec, load_agent, parse_agent
-from scoring._cases import SelectionError, Suite, select
-from scoring._cli import _entry_flow, _gate_flow
-from scoring._cli import export as _export
-from scoring._cli._boundary import boundary
-from scoring._cli._options import config_options
-from scoring._cli.validate import load_or_report
-from scoring._config import Config, display_path
-from scoring._costs import CostRow, case_lines, compare_table, cost_line, usage_block
-from scoring._costs import total as costs_total
-from scoring._entry_check import ENTRY_PURPOSE, ENTRY_TRIALS
-from scoring._flips import render_flips, summarize_flips
-from scoring._history import RunLog
-from scoring._judge import (
+from evaltape.recorder import VERSION, Source, Usage
+from evaltape.scoring._cli import _entry_flow, _gate_flow
+from evaltape.scoring._cli import export as _export
+from evaltape.scoring._cli._boundary import boundary
+from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._cli.validate import load_or_report
+from evaltape.scoring._config import Config, display_path
+from evaltape.scoring.cases._cases import SelectionError, Suite, select
+from evaltape.scoring.cost._costs import CostRow, case_lines, compare_table, cost_line, usage_block
+from evaltape.scoring.cost._costs import total as costs_total
+from evaltape.scoring.cost._pricing import Prices, PricingError, built_in_prices, resolve_prices
+from evaltape.scoring.judge._judge import (
     DEFAULT_FLOORS,
     Floors,
     Judge,
@@ -37,8 +34,8 @@ from scoring._judge import (
     judge_status,
     resolve_judge,
 )
-from scoring._pricing import Prices, PricingError, built_in_prices, resolve_prices
-from scoring._records import (
+from evaltape.scoring.results._history import RunLog
+from evaltape.scoring.results._records import (
     RunKind,
     RunRecord,
     RunState,
@@ -47,7 +44,8 @@ from scoring._records import (
     make_run_id,
     tally,
 )
-from scoring._runner import (
+from evaltape.scoring.run._agents import AgentError, AgentSpec, load_agent, parse_agent
+from evaltape.scoring.run._runner import (
     JobEnv,
     JobResult,
     PoolOutcome,
@@ -58,7 +56,9 @@ from scoring._runner import (
     plan_live,
     run_pool,
 )
-from scoring._task import Agent
+from evaltape.scoring.run._task import Agent
+from evaltape.scoring.verdicts._entry_check import ENTRY_PURPOSE, ENTRY_TRIALS
+from evaltape.scoring.verdicts._flips import render_flips, summarize_flips
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 """Where the agent's model calls go when neither config nor flag names a base URL."""

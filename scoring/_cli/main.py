@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import click
 
-from recorder import VERSION
-from scoring._cli import (
+from evaltape.recorder import VERSION
+from evaltape.scoring._cli import (
     ab,
     add,
     compare_cmd,

@@ -6,12 +6,17 @@ import json
 
 import click
 
-from scoring._cli._boundary import boundary, fail
-from scoring._cli._options import config_options
-from scoring._cli.validate import load_or_report
-from scoring._config import Config
-from scoring._errors import ScoringError
-from scoring._quarantine import history_records, quarantine_report, render_report, report_to_json
+from evaltape.scoring._cli._boundary import boundary, fail
+from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._cli.validate import load_or_report
+from evaltape.scoring._config import Config
+from evaltape.scoring._errors import ScoringError
+from evaltape.scoring.verdicts._quarantine import (
+    history_records,
+    quarantine_report,
+    render_report,
+    report_to_json,
+)
 
 
 @click.command("quarantine-report")

@@ -10,16 +10,16 @@ from typing import NoReturn
 
 import click
 
-from recorder import VERSION, Usage
-from scoring._cli import export as _export
-from scoring._cli._boundary import boundary
-from scoring._cli._options import config_options
-from scoring._cli.live import DEFAULT_BASE_URL, cases_and_agent, interruptible
-from scoring._config import Config, display_path
-from scoring._costs import cost_line
-from scoring._costs import total as costs_total
-from scoring._history import RunLog
-from scoring._judge import (
+from evaltape.recorder import VERSION, Usage
+from evaltape.scoring._cli import export as _export
+from evaltape.scoring._cli._boundary import boundary
+from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._cli.live import DEFAULT_BASE_URL, cases_and_agent, interruptible
+from evaltape.scoring._config import Config, display_path
+from evaltape.scoring.cost._costs import cost_line
+from evaltape.scoring.cost._costs import total as costs_total
+from evaltape.scoring.cost._pricing import Prices, PricingError, built_in_prices, resolve_prices
+from evaltape.scoring.judge._judge import (
     DEFAULT_FLOORS,
     Floors,
     Judge,
@@ -30,16 +30,9 @@ from scoring._judge import (
     judge_status,
     resolve_judge,
 )
-from scoring._pricing import Prices, PricingError, built_in_prices, resolve_prices
-from scoring._records import RunKind, RunRecord, RunState, git_commit, make_run_id
-from scoring._replaycheck import (
-    Change,
-    find_recorded,
-    find_tapes,
-    replay_exit_code,
-    scoreboard,
-)
-from scoring._runner import (
+from evaltape.scoring.results._history import RunLog
+from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
+from evaltape.scoring.run._runner import (
     JobEnv,
     JobResult,
     PoolOutcome,
@@ -49,6 +42,13 @@ from scoring._runner import (
     default_scorer,
     plan_replay,
     run_pool,
+)
+from evaltape.scoring.verdicts._replaycheck import (
+    Change,
+    find_recorded,
+    find_tapes,
+    replay_exit_code,
+    scoreboard,
 )
 
 EXIT_INTERRUPTED = 130

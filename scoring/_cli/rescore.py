@@ -9,16 +9,16 @@ from typing import NoReturn
 
 import click
 
-from recorder import TapeError
-from scoring._cases import SelectionError, select
-from scoring._cli._boundary import boundary
-from scoring._cli._options import config_options
-from scoring._cli.live import interruptible
-from scoring._cli.validate import load_or_report
-from scoring._config import Config, display_path
-from scoring._errors import ScoringError
-from scoring._history import RunLog
-from scoring._judge import (
+from evaltape.recorder import TapeError
+from evaltape.scoring._cli._boundary import boundary
+from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._cli.live import interruptible
+from evaltape.scoring._cli.validate import load_or_report
+from evaltape.scoring._config import Config, display_path
+from evaltape.scoring._errors import ScoringError
+from evaltape.scoring.cases._cases import SelectionError, select
+from evaltape.scoring.checks._scorers import make_scorer
+from evaltape.scoring.judge._judge import (
     DEFAULT_FLOORS,
     Floors,
     JudgeStatus,
@@ -26,7 +26,8 @@ from scoring._judge import (
     judge_check,
     judge_status,
 )
-from scoring._records import (
+from evaltape.scoring.results._history import RunLog
+from evaltape.scoring.results._records import (
     RunKind,
     RunRecord,
     RunState,
@@ -35,8 +36,7 @@ from scoring._records import (
     read_record,
     resolve_run,
 )
-from scoring._replaycheck import TAPE_SUFFIX, find_tapes
-from scoring._rescore import (
+from evaltape.scoring.run._rescore import (
     Flip,
     Rescored,
     RescoreOutcome,
@@ -45,7 +45,7 @@ from scoring._rescore import (
     rescore_tapes,
     summarize,
 )
-from scoring._scorers import make_scorer
+from evaltape.scoring.verdicts._replaycheck import TAPE_SUFFIX, find_tapes
 
 
 def _error(message: str, code: int = 2) -> NoReturn:

@@ -6,11 +6,11 @@ import json
 
 import click
 
-from recorder import Note, TapeReader
-from recorder._adapters import CallDecoder
-from recorder._describe import describe_event, describe_session
-from recorder._jsonview import event_json
-from scoring._cli._boundary import boundary
+from evaltape.recorder import Note, TapeReader
+from evaltape.recorder._adapters import CallDecoder
+from evaltape.recorder._describe import describe_event, describe_session
+from evaltape.recorder._jsonview import event_json
+from evaltape.scoring._cli._boundary import boundary
 
 
 @click.command()

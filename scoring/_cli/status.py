@@ -7,12 +7,11 @@ import time
 
 import click
 
-from scoring._cli._boundary import boundary, fail
-from scoring._cli._options import config_options
-from scoring._cli.history import format_time
-from scoring._config import Config
-from scoring._flips import flips_to_json, render_flips, summarize_flips
-from scoring._records import (
+from evaltape.scoring._cli._boundary import boundary, fail
+from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._cli.history import format_time
+from evaltape.scoring._config import Config
+from evaltape.scoring.results._records import (
     RunRecord,
     RunState,
     UnknownRun,
@@ -21,6 +20,7 @@ from scoring._records import (
     resolve_run,
     tally,
 )
+from evaltape.scoring.verdicts._flips import flips_to_json, render_flips, summarize_flips
 
 
 def format_span(seconds: float) -> str:

@@ -6,16 +6,16 @@ from typing import NoReturn
 
 import click
 
-from recorder import TapeError
-from scoring._cli._boundary import boundary
-from scoring._cli._options import config_options
-from scoring._cli.validate import load_or_report
-from scoring._config import Config, display_path
-from scoring._errors import ScoringError
-from scoring._records import read_record, resolve_run
-from scoring._scorers import make_scorer
-from scoring._trace import Cut, format_case_lines, run_cases, trace_case
-from scoring._validate import suggest
+from evaltape.recorder import TapeError
+from evaltape.scoring._cli._boundary import boundary
+from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._cli.validate import load_or_report
+from evaltape.scoring._config import Config, display_path
+from evaltape.scoring._errors import ScoringError
+from evaltape.scoring.cases._validate import suggest
+from evaltape.scoring.checks._scorers import make_scorer
+from evaltape.scoring.results._records import read_record, resolve_run
+from evaltape.scoring.results._trace import Cut, format_case_lines, run_cases, trace_case
 
 
 def _error(message: str, code: int = 2) -> NoReturn:

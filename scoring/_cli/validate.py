@@ -6,9 +6,9 @@ from typing import NoReturn
 
 import click
 
-from scoring._cases import CaseError, CaseKind, Problem, Suite, load_suites
-from scoring._cli._options import config_options
-from scoring._config import Config, display_path
+from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._config import Config, display_path
+from evaltape.scoring.cases._cases import CaseError, CaseKind, Problem, Suite, load_suites
 
 
 def _plural(n: int, word: str) -> str:

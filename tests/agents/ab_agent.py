@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 
-from scoring import Task
+from evaltape.scoring import Task
 
 
 def run(task: Task) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from scoring import Task
+from evaltape.scoring import Task
 
 SYSTEM = "You are a test agent. Answer briefly."
 

@@ -1,0 +1,1 @@
+../../scoring/_top/__init__.py

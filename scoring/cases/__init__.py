@@ -1,0 +1,1 @@
+"""Eval cases: the suite files, their validation, and drafting new cases from sessions."""

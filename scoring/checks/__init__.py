@@ -1,0 +1,1 @@
+"""Deterministic checks: the trajectory fold and the outcome of the workspace."""

@@ -1,0 +1,82 @@
+"""The deterministic scorer: trajectory rules, then the outcome of the sandbox.
+
+``score_session`` is what the runner calls for every attempt, live or
+replayed, and what a rescore calls on old tapes: it needs nothing but the
+case and the folded session.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from evaltape.recorder import Session
+from evaltape.scoring.cases._cases import Case
+from evaltape.scoring.checks._outcome import outcome_checks
+from evaltape.scoring.checks._score import Check, Score, Scorer
+from evaltape.scoring.checks._trajectory import trajectory_checks
+from evaltape.scoring.judge._judge import NOT_CONFIGURED
+
+DEFAULT_HANG_LIMIT = 300.0
+"""Seconds a model call may stay open before the attempt counts as hung."""
+DEFAULT_VERIFY_TIMEOUT = 60.0
+"""Seconds ``verify`` may run when the case gives no ``verifyTimeout``."""
+
+JUDGE_NOT_RUN = NOT_CONFIGURED
+"""Detail of the ``judge`` check of a judged case that no judge graded."""
+
+
+def score_session(
+    case: Case,
+    session: Session,
+    *,
+    hang_limit: float = DEFAULT_HANG_LIMIT,
+    verify_timeout: float = DEFAULT_VERIFY_TIMEOUT,
+) -> Score:
+    """Score one attempt: trajectory rules in order, then outcome checks if those passed.
+
+    Stops at the first failed check, whose detail is the reason.  A judged
+    case (one with a ``rubric``) that passed everything else gets a ``judge``
+    check "not configured" that does not fail the attempt: this function is
+    pure and calls no judge.  The runner replaces that check with the
+    judge's verdict (``scoring._judge.with_judgement``), and a rescore with a
+    verdict recorded on the tape (``rejudge_offline``).
+    """
+    checks = list(trajectory_checks(case, session, hang_limit=hang_limit))
+    if all(check.passed for check in checks):
+        checks += outcome_checks(case, session, verify_timeout=verify_timeout)
+    failed = next((check for check in checks if not check.passed), None)
+    if failed is not None:
+        return Score(passed=False, reason=failed.detail, checks=tuple(checks))
+    summary = f"passed {len(checks)} checks"
+    if case.rubric is not None:
+        checks.append(Check(name="judge", passed=True, detail=JUDGE_NOT_RUN))
+        summary += "; judge not configured"
+    return Score(passed=True, reason=summary, checks=tuple(checks))
+
+
+@attrs.frozen(kw_only=True)
+class DeterministicScorer:
+    """``score_session`` with fixed limits, as a ``Scorer``."""
+
+    hang_limit: float = DEFAULT_HANG_LIMIT
+    """Seconds a model call may stay open."""
+    verify_timeout: float = DEFAULT_VERIFY_TIMEOUT
+    """Seconds ``verify`` may run when the case gives no ``verifyTimeout``."""
+
+    def __call__(self, case: Case, session: Session, /) -> Score:
+        return score_session(
+            case, session, hang_limit=self.hang_limit, verify_timeout=self.verify_timeout
+        )
+
+
+def make_scorer(
+    *,
+    hang_limit: float = DEFAULT_HANG_LIMIT,
+    verify_timeout: float = DEFAULT_VERIFY_TIMEOUT,
+) -> Scorer:
+    """A ``Scorer`` that runs ``score_session`` with these limits."""
+    if not hang_limit > 0:
+        raise ValueError(f"hang_limit must be positive, got {hang_limit!r}")
+    if not verify_timeout > 0:
+        raise ValueError(f"verify_timeout must be positive, got {verify_timeout!r}")
+    return DeterministicScorer(hang_limit=hang_limit, verify_timeout=verify_timeout)

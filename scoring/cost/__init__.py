@@ -1,0 +1,1 @@
+"""What model calls cost: the price table and token buckets."""

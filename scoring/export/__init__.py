@@ -1,0 +1,1 @@
+"""OTLP spans and Langfuse scores for live attempts."""

@@ -1,0 +1,45 @@
+"""An attempt's scores as Langfuse score bodies, posted to its scores API.
+
+Langfuse does not read scores from OTLP spans, so each score is posted to
+``POST {host}/api/public/scores`` against the attempt's trace and its root
+observation (the ``invoke_agent`` span).  Each body carries a stable ``id``
+derived from the trace id and the score's name, so posting it again (a
+retry, ``evaltape export --again``) overwrites the score instead of adding a
+second one.
+"""
+
+from __future__ import annotations
+
+import json
+
+from evaltape.scoring.export._config import Target
+from evaltape.scoring.export._send import Sender
+from evaltape.scoring.export._spans import AttemptTrace, score_id
+
+
+def score_bodies(trace: AttemptTrace) -> tuple[dict[str, object], ...]:
+    """One JSON body per score, each targeting the trace and its root span."""
+    root = trace.root
+    bodies = []
+    for score in trace.scores:
+        body: dict[str, object] = {
+            "id": score_id(root.trace_id, score.name),
+            "traceId": root.trace_id.hex(),
+            "observationId": root.span_id.hex(),
+            "name": score.name,
+            "value": score.value,
+            "dataType": score.data_type,
+            "environment": trace.environment,
+        }
+        if score.comment:
+            body["comment"] = score.comment
+        bodies.append(body)
+    return tuple(bodies)
+
+
+def post_scores(sender: Sender, target: Target, trace: AttemptTrace) -> int:
+    """Post every score of ``trace``; returns how many were sent.  Raises ``ExportFailed``."""
+    bodies = score_bodies(trace)
+    for body in bodies:
+        sender.post(target, json.dumps(body).encode("utf-8"), "application/json")
+    return len(bodies)

@@ -1,0 +1,1 @@
+"""Judged scoring: an independent model grades a reply."""

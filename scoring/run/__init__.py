@@ -1,0 +1,1 @@
+"""Running attempts: the agent, its task, the workspace, jobs and the pool, rescoring."""

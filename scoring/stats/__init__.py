@@ -1,0 +1,1 @@
+"""Statistics: pure functions over counts, on scipy."""

@@ -1,0 +1,528 @@
+"""Two runs compared on the cases they share: the paired test and the regression report.
+
+Each run's attempts are first reduced to one outcome per case (passed of
+total trials).  Only cases present in both runs are compared, so adding or
+removing cases cannot tilt the result; quarantined and known-gap cases are
+reported but kept out of the test.  The test is paired by case: McNemar's
+exact test when every case had one trial a side, otherwise a sign-flip
+permutation test on the per-case differences in pass rate.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Iterable, Sequence
+from fractions import Fraction
+
+import attrs
+
+from evaltape.scoring.results._records import AttemptResult, Verdict
+from evaltape.scoring.stats._stats import (
+    SignFlipMethod,
+    ZTest,
+    bh_adjusted,
+    clustered_se,
+    cohens_h,
+    effect_label,
+    fisher_exact,
+    mcnemar_exact,
+    mcnemar_worse,
+    paired_t_interval,
+    pass_at_k,
+    pass_hat_k,
+    sign_flip_test,
+    suite_interval,
+    two_proportion_z,
+    wilson,
+)
+
+CaseKey = tuple[str, str]
+"""(suite, case id)."""
+
+
+@attrs.frozen(kw_only=True)
+class CaseOutcome:
+    """One case's trials with one model in one run, SKIPPED and tainted attempts left out."""
+
+    suite: str
+    """The case's suite."""
+    case_id: str
+    """The case's id."""
+    model: str
+    """The model under test."""
+    passed: int
+    """Trials that passed."""
+    total: int
+    """Trials that count (passed, failed or errored, and not tainted)."""
+    quarantined: bool = False
+    """Reported, kept out of the test and the gate."""
+    known_gap: bool = False
+    """Expected to fail today: reported, kept out of the test and the gate."""
+
+    @property
+    def rate(self) -> float:
+        """Share of trials that passed; NaN with no trials."""
+        return self.passed / self.total if self.total else math.nan
+
+    @property
+    def green(self) -> bool:
+        """Every trial passed (and there was at least one)."""
+        return self.passed == self.total > 0
+
+    @property
+    def consistent(self) -> bool:
+        """All trials agreed: all passed or none did."""
+        return self.passed in (0, self.total)
+
+    @property
+    def excluded(self) -> bool:
+        """Quarantined or a known gap: never part of the test."""
+        return self.quarantined or self.known_gap
+
+
+def case_outcomes(attempts: Iterable[AttemptResult]) -> dict[CaseKey, CaseOutcome]:
+    """One outcome per (suite, case id); the attempts must all be of one model.
+
+    SKIPPED and tainted attempts are left out of the counts (a case whose
+    every attempt was left out has ``total == 0``).  A case is quarantined or
+    a known gap when any of its attempts says so.  Raises ``ValueError`` when
+    the attempts name more than one model.
+    """
+    counts: dict[CaseKey, list[int]] = {}
+    flags: dict[CaseKey, tuple[bool, bool]] = {}
+    models: set[str] = set()
+    for a in attempts:
+        models.add(a.model)
+        key = (a.suite, a.case_id)
+        row = counts.setdefault(key, [0, 0])
+        q, g = flags.get(key, (False, False))
+        flags[key] = (q or a.quarantined, g or a.known_gap)
+        if a.verdict is Verdict.SKIPPED or a.tainted:
+            continue
+        row[0] += a.verdict is Verdict.PASSED
+        row[1] += 1
+    if len(models) > 1:
+        raise ValueError(f"attempts of more than one model: {', '.join(sorted(models))}")
+    model = next(iter(models), "")
+    return {
+        key: CaseOutcome(
+            suite=key[0],
+            case_id=key[1],
+            model=model,
+            passed=p,
+            total=t,
+            quarantined=flags[key][0],
+            known_gap=flags[key][1],
+        )
+        for key, (p, t) in sorted(counts.items())
+    }
+
+
+class Method(enum.Enum):
+    """Which paired test produced the p-values."""
+
+    MCNEMAR_EXACT = "McNemar exact test"
+    """One trial per case on both sides: the discordant pairs, binomial at 1/2."""
+    SIGN_FLIP_EXACT = "paired sign-flip permutation test (exact)"
+    """Several trials: all sign assignments of the per-case differences counted."""
+    SIGN_FLIP_MONTE_CARLO = "paired sign-flip permutation test (Monte Carlo, fixed seed)"
+    """Several trials, too many to count: a fixed-seed sample of sign assignments."""
+    NONE = "no test (no common cases)"
+    """Nothing to compare."""
+
+
+@attrs.frozen(kw_only=True)
+class PairedTest:
+    """The paired comparison of the tested cases."""
+
+    method: Method
+    """Which test."""
+    cases: int
+    """Cases in the test."""
+    moved: int
+    """Cases whose pass rate changed (the discordant pairs, with one trial)."""
+    p_worse: float
+    """One-sided p-value for "current worse than baseline"."""
+    p_two_sided: float
+    """Two-sided p-value for "different"."""
+    effect_points: float
+    """Mean per-case change in pass rate, current minus baseline, in points (NaN: no cases)."""
+    ci_low: float
+    """Lower bound of the paired t-interval on ``effect_points``, cut at -100 (NaN: < 2 cases)."""
+    ci_high: float
+    """Upper bound of the paired t-interval on ``effect_points``, cut at +100."""
+    sd_points: float
+    """Standard deviation of the per-case changes, in points (NaN below two cases)."""
+    confidence: float = 0.95
+    """Level of the interval."""
+
+
+@attrs.frozen(kw_only=True)
+class RunSide:
+    """One run's numbers over the tested cases."""
+
+    model: str
+    """The model."""
+    cases: int
+    """Tested cases."""
+    passed: int
+    """Trials that passed."""
+    total: int
+    """Trials counted."""
+    rate: float
+    """Mean of per-case pass rates (NaN with no cases)."""
+    wilson_low: float
+    """Wilson 95% interval of ``passed / total`` (trials pooled): lower bound."""
+    wilson_high: float
+    """Upper bound of the Wilson interval."""
+    clustered_se: float
+    """Standard error of ``rate``, clustered by case (NaN below two cases)."""
+    interval: tuple[float, float]
+    """``rate ± t·clustered_se``, 95%."""
+    k: int
+    """Fewest trials of any tested case: the k of ``pass_at_k`` and ``pass_hat_k``."""
+    pass_at_k: float
+    """Mean over cases of unbiased pass@k (NaN with no cases)."""
+    pass_hat_k: float
+    """Mean over cases of unbiased pass^k (all k trials pass)."""
+
+
+class MoveKind(enum.Enum):
+    """How a case's pass rate moved between the runs."""
+
+    REGRESSED = "regressed"
+    """Green in the baseline, not green now."""
+    IMPROVED = "improved"
+    """Not green in the baseline, green now."""
+    WORSE = "worse"
+    """Not green in either run, with a lower rate now."""
+    BETTER = "better"
+    """Not green in either run, with a higher rate now."""
+
+
+@attrs.frozen(kw_only=True)
+class CaseMove:
+    """A common case whose pass rate changed."""
+
+    kind: MoveKind
+    """Which way it moved."""
+    baseline: CaseOutcome
+    """The case in the baseline."""
+    current: CaseOutcome
+    """The case now."""
+    p_value: float
+    """Two-sided Fisher exact test of the case's two pass counts."""
+    p_adjusted: float
+    """``p_value`` adjusted by Benjamini-Hochberg over every moved case."""
+
+    @property
+    def key(self) -> CaseKey:
+        """(suite, case id)."""
+        return (self.current.suite, self.current.case_id)
+
+    @property
+    def gated(self) -> bool:
+        """Neither quarantined nor a known gap in either run."""
+        return not (self.baseline.excluded or self.current.excluded)
+
+    @property
+    def broken(self) -> bool:
+        """Green in the baseline and no trial passes now."""
+        return self.baseline.green and self.current.passed == 0
+
+
+@attrs.frozen(kw_only=True)
+class Comparison:
+    """Baseline and current run compared on their common cases."""
+
+    alpha: float
+    """The significance level the comparison was read at."""
+    pairs: tuple[tuple[CaseOutcome, CaseOutcome], ...]
+    """Every common case with usable trials on both sides, (baseline, current), sorted."""
+    excluded: tuple[CaseKey, ...]
+    """Common cases kept out of the test: quarantined or known gap in either run."""
+    only_baseline: tuple[CaseKey, ...]
+    """Cases the current run does not have (ignored by the test)."""
+    only_current: tuple[CaseKey, ...]
+    """Cases new since the baseline (ignored by the test)."""
+    unusable: tuple[CaseKey, ...]
+    """Common cases with no countable trial on one side (all skipped or tainted)."""
+    baseline: RunSide
+    """The baseline's numbers over the tested cases."""
+    current: RunSide
+    """The current run's numbers over the tested cases."""
+    test: PairedTest
+    """The paired test."""
+    cohens_h: float
+    """Cohen's h of current versus baseline rate; negative when current is lower."""
+    effect: str
+    """Cohen's label of ``|cohens_h|``: negligible, small, medium or large."""
+    moves: tuple[CaseMove, ...]
+    """Common cases whose rate changed, sorted by case."""
+    ztest: ZTest | None
+    """The unpaired two-proportion z-test on pooled trials, for comparison only."""
+
+    @property
+    def tested(self) -> tuple[tuple[CaseOutcome, CaseOutcome], ...]:
+        """The pairs that take part in the test."""
+        return tuple(p for p in self.pairs if not (p[0].excluded or p[1].excluded))
+
+    @property
+    def significant(self) -> bool:
+        """The one-sided paired test says "current worse" at ``alpha``."""
+        return self.test.p_worse <= self.alpha
+
+    @property
+    def regressions(self) -> tuple[CaseMove, ...]:
+        """Cases green in the baseline and not green now."""
+        return tuple(m for m in self.moves if m.kind is MoveKind.REGRESSED)
+
+    @property
+    def improvements(self) -> tuple[CaseMove, ...]:
+        """Cases not green in the baseline and green now."""
+        return tuple(m for m in self.moves if m.kind is MoveKind.IMPROVED)
+
+
+def _side(model: str, outcomes: Sequence[CaseOutcome]) -> RunSide:
+    counts = [(o.passed, o.total) for o in outcomes]
+    passed = sum(p for p, _ in counts)
+    total = sum(t for _, t in counts)
+    low, high = wilson(passed, total)
+    k = min((t for _, t in counts), default=0)
+    n = len(counts)
+    rate = sum(p / t for p, t in counts) / n if n else math.nan
+    return RunSide(
+        model=model,
+        cases=n,
+        passed=passed,
+        total=total,
+        rate=rate,
+        wilson_low=low,
+        wilson_high=high,
+        clustered_se=clustered_se(counts),
+        interval=suite_interval(counts),
+        k=k,
+        pass_at_k=sum(pass_at_k(t, p, k) for p, t in counts) / n if n else math.nan,
+        pass_hat_k=sum(pass_hat_k(t, p, k) for p, t in counts) / n if n else math.nan,
+    )
+
+
+def _paired(tested: Sequence[tuple[CaseOutcome, CaseOutcome]]) -> PairedTest:
+    n = len(tested)
+    if n == 0:
+        nan = math.nan
+        return PairedTest(
+            method=Method.NONE,
+            cases=0,
+            moved=0,
+            p_worse=1.0,
+            p_two_sided=1.0,
+            effect_points=nan,
+            ci_low=nan,
+            ci_high=nan,
+            sd_points=nan,
+        )
+    exact = [Fraction(c.passed, c.total) - Fraction(b.passed, b.total) for b, c in tested]
+    mean, low, high = paired_t_interval([float(d) for d in exact])
+    centre = sum(exact, Fraction(0)) / n
+    spread = sum(((d - centre) ** 2 for d in exact), Fraction(0))
+    sd = math.sqrt(spread / (n - 1)) if n > 1 else math.nan
+    if all(b.total == 1 and c.total == 1 for b, c in tested):
+        worse = sum(1 for b, c in tested if b.passed and not c.passed)
+        better = sum(1 for b, c in tested if c.passed and not b.passed)
+        method = Method.MCNEMAR_EXACT
+        p_worse, p_two, moved = (
+            mcnemar_worse(worse, better),
+            mcnemar_exact(worse, better),
+            worse + better,
+        )
+    else:
+        flip = sign_flip_test(exact)
+        method = (
+            Method.SIGN_FLIP_EXACT
+            if flip.method is SignFlipMethod.EXACT
+            else Method.SIGN_FLIP_MONTE_CARLO
+        )
+        p_worse, p_two, moved = flip.p_worse, flip.p_two_sided, flip.nonzero
+    return PairedTest(
+        method=method,
+        cases=n,
+        moved=moved,
+        p_worse=p_worse,
+        p_two_sided=p_two,
+        effect_points=mean * 100.0,
+        # a difference of pass rates lies in [-100, 100] points: the t-interval is cut there
+        ci_low=max(-100.0, low * 100.0) if not math.isnan(low) else low,
+        ci_high=min(100.0, high * 100.0) if not math.isnan(high) else high,
+        sd_points=sd * 100.0,
+    )
+
+
+def _moves(pairs: Sequence[tuple[CaseOutcome, CaseOutcome]]) -> tuple[CaseMove, ...]:
+    moved = [(b, c) for b, c in pairs if b.rate != c.rate]
+    pvalues = [fisher_exact((b.passed, b.total), (c.passed, c.total)) for b, c in moved]
+    adjusted = bh_adjusted(pvalues)
+    out = []
+    for (b, c), p, adj in zip(moved, pvalues, adjusted, strict=True):
+        if b.green:
+            kind = MoveKind.REGRESSED
+        elif c.green:
+            kind = MoveKind.IMPROVED
+        else:
+            kind = MoveKind.WORSE if c.rate < b.rate else MoveKind.BETTER
+        out.append(CaseMove(kind=kind, baseline=b, current=c, p_value=p, p_adjusted=adj))
+    return tuple(out)
+
+
+def compare(
+    baseline: Sequence[AttemptResult],
+    current: Sequence[AttemptResult],
+    *,
+    alpha: float = 0.05,
+) -> Comparison:
+    """Compare ``current`` with ``baseline``, paired on their common cases.
+
+    Each side must be attempts of one model (``case_outcomes``).  Cases in
+    one run only are counted and ignored; quarantined and known-gap cases
+    are reported as moves but kept out of the test, the rates and the z-test.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+    before = case_outcomes(baseline)
+    now = case_outcomes(current)
+    common = sorted(before.keys() & now.keys())
+    unusable = tuple(k for k in common if before[k].total == 0 or now[k].total == 0)
+    pairs = tuple((before[k], now[k]) for k in common if k not in unusable)
+    tested = [(b, c) for b, c in pairs if not (b.excluded or c.excluded)]
+    excluded = tuple((c.suite, c.case_id) for b, c in pairs if b.excluded or c.excluded)
+    model_b = next(iter(before.values())).model if before else ""
+    model_c = next(iter(now.values())).model if now else ""
+    side_b = _side(model_b, [b for b, _ in tested])
+    side_c = _side(model_c, [c for _, c in tested])
+    h = cohens_h(side_c.rate, side_b.rate) if tested else math.nan
+    ztest = (
+        two_proportion_z(
+            (side_b.passed, side_b.total),
+            (side_c.passed, side_c.total),
+            cases=len(tested),
+            alpha=alpha,
+        )
+        if tested
+        else None
+    )
+    return Comparison(
+        alpha=alpha,
+        pairs=pairs,
+        excluded=excluded,
+        only_baseline=tuple(sorted(before.keys() - now.keys())),
+        only_current=tuple(sorted(now.keys() - before.keys())),
+        unusable=unusable,
+        baseline=side_b,
+        current=side_c,
+        test=_paired(tested),
+        cohens_h=h,
+        effect=effect_label(h) if tested else "none",
+        moves=_moves(pairs),
+        ztest=ztest,
+    )
+
+
+# -- the report ------------------------------------------------------------------------
+
+
+def _pct(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{x * 100:.1f}%"
+
+
+def _pts(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{x:+.1f}"
+
+
+def _p(x: float) -> str:
+    return f"{x:.4f}" if x >= 0.0001 else f"{x:.1e}"
+
+
+def _name(key: CaseKey) -> str:
+    return f"{key[0]}/{key[1]}"
+
+
+def _side_line(label: str, s: RunSide) -> str:
+    se = "n/a" if math.isnan(s.clustered_se) else f"{s.clustered_se * 100:.1f} points"
+    return (
+        f"  {label}: {s.passed}/{s.total} trials passed, per-case mean {_pct(s.rate)} "
+        f"(Wilson 95% {_pct(s.wilson_low)}-{_pct(s.wilson_high)}; clustered SE {se})"
+    )
+
+
+def render_comparison(c: Comparison, *, baseline_label: str, current_label: str) -> list[str]:
+    """The regression report: statistical evidence, then aggregate deltas, then per-case moves.
+
+    Plain text, no colour; cases in (suite, id) order, so two renderings of
+    one comparison are identical.
+    """
+    t = c.test
+    lines = [
+        f"Comparison: {current_label} ({c.current.model}) against "
+        f"{baseline_label} ({c.baseline.model}), {t.cases} common cases tested, "
+        f"alpha {c.alpha:g}",
+        "Statistical evidence:",
+    ]
+    if t.method is Method.NONE:
+        lines.append("  no common cases to test")
+    else:
+        verdict = "significant regression" if c.significant else "not significant"
+        lines.append(
+            f"  {t.method.value}: {t.moved} of {t.cases} cases moved; "
+            f"p(current worse) = {_p(t.p_worse)}, two-sided p = {_p(t.p_two_sided)} ({verdict})"
+        )
+        ci = "n/a" if math.isnan(t.ci_low) else f"{t.ci_low:+.1f} to {t.ci_high:+.1f}"
+        lines.append(
+            f"  effect: {_pts(t.effect_points)} points "
+            f"(95% CI {ci}, paired t on per-case differences); "
+            f"Cohen's h = {c.cohens_h:+.2f} ({c.effect})"
+        )
+    lines.append("Pass rates:")
+    if t.method is not Method.NONE:
+        lines.append(_side_line(baseline_label, c.baseline))
+        lines.append(_side_line(current_label, c.current))
+        lines.append(f"  delta: {_pts((c.current.rate - c.baseline.rate) * 100)} points")
+        for sign, attr in (("@", "pass_at_k"), ("^", "pass_hat_k")):
+            if min(c.baseline.k, c.current.k) > 1:
+                lines.append(
+                    f"  pass{sign}k: {baseline_label} {_pct(getattr(c.baseline, attr))} "
+                    f"(k={c.baseline.k}), {current_label} {_pct(getattr(c.current, attr))} "
+                    f"(k={c.current.k})"
+                )
+    if c.ztest is not None:
+        z = c.ztest
+        zs = "n/a" if math.isnan(z.z) else f"{z.z:.2f}"
+        extra = (
+            f"; fewer than 10 cases, so the {z.threshold_points:g}-point rule "
+            f"{'flags' if z.flagged else 'does not flag'} it"
+            if z.low_n
+            else ""
+        )
+        lines.append(
+            f"  unpaired z-test (trials as independent; shown for comparison, never decides): "
+            f"z = {zs}, p = {_p(z.p_worse)}{extra}"
+        )
+    lines.append(f"Per-case moves ({len(c.moves)}; Fisher exact p, BH-adjusted over the moves):")
+    if not c.moves:
+        lines.append("  none")
+    for m in c.moves:
+        b, n = m.baseline, m.current
+        tag = "" if m.gated else "  [quarantined/known gap: not gated]"
+        lines.append(
+            f"  {m.kind.value:<9} {_name(m.key)}: {b.passed}/{b.total} -> {n.passed}/{n.total}"
+            f"  p = {_p(m.p_value)}, adjusted {_p(m.p_adjusted)}{tag}"
+        )
+    for label, keys in (
+        (f"only in {baseline_label} (ignored)", c.only_baseline),
+        (f"only in {current_label} (ignored)", c.only_current),
+        ("no countable trial on one side (ignored)", c.unusable),
+        ("quarantined or known gap (reported, not tested)", c.excluded),
+    ):
+        if keys:
+            lines.append(f"Cases {label}: {len(keys)}: {', '.join(_name(k) for k in keys)}")
+    return lines
