@@ -39,6 +39,13 @@ from evaltape.recorder._script import (
     parse_script,
 )
 from evaltape.recorder._script_tape import script_exchanges, write_script_tape
+from evaltape.recorder._scrub import (
+    WORKSPACE_PLACEHOLDER,
+    Scrubber,
+    ScrubError,
+    ScrubRule,
+    workspace_spellings,
+)
 from evaltape.recorder._session import (
     JUDGE_ROLE,
     ROLE_HEADER,
@@ -60,6 +67,7 @@ __all__ = [
     "SCRIPT_MATCH_ANY",
     "SCRIPT_MATCH_HEADER",
     "VERSION",
+    "WORKSPACE_PLACEHOLDER",
     "Chunk",
     "CorruptTape",
     "Event",
@@ -84,6 +92,9 @@ __all__ = [
     "Script",
     "ScriptError",
     "ScriptFlavor",
+    "ScrubError",
+    "ScrubRule",
+    "Scrubber",
     "SecretRule",
     "Session",
     "SessionEnded",
@@ -113,5 +124,6 @@ __all__ = [
     "recording_client",
     "script_exchanges",
     "to_plain",
+    "workspace_spellings",
     "write_script_tape",
 ]

@@ -19,7 +19,15 @@ from typing import Any
 import anyio
 import attrs
 
-from evaltape.recorder import Event, Exchange, RecordedSession, is_judge_exchange
+from evaltape.recorder import (
+    Chunk,
+    Event,
+    Exchange,
+    RecordedSession,
+    Response,
+    Scrubber,
+    is_judge_exchange,
+)
 from evaltape.recorder._redact import default_redactor
 from evaltape.recorder._transport import (
     Flavor,
@@ -87,7 +95,10 @@ class ReplayTransport:
     NEW_EPISODES).  Call ``finish()`` at the end to check that every
     recorded call was requested.  Requests are redacted by ``redactor``
     (default: ``recorder.default_redactor()``) before matching, exactly as
-    they were before recording.
+    they were before recording.  ``scrubber`` (a ``recorder.Scrubber``, which
+    wraps its own redactor and then replaces ``redactor``) scrubs each request
+    before matching, as the recording was scrubbed, and restores the workspace
+    placeholder in the responses it serves.
     """
 
     def __init__(
@@ -101,6 +112,7 @@ class ReplayTransport:
         ignore_headers: Iterable[str] = (),
         fallback: RecordingTransport | None = None,
         redactor: Redacts | None = None,
+        scrubber: Scrubber | None = None,
         sleep: Callable[[float], None] = time.sleep,
         async_sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
     ) -> None:
@@ -120,7 +132,10 @@ class ReplayTransport:
         self.scale = _scale(timing)
         self.fast_retries = fast_retries
         self.fallback = fallback
-        self.redactor = redactor if redactor is not None else default_redactor()
+        self.redactor: Redacts = redactor if redactor is not None else default_redactor()
+        self.scrubber = scrubber
+        if scrubber is not None:
+            self.redactor = scrubber
         self._sleep = sleep
         self._async_sleep = async_sleep
         self._flavors = Flavors()
@@ -168,9 +183,18 @@ class ReplayTransport:
             self.fallback.record(attrs.evolve(rec.exchange, at=self.fallback.clock()))
         return rec
 
+    def _served(self, response: Response) -> tuple[Chunk, ...]:
+        """The chunks to serve: as recorded, the workspace placeholder restored."""
+        if self.scrubber is None:
+            return response.chunks
+        return tuple(self.scrubber.restore_chunk(c, response.headers) for c in response.chunks)
+
     def _headers(self, exchange: Exchange) -> tuple[tuple[str, str], ...]:
         assert exchange.response is not None
         headers = exchange.response.headers
+        if self.scrubber is not None:
+            size = str(sum(len(c.data) for c in self._served(exchange.response)))
+            headers = tuple((k, size if k == "content-length" else v) for k, v in headers)
         if self.fast_retries:
             return fast_retry_headers(exchange.response.status, headers)
         return headers
@@ -195,7 +219,7 @@ class ReplayTransport:
 
         def chunks() -> Iterator[bytes]:
             previous = 0.0
-            for chunk in response.chunks:
+            for chunk in self._served(response):
                 if self.scale:
                     self._sleep(max(0.0, chunk.at - previous) * self.scale)
                     previous = chunk.at
@@ -224,7 +248,7 @@ class ReplayTransport:
 
         async def chunks() -> AsyncIterator[bytes]:
             previous = 0.0
-            for chunk in response.chunks:
+            for chunk in self._served(response):
                 if self.scale:
                     await self._async_sleep(max(0.0, chunk.at - previous) * self.scale)
                     previous = chunk.at

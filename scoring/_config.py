@@ -18,6 +18,7 @@ from pathlib import Path
 
 import attrs
 
+from evaltape.recorder import ScrubError, ScrubRule
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.cases._validate import suggest
 
@@ -38,6 +39,8 @@ class SettingKind(enum.Enum):
     """A positive number of seconds."""
     SCORE = "score"
     """A judge score: a number from 0 to 5."""
+    RULES = "rules"
+    """A table of regular expression -> replacement (config file only, no flag)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -160,6 +163,14 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="FILE",
         help="JSON file of per-model prices that override the built-in table.",
     ),
+    Setting(
+        name="scrub",
+        kind=SettingKind.RULES,
+        default=None,
+        metavar="TABLE",
+        help="Regular expression -> replacement, applied to request bodies before they are "
+        "recorded or matched (text that differs on every run, such as timestamps).",
+    ),
 )
 """Every setting, in documentation order."""
 
@@ -201,6 +212,8 @@ class Config:
     """Seconds after which an open model call counts as hung."""
     pricing: Path | None
     """Price-override file, if any."""
+    scrub: tuple[ScrubRule, ...]
+    """User scrub rules for request bodies, in file order (the workspace path is built in)."""
     source: Path | None
     """The config file that was read, or None when only defaults and flags apply."""
 
@@ -258,6 +271,7 @@ def load_config(
         suites = values["suites"]
         assert isinstance(suites, Path)
         values["rubrics"] = suites / "rubrics"
+    values.setdefault("scrub", ())
     for setting in SETTINGS:
         values.setdefault(setting.name, None)
     return Config(source=source, **values)  # type: ignore[arg-type]
@@ -336,6 +350,8 @@ def _read_file(path: Path, problems: list[str]) -> dict[str, object]:
 
 def _check(problems: list[str], where: str, setting: Setting, value: object) -> bool:
     kind = setting.kind
+    if kind is SettingKind.RULES:
+        return _check_rules(problems, where, value)
     if kind in (SettingKind.PATH, SettingKind.TEXT):
         if not isinstance(value, str):
             problems.append(f"{where}: expected a string, got {_type(value)}")
@@ -369,6 +385,26 @@ def _check(problems: list[str], where: str, setting: Setting, value: object) -> 
     return True
 
 
+def _check_rules(problems: list[str], where: str, value: object) -> bool:
+    if not isinstance(value, dict):
+        problems.append(f"{where}: expected a table of regular expression = replacement")
+        return False
+    good = True
+    for pattern, replacement in value.items():
+        if not isinstance(replacement, str):
+            problems.append(
+                f"{where}: rule {pattern!r}: expected a string, got {_type(replacement)}"
+            )
+            good = False
+            continue
+        try:
+            ScrubRule(pattern=pattern, replacement=replacement)
+        except ScrubError as exc:
+            problems.append(f"{where}: {exc}")
+            good = False
+    return good
+
+
 def _type(value: object) -> str:
     names: dict[type, str] = {
         bool: "boolean",
@@ -385,6 +421,9 @@ def _resolve(setting: Setting, value: object, base: Path) -> object:
     if setting.kind is SettingKind.PATH:
         path = Path(str(value)).expanduser()
         return Path(os.path.normpath(base / path))
+    if setting.kind is SettingKind.RULES:
+        assert isinstance(value, dict)
+        return tuple(ScrubRule(pattern=k, replacement=v) for k, v in value.items())
     if setting.kind in (SettingKind.SECONDS, SettingKind.SCORE):
         assert isinstance(value, int | float)
         return float(value)

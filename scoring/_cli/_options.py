@@ -37,6 +37,16 @@ def _click_type(setting: Setting) -> click.ParamType[Any]:
 
 
 def _option(setting: Setting) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    if setting.kind is SettingKind.RULES:
+        return click.option(
+            setting.flag,
+            setting.name,
+            multiple=True,
+            callback=_rules,
+            metavar="REGEX=REPLACEMENT",
+            help=setting.help
+            + f" Repeat for more rules; replaces the config's [config: {setting.name}]",
+        )
     default = "<suites>/rubrics" if setting.name == "rubrics" else setting.default
     shown = f" [config: {setting.name}" + (f"; default: {default}]" if default else "]")
     return click.option(
@@ -47,6 +57,19 @@ def _option(setting: Setting) -> Callable[[Callable[..., Any]], Callable[..., An
         metavar=setting.metavar,
         help=setting.help + shown,
     )
+
+
+def _rules(ctx: click.Context, param: click.Parameter, given: tuple[str, ...]) -> object:
+    """``--scrub REGEX=REPLACEMENT`` flags as the table the config file would hold."""
+    if not given:
+        return None
+    table: dict[str, str] = {}
+    for rule in given:
+        pattern, sep, replacement = rule.rpartition("=")
+        if not sep or not pattern:
+            raise click.BadParameter(f"expected REGEX=REPLACEMENT, got {rule!r}", ctx, param)
+        table[pattern] = replacement
+    return table
 
 
 def config_options(*names: str) -> Callable[[Callable[..., R]], Callable[..., R]]:
