@@ -13,7 +13,7 @@ from evaltape.replay._match import Divergence, Normalized, first_difference, nor
 from evaltape.replay._modes import Action, RecordMode, parse_mode, resolve_mode
 from evaltape.replay._program import ProgramResult, run_program
 from evaltape.replay._proxy import TapeProxy, Upstreams
-from evaltape.replay._transport import ReplayTransport
+from evaltape.replay._transport import ReplayTransport, Unmatched
 
 __all__ = [
     "Action",
@@ -28,6 +28,7 @@ __all__ = [
     "ReplayTransport",
     "TapeProxy",
     "UnknownMode",
+    "Unmatched",
     "UnusedRecordings",
     "Upstreams",
     "first_difference",

@@ -24,6 +24,7 @@ from evaltape.recorder import (
     Event,
     Exchange,
     RecordedSession,
+    Request,
     Response,
     Scrubber,
     is_judge_exchange,
@@ -77,6 +78,16 @@ def fast_retry_headers(
     if status in RETRYABLE or status >= 500 or any(n == "retry-after" for n, _ in out):
         out.append(("retry-after-ms", FAST_RETRY_MS))
     return tuple(out)
+
+
+@attrs.frozen(kw_only=True)
+class Unmatched:
+    """A request the tape could not answer exactly, as matched (redacted, scrubbed)."""
+
+    request: Request
+    """The request the harness sent."""
+    nearest: Exchange | None
+    """The recorded exchange that came closest (lenient mode: the one served)."""
 
 
 class ReplayTransport:
@@ -141,6 +152,10 @@ class ReplayTransport:
         self._flavors = Flavors()
         self.misses: list[ReplayError] = []
         """Every error raised to a client, in order (SDKs may wrap or swallow them)."""
+        self.recorded: tuple[Exchange, ...] = tuple(exchanges)
+        """The exchanges this transport serves, in recorded order."""
+        self.unmatched: list[Unmatched] = []
+        """Every request that matched no recorded one exactly, with its nearest recording."""
 
     @property
     def tainted(self) -> bool:
@@ -172,16 +187,24 @@ class ReplayTransport:
             sent = self.redactor.redact_exchange(
                 Exchange(at=0.0, duration=0.0, request=raw)
             ).request
+            before = len(self.matcher.divergences)
             try:
                 rec = self.matcher.take(sent.method, sent.url, sent.headers, sent.body)
             except ReplayError as exc:
+                nearest = getattr(exc, "nearest", 0)
+                self.unmatched.append(Unmatched(request=sent, nearest=self._ordinal(nearest)))
                 if self.fallback is None:
                     self.misses.append(exc)
                     raise
                 return None
+            if len(self.matcher.divergences) > before:  # lenient: served although changed
+                self.unmatched.append(Unmatched(request=sent, nearest=rec.exchange))
         if self.fallback is not None:
             self.fallback.record(attrs.evolve(rec.exchange, at=self.fallback.clock()))
         return rec
+
+    def _ordinal(self, ordinal: int) -> Exchange | None:
+        return self.recorded[ordinal - 1] if 0 < ordinal <= len(self.recorded) else None
 
     def _served(self, response: Response) -> tuple[Chunk, ...]:
         """The chunks to serve: as recorded, the workspace placeholder restored."""

@@ -13,7 +13,9 @@ are needed.  Two verdicts under today's scorer and case are compared:
 | fail | fail | unchanged |
 | pass | fail | REGRESSION |
 | fail | pass | improvement |
-| any | the tape could not answer a request | STALE recording |
+| any | a tool result or the conversation changed | CHANGED (harness) |
+| any | only harness text changed (prompt, tools, parameters) | STALE recording |
+| any | the replay produced no session | UNTESTED |
 
 This module also finds what to replay: the recorded live sessions of tapes,
 matched to today's cases by case id.
@@ -56,8 +58,36 @@ class Change(enum.Enum):
     """Passed as recorded, fails as replayed: the harness broke it."""
     IMPROVEMENT = "improvement"
     """Failed as recorded, passes as replayed."""
+    CHANGED = "changed"
+    """The harness now does something else: a tool returned other data for the same
+    call, or the conversation was rebuilt differently.  Fails CI; never re-record it,
+    which would record the change as the truth."""
     STALE = "stale"
-    """The harness sent a request the tape cannot answer; re-record it live."""
+    """Only harness text changed (prompts, tool definitions, request parameters): the
+    model saw other words, and only a live run can say what it would do."""
+    UNTESTED = "untested"
+    """The replay could not test the attempt (it produced no session); never a pass."""
+
+
+@attrs.frozen(kw_only=True)
+class HarnessChange:
+    """Why a replayed request no longer matches the tape, classified by what changed."""
+
+    change: Change
+    """``CHANGED`` (tool result, conversation) or ``STALE`` (harness text only)."""
+    what: str
+    """What changed: ``tool result``, ``conversation``, ``system prompt``, ``user prompt``,
+    ``tool definitions``, ``parameters`` or ``request``."""
+    label: str
+    """The kind of edit, for grouping: ``tool result changed: read``, ``system prompt changed``."""
+    summary: str
+    """One line for this attempt, e.g. ``tool result changed: read {"path": "a.txt"}``."""
+    edit_key: str
+    """Equal for the same edit in different attempts; groups distinct edits."""
+    diff: tuple[str, ...] = ()
+    """A short recorded-vs-now diff (``-`` recorded, ``+`` now)."""
+    detail: str = ""
+    """The replay error as raised (first differing JSON path, nearest recorded request)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -65,46 +95,89 @@ class ReplayDecision:
     """The decision for one recorded attempt."""
 
     change: Change
-    """Unchanged, regression, improvement or stale."""
+    """Unchanged, regression, improvement, changed, stale or untested."""
     rescored: Score
     """The recorded session scored today."""
     replayed: Score | None
     """The replayed session scored today; None when the replay could not run."""
     detail: str = ""
-    """For a stale recording: the replay error (first differing JSON path)."""
+    """For a miss: the harness change's summary; for an untested attempt: why."""
+    harness: HarnessChange | None = None
+    """What the harness changed, when a request no longer matched the tape."""
+    assumed: Change | None = None
+    """With ``--assume-same-model``: the outcome (unchanged, regression, improvement)
+    had the model answered the changed requests as recorded.  An assumption, not a fact."""
 
 
-def decide(rescored: Score, replayed: Score | None, stale: str = "") -> ReplayDecision:
-    """Apply the decision table; a non-empty ``stale`` message wins over both verdicts."""
-    if stale or replayed is None:
-        return ReplayDecision(
+def _compare(rescored: Score, replayed: Score) -> Change:
+    if rescored.passed == replayed.passed:
+        return Change.UNCHANGED
+    return Change.REGRESSION if rescored.passed else Change.IMPROVEMENT
+
+
+def decide(
+    rescored: Score,
+    replayed: Score | None,
+    stale: str = "",
+    *,
+    harness: HarnessChange | None = None,
+    assumed: bool = False,
+    untested: str = "",
+) -> ReplayDecision:
+    """Apply the decision table.
+
+    A harness change (a request the tape could not answer, classified) wins
+    over both verdicts; with ``assumed`` the replay went on with the recorded
+    responses and ``replayed`` is what the attempt would score, kept as
+    ``assumed``.  ``stale`` is an unclassified miss (treated as stale);
+    ``untested`` (or no replayed score) says the attempt was not tested.
+    """
+    if harness is None and stale:
+        harness = HarnessChange(
             change=Change.STALE,
+            what="request",
+            label="request changed",
+            summary=stale,
+            edit_key=stale,
+        )
+    if harness is not None:
+        would = _compare(rescored, replayed) if assumed and replayed is not None else None
+        return ReplayDecision(
+            change=harness.change,
             rescored=rescored,
             replayed=replayed,
-            detail=stale or "the replay produced no session",
+            detail=harness.summary,
+            harness=harness,
+            assumed=would,
         )
-    if rescored.passed == replayed.passed:
-        change = Change.UNCHANGED
-    elif rescored.passed:
-        change = Change.REGRESSION
-    else:
-        change = Change.IMPROVEMENT
-    return ReplayDecision(change=change, rescored=rescored, replayed=replayed)
+    if untested or replayed is None:
+        return ReplayDecision(
+            change=Change.UNTESTED,
+            rescored=rescored,
+            replayed=replayed,
+            detail=untested or "the replay produced no session",
+        )
+    return ReplayDecision(change=_compare(rescored, replayed), rescored=rescored, replayed=replayed)
 
 
 EXIT_OK = 0
 """Every replayed verdict equals its rescored one (improvements allowed)."""
 EXIT_REGRESSION = 1
-"""At least one recorded pass fails when replayed."""
+"""A recorded pass fails when replayed, or the harness changed a tool result or the
+conversation."""
+EXIT_NOT_TESTED = 2
+"""Bad input, or something could not be tested (no session, unreadable tape, no recording)."""
 EXIT_STALE = 3
-"""No regression, but at least one recording is stale for this harness."""
+"""Nothing else, but only harness text changed for at least one recording."""
 
 
 def replay_exit_code(changes: Iterable[Change]) -> int:
-    """1 if any regression, else 3 if any stale recording, else 0."""
+    """1 on a regression or harness change, else 2 if untested, else 3 if stale, else 0."""
     seen = set(changes)
-    if Change.REGRESSION in seen:
+    if seen & {Change.REGRESSION, Change.CHANGED}:
         return EXIT_REGRESSION
+    if Change.UNTESTED in seen:
+        return EXIT_NOT_TESTED
     if Change.STALE in seen:
         return EXIT_STALE
     return EXIT_OK
@@ -128,8 +201,12 @@ class SuiteBoard:
     """Pass -> fail."""
     improvements: int
     """Fail -> pass."""
+    changed: int
+    """Attempts where the harness now does something else (tool result, conversation)."""
     stale: int
-    """Recordings the harness no longer matches."""
+    """Recordings whose harness text changed."""
+    untested: int = 0
+    """Attempts the replay could not test."""
 
 
 def scoreboard(rows: Iterable[tuple[str, str, ReplayDecision]]) -> tuple[SuiteBoard, ...]:
@@ -149,7 +226,9 @@ def scoreboard(rows: Iterable[tuple[str, str, ReplayDecision]]) -> tuple[SuiteBo
                 replayed_passed=sum(bool(d.replayed and d.replayed.passed) for d in decisions),
                 regressions=sum(d.change is Change.REGRESSION for d in decisions),
                 improvements=sum(d.change is Change.IMPROVEMENT for d in decisions),
+                changed=sum(d.change is Change.CHANGED for d in decisions),
                 stale=sum(d.change is Change.STALE for d in decisions),
+                untested=sum(d.change is Change.UNTESTED for d in decisions),
             )
         )
     return tuple(boards)
@@ -179,7 +258,14 @@ class Found:
     orphans: tuple[str, ...]
     """One line per recorded session whose case no longer exists (skipped)."""
     notes: tuple[str, ...]
-    """Tapes or sessions that could not be read (damaged, incomplete), one line each."""
+    """Sessions that are fine but not replayable (ended by a timeout or Ctrl-C live)."""
+    unreadable: tuple[str, ...] = ()
+    """Tapes or sessions that could not be read (corrupt, cut short, no end): one line
+    each.  Something recorded could not be tested, so the replay cannot pass."""
+    unrecorded: tuple[str, ...] = ()
+    """Selected case ids with no replayable recording, in suite order."""
+    not_live: tuple[str, ...] = ()
+    """One line per session that is not a live recording (a script's, a replay's)."""
 
 
 def find_tapes(folder: Path) -> tuple[Path, ...]:
@@ -211,24 +297,33 @@ def find_recorded(
     recorded: list[Recorded] = []
     orphans: list[str] = []
     notes: list[str] = []
+    unreadable: list[str] = []
+    not_live: list[str] = []
     for tape in tapes:
 
         def note(n: Note) -> None:
-            if n.kind != "incomplete":  # reported below, with the case id
+            if n.kind in ("truncated", "corrupt"):
+                unreadable.append(n.message)
+            elif n.kind != "incomplete":  # reported below, with the case id
                 notes.append(n.message)
 
         try:
             sessions = list(TapeReader(tape, strict=False, on_note=note).sessions())
         except (TapeError, OSError) as exc:
-            notes.append(f"{tape}: {exc}")
+            unreadable.append(f"{tape}: {exc}")
             continue
         for session in sessions:
             header = session.header
             if header.mode is not Mode.LIVE:
+                not_live.append(
+                    f"{tape}: session {session.session_id} is a {header.mode.value} session, "
+                    "not a live recording; only live sessions are replayed"
+                )
                 continue
             if not session.complete:
-                notes.append(
-                    f"{tape}: session {session.session_id} ({header.case_id}) has no end; skipped"
+                unreadable.append(
+                    f"{tape}: session {session.session_id} ({header.case_id}) has no end "
+                    "(its writer stopped mid-session); it cannot be replayed"
                 )
                 continue
             end = session.events[-1]
@@ -256,4 +351,12 @@ def find_recorded(
                 newest[key] = r
         keep = {id(r) for r in newest.values()}
         recorded = [r for r in recorded if id(r) in keep]
-    return Found(recorded=tuple(recorded), orphans=tuple(orphans), notes=tuple(notes))
+    have = {r.case.id for r in recorded}
+    return Found(
+        recorded=tuple(recorded),
+        orphans=tuple(orphans),
+        notes=tuple(notes),
+        unreadable=tuple(unreadable),
+        unrecorded=tuple(c.id for s in suites for c in s.cases if c.id not in have),
+        not_live=tuple(not_live),
+    )

@@ -1,0 +1,221 @@
+"""What ``evaltape replay`` tells a person: the summary first, then what changed, then the
+decision in words.
+
+A wall of recorded FAILs is not a broken harness: the report says that each
+verdict is the recorded session re-scored today beside the session today's
+harness produced, so only a *difference* between the two matters.  Attempts
+whose request no longer matched the tape are grouped by what changed and by
+distinct edit (one system-prompt edit that touches 84 attempts is one group
+with one example diff), each group with what to do next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from evaltape.scoring.verdicts._replaycheck import (
+    Change,
+    ReplayDecision,
+    replay_exit_code,
+    scoreboard,
+)
+
+
+@attrs.frozen(kw_only=True)
+class Row:
+    """One replayed attempt, as the report needs it."""
+
+    suite: str
+    """The case's suite."""
+    case_id: str
+    """The case."""
+    model: str
+    """The model the attempt was recorded with."""
+    attempt: int
+    """0-based attempt index."""
+    decision: ReplayDecision
+    """Its replay decision."""
+
+    @property
+    def where(self) -> str:
+        """``suite/case model (attempt N)``."""
+        return f"{self.suite}/{self.case_id} {self.model} (attempt {self.attempt + 1})"
+
+
+NEXT_STEP = {
+    Change.CHANGED: "next: the harness now does something else; read the diff and fix the "
+    "harness (or accept the new behaviour deliberately). Do not re-record: that would "
+    "record the change as the truth.",
+    Change.STALE: "next: the model saw different words, so only a live run can say what it "
+    "would do: record these sessions live again (evaltape live), then replay.",
+}
+
+ASSUMED = {
+    Change.UNCHANGED: "unchanged",
+    Change.REGRESSION: "REGRESSION",
+    Change.IMPROVEMENT: "improvement",
+}
+
+
+def _plural(n: int, word: str, many: str = "") -> str:
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def intro(rows: Sequence[Row], assumed: bool) -> tuple[str, ...]:
+    """What was replayed, and how to read the verdicts."""
+    cases = len({(r.suite, r.case_id) for r in rows})
+    lines = [
+        f"replayed {_plural(len(rows), 'recorded attempt')} of {_plural(cases, 'case')} "
+        "with today's harness.",
+        "rescored = the recorded session scored today; replayed = the session today's "
+        "harness produced from the same model outputs. A recorded FAIL that stays FAIL is "
+        "unchanged: only a difference points at the harness.",
+    ]
+    if assumed:
+        lines.append(
+            "--assume-same-model: where a request no longer matched, the recorded response "
+            'was served anyway; "assuming" outcomes are what the attempt would score if the '
+            "model answered as recorded, an assumption, not a fact."
+        )
+    return tuple(lines)
+
+
+def table(rows: Sequence[Row]) -> tuple[str, ...]:
+    """The per-suite scoreboard, aligned."""
+    header = (
+        "suite",
+        "cases",
+        "attempts",
+        "rescored",
+        "replayed",
+        "regress",
+        "improve",
+        "changed",
+        "stale",
+        "untested",
+    )
+    cells = [header]
+    for b in scoreboard((r.suite, r.case_id, r.decision) for r in rows):
+        cells.append(
+            (
+                b.suite,
+                str(b.cases),
+                str(b.attempts),
+                f"{b.rescored_passed}/{b.attempts}",
+                f"{b.replayed_passed}/{b.attempts}",
+                str(b.regressions),
+                str(b.improvements),
+                str(b.changed),
+                str(b.stale),
+                str(b.untested),
+            )
+        )
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    return tuple(
+        "  ".join(
+            [row[0].ljust(widths[0])]
+            + [c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)]
+        ).rstrip()
+        for row in cells
+    )
+
+
+def _assumed(d: ReplayDecision) -> str:
+    if d.assumed is None:
+        return ""
+    why = d.replayed.reason if d.replayed is not None and not d.replayed.passed else ""
+    return f"; assuming the model answered as recorded: {ASSUMED[d.assumed]}" + (
+        f" ({why})" if why else ""
+    )
+
+
+def groups(rows: Sequence[Row], verbose: bool = False) -> tuple[str, ...]:
+    """Harness changes, then stale recordings, grouped by what changed and distinct edit."""
+    lines: list[str] = []
+    for change, word in ((Change.CHANGED, "HARNESS CHANGED"), (Change.STALE, "STALE")):
+        by_label: dict[str, list[Row]] = {}
+        for r in rows:
+            h = r.decision.harness
+            if r.decision.change is change and h is not None:
+                by_label.setdefault(h.label, []).append(r)
+        for label, members in by_label.items():
+            edits: dict[str, list[Row]] = {}
+            for r in members:
+                assert r.decision.harness is not None
+                edits.setdefault(r.decision.harness.edit_key, []).append(r)
+            suites = ", ".join(dict.fromkeys(r.suite for r in members))
+            lines.append(
+                f"{word} {label} ({_plural(len(edits), 'distinct edit')}): "
+                f"{_plural(len(members), 'attempt')}, suite{'s' if ',' in suites else ''} "
+                f"{suites}"
+            )
+            for same in edits.values():
+                shown = same if verbose else same[:1]
+                for r in shown:
+                    h = r.decision.harness
+                    assert h is not None
+                    lead = "  " if verbose else "  e.g. "
+                    lines.append(f"{lead}{r.where}: {h.summary}{_assumed(r.decision)}")
+                first = same[0].decision.harness
+                assert first is not None
+                lines.extend(f"      {d}" for d in first.diff)
+                if len(same) > 1 and not verbose:
+                    lines.append(f"    and {_plural(len(same) - 1, 'more attempt')} with this edit")
+            lines.append(f"  {NEXT_STEP[change]}")
+    return tuple(lines)
+
+
+def outcomes(rows: Sequence[Row], verbose: bool = False) -> tuple[str, ...]:
+    """One line per regression, improvement and untested attempt (every attempt with -v)."""
+    lines: list[str] = []
+    for r in rows:
+        d = r.decision
+        if d.change is Change.REGRESSION:
+            lines.append(
+                f"REGRESSION {r.where}: recorded: pass; replayed: "
+                f"{d.replayed.reason if d.replayed else ''}"
+            )
+        elif d.change is Change.IMPROVEMENT:
+            lines.append(f"improvement {r.where}: recorded: {d.rescored.reason}; replayed: pass")
+        elif d.change is Change.UNTESTED:
+            lines.append(f"UNTESTED {r.where}: {d.detail}")
+        elif d.change is Change.UNCHANGED and verbose:
+            word = "pass" if d.rescored.passed else "FAIL"
+            lines.append(f"unchanged {r.where}: {word} as recorded and as replayed")
+    return tuple(lines)
+
+
+def decision_line(rows: Sequence[Row]) -> str:
+    """The last line: the decision in words, matching the exit code."""
+    changes = [r.decision.change for r in rows]
+    code = replay_exit_code(changes)
+    count = {c: changes.count(c) for c in Change}
+    harness = [r.decision.harness for r in rows if r.decision.change is Change.CHANGED]
+    tools = sum(1 for h in harness if h is not None and h.what == "tool result")
+    if code == 0:
+        better = count[Change.IMPROVEMENT]
+        extra = f" ({_plural(better, 'improvement')})" if better else ""
+        return f"OK: {_plural(len(rows), 'attempt')} replayed, harness unchanged{extra}"
+    if code == 1:
+        parts = []
+        if count[Change.REGRESSION]:
+            parts.append(_plural(count[Change.REGRESSION], "regression"))
+        if tools:
+            parts.append(_plural(tools, "tool result") + " changed")
+        if len(harness) - tools:
+            parts.append(_plural(len(harness) - tools, "conversation") + " changed")
+        return f"FAIL: {', '.join(parts)} (see above)"
+    if code == 2:
+        return f"FAIL: {_plural(count[Change.UNTESTED], 'attempt')} could not be tested (see above)"
+    return (
+        f"STALE: {_plural(count[Change.STALE], 'recording')} stale, the harness's text "
+        "changed (see above); nothing else changed"
+    )
+
+
+def report(rows: Sequence[Row], *, verbose: bool = False, assumed: bool = False) -> tuple[str, ...]:
+    """Every line of the replay report, in reading order."""
+    body = (*groups(rows, verbose), *outcomes(rows, verbose))
+    return (*intro(rows, assumed), "", *table(rows), *(("", *body) if body else ()))
