@@ -1,5 +1,7 @@
 """evaltape.replay: everything that consumes a tape to drive an agent again."""
 
+from evaltape.replay._classify import classify
+from evaltape.replay._classify_model import ChangeKind, Classification, Finding
 from evaltape.replay._clients import replay_client
 from evaltape.replay._errors import (
     Diverged,
@@ -17,9 +19,12 @@ from evaltape.replay._transport import ReplayTransport
 
 __all__ = [
     "Action",
+    "ChangeKind",
+    "Classification",
     "Diverged",
     "Divergence",
     "Exhausted",
+    "Finding",
     "NoRecording",
     "Normalized",
     "ProgramResult",
@@ -30,6 +35,7 @@ __all__ = [
     "UnknownMode",
     "UnusedRecordings",
     "Upstreams",
+    "classify",
     "first_difference",
     "normalize",
     "parse_mode",
