@@ -11,7 +11,7 @@ from evaltape.replay._errors import (
     UnknownMode,
     UnusedRecordings,
 )
-from evaltape.replay._match import Divergence, Normalized, first_difference, normalize
+from evaltape.replay._match import Divergence, Normalized, api_of, first_difference, normalize
 from evaltape.replay._modes import Action, RecordMode, parse_mode, resolve_mode
 from evaltape.replay._program import ProgramResult, run_program
 from evaltape.replay._proxy import TapeProxy, Upstreams
@@ -35,6 +35,7 @@ __all__ = [
     "UnknownMode",
     "UnusedRecordings",
     "Upstreams",
+    "api_of",
     "classify",
     "first_difference",
     "normalize",

@@ -20,8 +20,7 @@ import openai
 import pytest
 from fakeapi import FakeAPI, Reply, ToolUse
 
-from evaltape.replay import ChangeKind, Classification, Finding, classify
-from evaltape.replay._match import api_of
+from evaltape.replay import ChangeKind, Classification, Finding, api_of, classify
 
 NOTES = "line one\nline two\nline three"
 READ = ToolUse("read", {"path": "notes.txt"})
