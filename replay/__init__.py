@@ -1,5 +1,7 @@
 """evaltape.replay: everything that consumes a tape to drive an agent again."""
 
+from evaltape.replay._classify import classify
+from evaltape.replay._classify_model import ChangeKind, Classification, Finding
 from evaltape.replay._clients import replay_client
 from evaltape.replay._errors import (
     Diverged,
@@ -9,7 +11,7 @@ from evaltape.replay._errors import (
     UnknownMode,
     UnusedRecordings,
 )
-from evaltape.replay._match import Divergence, Normalized, first_difference, normalize
+from evaltape.replay._match import Divergence, Normalized, api_of, first_difference, normalize
 from evaltape.replay._modes import Action, RecordMode, parse_mode, resolve_mode
 from evaltape.replay._program import ProgramResult, run_program
 from evaltape.replay._proxy import TapeProxy, Upstreams
@@ -17,9 +19,12 @@ from evaltape.replay._transport import ReplayTransport, Unmatched
 
 __all__ = [
     "Action",
+    "ChangeKind",
+    "Classification",
     "Diverged",
     "Divergence",
     "Exhausted",
+    "Finding",
     "NoRecording",
     "Normalized",
     "ProgramResult",
@@ -31,6 +36,8 @@ __all__ = [
     "Unmatched",
     "UnusedRecordings",
     "Upstreams",
+    "api_of",
+    "classify",
     "first_difference",
     "normalize",
     "parse_mode",
