@@ -54,7 +54,7 @@ from evaltape.scoring.results._records import (
     read_record,
     record_path,
 )
-from evaltape.scoring.run._runner import score_attempt
+from evaltape.scoring.run._judge_step import score_attempt
 
 BROKEN = frozenset({Status.TIMEOUT, Status.INFRA_ERROR, Status.INTERRUPTED})
 """Session endings whose evidence is unreliable: the attempt gets verdict ``error``."""
