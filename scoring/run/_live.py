@@ -277,7 +277,7 @@ def run_live(request: LiveRequest) -> LiveOutcome:
         except BaselineError as exc:
             raise _refused(exc) from exc
         log.update(**gate_fields(gates, opts.accept))
-    finish(log, pool, notes=judge_notes(judge, status))
+    final = finish(log, pool, notes=judge_notes(judge, status))
     saved: tuple[SavedBaseline, ...] = ()
     blocked, save_error = False, ""
     if pool.stopped is None and opts.save:
@@ -291,7 +291,7 @@ def run_live(request: LiveRequest) -> LiveOutcome:
     return LiveOutcome(
         ran=True,
         run_id=run_id,
-        record=log.record,
+        record=final,
         record_path=log.path,
         tapes=config.cassettes,
         models=request.models,
@@ -302,7 +302,7 @@ def run_live(request: LiveRequest) -> LiveOutcome:
         floors=floors,
         prices=prices,
         gates=gates,
-        entry=entry_results(log.record.attempts) if entry_done else None,
+        entry=entry_results(final.attempts) if entry_done else None,
         saved=saved,
         save_blocked=blocked,
         save_error=save_error,

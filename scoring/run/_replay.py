@@ -193,13 +193,13 @@ def run_replay(request: ReplayRequest) -> ReplayOutcome:
     who = (f"judge: {judge.who}",) if judge is not None else ()
     notes = (*who, f"judge_status: {status.value}")
     if pool.stopped is None:
-        log.finish(RunState.COMPLETED, notes=notes)
+        final = log.finish(RunState.COMPLETED, notes=notes)
     else:
-        log.finish(RunState.CANCELLED, notes=(pool.reason, *notes))
+        final = log.finish(RunState.CANCELLED, notes=(pool.reason, *notes))
     return ReplayOutcome(
         ran=True,
         run_id=run_id,
-        record=log.record,
+        record=final,
         record_path=log.path,
         pool=pool,
         judge=judge,

@@ -147,10 +147,10 @@ def run_rescore(request: RescoreRequest) -> RescoreRunOutcome:
         notes=(note, f"judge_status: {status.value}"),
     )
     log = RunLog(config.results, record, clock=host.clock)
-    log.finish(RunState.COMPLETED)
+    final = log.finish(RunState.COMPLETED)
     return RescoreRunOutcome(
         rescore=outcome,
-        record=log.record,
+        record=final,
         record_path=log.path,
         floors=floors,
         judge_status=status,

@@ -24,7 +24,7 @@ from evaltape.scoring.cases._cases import (
 from evaltape.scoring.cost._pricing import Prices, PricingError, resolve_prices
 from evaltape.scoring.judge._judge import Judge, JudgeError, JudgeStatus, resolve_judge
 from evaltape.scoring.results._history import RunLog
-from evaltape.scoring.results._records import RunState
+from evaltape.scoring.results._records import RunRecord, RunState
 from evaltape.scoring.run._agents import AgentError, AgentSpec, load_agent, parse_agent
 from evaltape.scoring.run._host import Host, Reporter
 from evaltape.scoring.run._jobs import DEFAULT_BASE_URL
@@ -130,11 +130,11 @@ def judge_notes(judge: Judge | None, status: JudgeStatus) -> tuple[str, ...]:
     return (who, f"judge_status: {status.value}")
 
 
-def finish(log: RunLog, outcome: PoolOutcome, *, notes: tuple[str, ...] = ()) -> None:
-    """End the run record in the state the pool's outcome implies, with ``notes``."""
+def finish(log: RunLog, outcome: PoolOutcome, *, notes: tuple[str, ...] = ()) -> RunRecord:
+    """End the run record in the state the pool's outcome implies, with ``notes``; the
+    record as written."""
     if outcome.stopped is None:
-        log.finish(RunState.COMPLETED, notes=notes)
-    elif outcome.stopped is StopKind.AUTH:
-        log.finish(RunState.FAILED, notes=(outcome.reason, *notes))
-    else:
-        log.finish(RunState.CANCELLED, notes=(outcome.reason, *notes))
+        return log.finish(RunState.COMPLETED, notes=notes)
+    if outcome.stopped is StopKind.AUTH:
+        return log.finish(RunState.FAILED, notes=(outcome.reason, *notes))
+    return log.finish(RunState.CANCELLED, notes=(outcome.reason, *notes))
