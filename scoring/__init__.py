@@ -127,16 +127,14 @@ from evaltape.scoring.run._rescore import (
     Rescored,
     RescoreOutcome,
     Skipped,
-    SuiteSummary,
     flip,
     locate_tape,
     rescore_run,
     rescore_session,
-    rescore_tapes,
-    summarize,
     tape_label,
 )
 from evaltape.scoring.run._rescore_entry import RescoreRequest, RescoreRunOutcome, run_rescore
+from evaltape.scoring.run._rescore_tapes import SuiteSummary, rescore_tapes, summarize
 from evaltape.scoring.run._setup import RunRefused
 from evaltape.scoring.run._stop import Stop, StopKind
 from evaltape.scoring.run._task import (

@@ -5,6 +5,9 @@ from __future__ import annotations
 import click
 
 from evaltape.recorder import Usage
+from evaltape.scoring._cli import _gate_flow
+from evaltape.scoring._cli._boundary import EXIT_INTERRUPTED, fail
+from evaltape.scoring._config import display_path
 from evaltape.scoring.cost._costs import CostRow, case_lines, compare_table, cost_line, usage_block
 from evaltape.scoring.cost._costs import total as costs_total
 from evaltape.scoring.cost._pricing import Prices, built_in_prices
@@ -19,7 +22,17 @@ from evaltape.scoring.judge._judge import (
 )
 from evaltape.scoring.results._records import Verdict, tally
 from evaltape.scoring.run._jobs import JobResult
+from evaltape.scoring.run._live import LiveOutcome
 from evaltape.scoring.run._pool import PoolOutcome
+from evaltape.scoring.run._stop import StopKind
+from evaltape.scoring.verdicts._entry_check import entry_exit_code, render_entry_results
+from evaltape.scoring.verdicts._flips import render_flips, summarize_flips
+from evaltape.scoring.verdicts._gate_flow import GateOptions
+
+EXIT_AUTH = 2
+"""The provider refused the credentials (also: bad input)."""
+EXIT_TIME_LIMIT = 124
+"""The overall ``--time-limit`` passed; finished attempts are kept."""
 
 
 def tokens(usage: Usage) -> str:
@@ -128,3 +141,37 @@ def _print_judge(
         click.echo(f"grading cost: {cost_line(grading_cost, table)}, not counted above")
     click.echo(f"judge_status: {status.value}")
     return status
+
+
+def render_outcome(outcome: LiveOutcome, opts: GateOptions) -> int:
+    """Print the outcome as ``evaltape live`` does; returns the exit code."""
+    assert outcome.record is not None and outcome.record_path is not None
+    pool = outcome.pool
+    if outcome.trials > 1:  # before the summary, which ends with judge_status
+        for line in render_flips(summarize_flips(outcome.record.attempts)):
+            click.echo(line)
+    entry_code = 0
+    if outcome.entry is not None:
+        for line in render_entry_results(outcome.entry):
+            click.echo(line)
+        entry_code = entry_exit_code(outcome.entry)
+    print_summary(pool, outcome.models, outcome.judge, outcome.floors, prices=outcome.prices)
+    if opts.scoreboard:
+        _gate_flow.print_scoreboard(outcome.record)
+    gate_code = _gate_flow.report(outcome.gates, opts.accept)
+    _gate_flow.print_saved(
+        opts, outcome.record, outcome.saved, outcome.save_blocked, outcome.save_error
+    )
+    click.echo(
+        f"tapes: {display_path(outcome.tapes or outcome.record_path)}/  "
+        f"record: {display_path(outcome.record_path)}",
+        err=True,
+    )
+    if pool.stopped is StopKind.AUTH:
+        fail(f"{pool.reason}; check OPENAI_API_KEY / ANTHROPIC_API_KEY", EXIT_AUTH)
+    if pool.stopped is StopKind.LIMIT:
+        fail(f"{pool.reason}; finished attempts were kept", EXIT_TIME_LIMIT)
+    if pool.stopped is StopKind.INTERRUPT:
+        click.echo("evaltape: interrupted; finished attempts were kept", err=True)
+        return EXIT_INTERRUPTED
+    return gate_code or entry_code

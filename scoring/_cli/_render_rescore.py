@@ -12,7 +12,8 @@ from evaltape.scoring.judge._judge import (
     judge_check,
     judge_status,
 )
-from evaltape.scoring.run._rescore import Flip, Rescored, RescoreOutcome, flips, summarize
+from evaltape.scoring.run._rescore import Flip, Rescored, RescoreOutcome
+from evaltape.scoring.run._rescore_tapes import flips, summarize
 
 
 def _where(r: Rescored) -> str:

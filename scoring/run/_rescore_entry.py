@@ -29,7 +29,8 @@ from evaltape.scoring.results._records import (
     resolve_run,
 )
 from evaltape.scoring.run._host import Host
-from evaltape.scoring.run._rescore import RescoreOutcome, rescore_run, rescore_tapes
+from evaltape.scoring.run._rescore import RescoreOutcome, rescore_run
+from evaltape.scoring.run._rescore_tapes import rescore_tapes
 from evaltape.scoring.run._setup import RunRefused, load_cases
 from evaltape.scoring.verdicts._replaycheck import TAPE_SUFFIX, find_tapes
 
