@@ -104,6 +104,7 @@ from evaltape.scoring.results._records import (
     write_record,
 )
 from evaltape.scoring.results._trace import CaseLine, Cut, run_cases, session_lines, trace_case
+from evaltape.scoring.run._ab import ABOutcome, ABRequest, run_ab
 from evaltape.scoring.run._agents import (
     AgentError,
     AgentKind,
@@ -113,35 +114,29 @@ from evaltape.scoring.run._agents import (
     parse_agent,
     retry_delay,
 )
+from evaltape.scoring.run._attempt import run_job
+from evaltape.scoring.run._host import SILENT, Host, Reporter
+from evaltape.scoring.run._jobs import Job, JobEnv, JobResult, LiveWire, ReplayRules
+from evaltape.scoring.run._judge_step import default_scorer, score_attempt
+from evaltape.scoring.run._live import LiveOutcome, LiveRequest, run_live
+from evaltape.scoring.run._plan import plan_live, plan_replay
+from evaltape.scoring.run._pool import PoolOutcome, run_pool
+from evaltape.scoring.run._replay import ReplayOutcome, ReplayRequest, run_replay
 from evaltape.scoring.run._rescore import (
     Flip,
     Rescored,
     RescoreOutcome,
     Skipped,
-    SuiteSummary,
     flip,
     locate_tape,
     rescore_run,
     rescore_session,
-    rescore_tapes,
-    summarize,
     tape_label,
 )
-from evaltape.scoring.run._runner import (
-    Job,
-    JobEnv,
-    JobResult,
-    PoolOutcome,
-    Progress,
-    Stop,
-    StopKind,
-    default_scorer,
-    plan_live,
-    plan_replay,
-    run_job,
-    run_pool,
-    score_attempt,
-)
+from evaltape.scoring.run._rescore_entry import RescoreRequest, RescoreRunOutcome, run_rescore
+from evaltape.scoring.run._rescore_tapes import SuiteSummary, rescore_tapes, summarize
+from evaltape.scoring.run._setup import RunRefused
+from evaltape.scoring.run._stop import Stop, StopKind
 from evaltape.scoring.run._task import (
     Agent,
     Answer,
@@ -237,6 +232,9 @@ __all__: list[str] = [
     "ENTRY_TRIALS",
     "PRICES_AS_OF",
     "SETTINGS",
+    "SILENT",
+    "ABOutcome",
+    "ABRequest",
     "Agent",
     "AgentError",
     "AgentKind",
@@ -282,6 +280,7 @@ __all__: list[str] = [
     "HarvestError",
     "HistoryEntry",
     "HistoryProblem",
+    "Host",
     "Inconsistency",
     "Job",
     "JobEnv",
@@ -294,6 +293,9 @@ __all__: list[str] = [
     "JudgeStatus",
     "Judgement",
     "KnownGap",
+    "LiveOutcome",
+    "LiveRequest",
+    "LiveWire",
     "ModelTally",
     "MoveKind",
     "PairedTest",
@@ -302,18 +304,24 @@ __all__: list[str] = [
     "Prices",
     "PricingError",
     "Problem",
-    "Progress",
     "QuarantineReport",
     "Question",
     "QuestionKind",
     "RecordError",
     "ReplayDecision",
+    "ReplayOutcome",
+    "ReplayRequest",
+    "ReplayRules",
+    "Reporter",
     "RescoreOutcome",
+    "RescoreRequest",
+    "RescoreRunOutcome",
     "Rescored",
     "RetryingTransport",
     "RunKind",
     "RunLog",
     "RunRecord",
+    "RunRefused",
     "RunSide",
     "RunState",
     "Score",
@@ -423,9 +431,13 @@ __all__: list[str] = [
     "resolve_run",
     "retry_delay",
     "reuse_judgement",
+    "run_ab",
     "run_cases",
     "run_job",
+    "run_live",
     "run_pool",
+    "run_replay",
+    "run_rescore",
     "score_attempt",
     "score_bodies",
     "score_session",

@@ -10,11 +10,13 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from evaltape.recorder import JUDGE_ROLE, ROLE_HEADER, Mode, TapeReader, fold
@@ -29,6 +31,7 @@ from evaltape.scoring import (
     JudgeError,
     JudgeState,
     JudgeStatus,
+    LiveWire,
     Stop,
     Suite,
     Verdict,
@@ -193,7 +196,9 @@ def env_for(agent_api: Provider, judge: Judge | None, **overrides: object) -> Jo
         "stop": Stop(),
         "base_url": agent_api.url,
         "hang_limit": 10.0,
-        "retries": 0,
+        "wall_clock": time.time,
+        "environ": {},
+        "live": LiveWire(network=httpx.HTTPTransport(), retries=0),
         "judge": judge,
     }
     return JobEnv(**(options | overrides))

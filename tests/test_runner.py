@@ -18,7 +18,7 @@ from evaltape.scoring import (
     Case,
     Change,
     JobEnv,
-    Progress,
+    LiveWire,
     Score,
     Stop,
     StopKind,
@@ -40,6 +40,7 @@ from evaltape.scoring import (
     scoreboard,
     snapshot_workspace,
 )
+from evaltape.scoring._cli._progress import Progress
 
 AGENTS = Path(__file__).parent / "agents"
 
@@ -73,10 +74,12 @@ def env_for(server: ChatServer, **overrides: object) -> JobEnv:
         "scorer": completed_without_error,
         "stop": Stop(),
         "base_url": server.url,
-        "source": Source.SIMULATED,
         "hang_limit": 5.0,
-        "retries": 1,
-        "retry_delay": 0.05,
+        "wall_clock": time.time,
+        "environ": {},
+        "live": LiveWire(
+            network=httpx.HTTPTransport(), source=Source.SIMULATED, retries=1, retry_delay=0.05
+        ),
     }
     return JobEnv(**(options | overrides))
 

@@ -33,6 +33,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run as a script: make ``evals.perf`` importable
     sys.path.insert(0, str(ROOT))
@@ -40,6 +42,7 @@ if str(ROOT) not in sys.path:  # run as a script: make ``evals.perf`` importable
 from evaltape.recorder import Source  # noqa: E402
 from evaltape.scoring import (  # noqa: E402
     JobEnv,
+    LiveWire,
     Stop,
     Task,
     completed_without_error,
@@ -174,8 +177,10 @@ def time_pool(folder: Path, url: str, models: int, trials: int, concurrency: int
         agent=agent,
         scorer=completed_without_error,
         stop=Stop(),
+        wall_clock=time.time,
+        environ=dict(os.environ),
         base_url=url,
-        source=Source.SIMULATED,
+        live=LiveWire(network=httpx.HTTPTransport(), source=Source.SIMULATED),
     )
     started = time.monotonic()
     outcome = run_pool(jobs, env, concurrency=concurrency)

@@ -1,16 +1,24 @@
-"""Where library errors become one line on stderr and an exit code."""
+"""Where library errors become one line on stderr and an exit code: the CLI's one boundary.
+
+``RunRefused`` (an entry point refused its request before anything ran) is
+exit 2, with one ``path:line: message`` per problem of invalid suite files;
+every other expected error is exit 1.  ``interruptible`` turns a Ctrl-C
+outside a run's pool into exit 130.
+"""
 
 from __future__ import annotations
 
 import functools
 import sys
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from typing import NoReturn, ParamSpec, TypeVar
 
 import click
 
 from evaltape.recorder import TapeError
+from evaltape.scoring._cli.validate import report_problems
 from evaltape.scoring._errors import ScoringError
+from evaltape.scoring.run._setup import RunRefused
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -18,25 +26,47 @@ R = TypeVar("R")
 EXPECTED: tuple[type[Exception], ...] = (TapeError, ScoringError)
 """Exception types that are the user's input, not our bug."""
 
+EXIT_REFUSED = 2
+"""Bad input, found before anything ran (also: refused credentials)."""
+EXIT_INTERRUPTED = 130
+"""Ctrl-C; finished attempts are kept."""
 
-def fail(message: str, code: int = 1) -> None:
+
+def fail(message: str, code: int = 1) -> NoReturn:
     """Print ``evaltape: error: message`` to stderr and exit with ``code``."""
     click.echo(f"evaltape: error: {message}", err=True)
     sys.exit(code)
 
 
 def boundary(func: Callable[P, R]) -> Callable[P, R]:
-    """Turn expected errors raised by a command body into one line and exit 1."""
+    """Turn expected errors raised by a command body into one line and an exit code."""
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return func(*args, **kwargs)
+        except RunRefused as exc:
+            if exc.problems:
+                report_problems(exc.problems)
+            fail(str(exc), EXIT_REFUSED)
         except EXPECTED as exc:
             fail(str(exc))
-            raise AssertionError("unreachable") from exc
         except BrokenPipeError:  # e.g. `evaltape show x | head`
             sys.stderr.close()
             sys.exit(0)
+
+    return wrapper
+
+
+def interruptible(func: Callable[P, None]) -> Callable[P, None]:
+    """A Ctrl-C outside the pool (loading suites, writing the record) exits 130 quietly."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            func(*args, **kwargs)
+        except KeyboardInterrupt:
+            click.echo("evaltape: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
 
     return wrapper

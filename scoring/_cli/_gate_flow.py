@@ -3,9 +3,9 @@
 ``@gate_options`` adds ``--gate``, ``--alpha``, ``--accept-baseline``,
 ``--baseline NAME``, ``--save-baseline``, ``--list-baselines``,
 ``--baseline-history NAME`` and ``--scoreboard`` and hands the command one
-``GateOptions``.  The decision itself is ``scoring._gate.decide_gate``; this
-module finds the baseline, prints the report, records the outcome on the run
-and saves baselines.
+``GateOptions``.  The decisions are ``verdicts._gate_flow``'s (``run_live``
+calls it); this module lists baselines and prints the gate report, the
+scoreboard and what was saved.
 """
 
 from __future__ import annotations
@@ -14,53 +14,26 @@ import functools
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
-import attrs
 import click
 
+from evaltape.scoring._cli._boundary import fail
 from evaltape.scoring._config import Config, display_path
-from evaltape.scoring.judge._judge import Floors, JudgeStatus, case_floors
 from evaltape.scoring.results import _baselines as baselines
 from evaltape.scoring.results._baselines import Baseline, BaselineError
-from evaltape.scoring.results._records import AttemptResult, RunRecord, Verdict
-from evaltape.scoring.run._runner import PoolOutcome
+from evaltape.scoring.results._records import RunRecord, Verdict
 from evaltape.scoring.verdicts._compare import render_comparison
-from evaltape.scoring.verdicts._gate import GateDecision, GateState, decide_gate
+from evaltape.scoring.verdicts._gate import GateState
+from evaltape.scoring.verdicts._gate_flow import (
+    GATE_TRIALS,
+    GateOptions,
+    ModelGate,
+    SavedBaseline,
+    baselines_folder,
+)
 
 R = TypeVar("R")
-
-GATE_TRIALS = 3
-"""Trials per case that ``--gate`` and ``--scoreboard`` imply."""
-
-
-@attrs.frozen(kw_only=True)
-class GateOptions:
-    """The gate and baseline flags of one command line."""
-
-    gate: bool = False
-    """Decide the gate and exit 1 when it closes."""
-    alpha: float = 0.05
-    """Significance level of the paired regression test."""
-    accept: bool = False
-    """Print every reason the gate closed, exit 0, and mark the run as an accepted baseline."""
-    baseline: str | None = None
-    """A saved baseline to compare against (and to save under) instead of the implicit one."""
-    save: bool = False
-    """Save this run as a baseline after it finishes."""
-    list_all: bool = False
-    """Print the saved baselines and exit."""
-    history_of: str | None = None
-    """Print every saved copy of this baseline and exit."""
-    scoreboard: bool = False
-    """Exactly three trials; a case is credited only when all three pass."""
-
-    @property
-    def purpose(self) -> str:
-        """The run record's ``purpose``."""
-        if self.scoreboard:
-            return "scoreboard"
-        return "gate" if self.gate else ""
 
 
 def gate_options(func: Callable[..., R]) -> Callable[..., R]:
@@ -133,14 +106,9 @@ def gate_options(func: Callable[..., R]) -> Callable[..., R]:
     return decorated
 
 
-def _error(message: str, code: int = 2) -> NoReturn:
-    click.echo(f"evaltape: error: {message}", err=True)
-    raise SystemExit(code)
-
-
 def folder(config: Config) -> Path:
     """Where baselines live: ``<suites>/baselines``."""
-    return config.suites / baselines.BASELINES_DIR
+    return baselines_folder(config.suites)
 
 
 def _when(at: float) -> str:
@@ -173,7 +141,7 @@ def listing(opts: GateOptions, config: Config) -> bool:
                 assert b.path is not None
                 click.echo(f"{display_path(b.path)}  {_describe(b)}")
     except BaselineError as exc:
-        _error(str(exc))
+        fail(str(exc), 2)
     return True
 
 
@@ -182,7 +150,7 @@ def trials(opts: GateOptions, config: Config) -> int:
     given = click.get_current_context().params.get("trials")
     if opts.scoreboard:
         if given is not None and given != GATE_TRIALS:
-            _error(f"--scoreboard runs exactly {GATE_TRIALS} trials; drop --trials {given}")
+            fail(f"--scoreboard runs exactly {GATE_TRIALS} trials; drop --trials {given}", 2)
         return GATE_TRIALS
     if not opts.gate:
         return config.trials
@@ -195,122 +163,6 @@ def trials(opts: GateOptions, config: Config) -> int:
             err=True,
         )
     return int(given)
-
-
-def check_named_baseline(opts: GateOptions, config: Config, models: Sequence[str]) -> None:
-    """Before any model call: a usable name; a baseline to compare with must exist and match.
-
-    With ``--save-baseline`` the name may be new (the run creates it).
-    """
-    if opts.baseline is None:
-        return
-    try:
-        baselines.check_name(opts.baseline)
-        if opts.save:
-            return
-        if len(models) > 1:
-            _error("--baseline NAME holds one model's run; use it with -m, not --compare")
-        b = baselines.load(folder(config), opts.baseline)
-        baselines.refuse_other_model(b, models[0])
-    except BaselineError as exc:
-        _error(str(exc))
-
-
-def floor_failures(outcome: PoolOutcome, floors: Floors) -> dict[str, list[str]]:
-    """Per model, the judged cases (``suite/case``) whose scores fall below a floor."""
-    suite_of = {r.job.case.id: r.job.case.suite for r in outcome.results}
-    trials = ((r.job.case.id, r.job.model, r.judgement) for r in outcome.results)
-    failed: dict[str, list[str]] = {}
-    for case_id, model, check in sorted(case_floors(trials, floors), key=lambda t: t[:2]):
-        if not check.passed:
-            failed.setdefault(model, []).append(f"{suite_of[case_id]}/{case_id}")
-    return failed
-
-
-@attrs.frozen(kw_only=True)
-class ModelGate:
-    """The gate's decision for one model and what it compared against."""
-
-    model: str
-    """The model."""
-    decision: GateDecision
-    """The decision."""
-    against: str
-    """The baseline's label ("" on run zero)."""
-
-
-def decide(
-    opts: GateOptions,
-    config: Config,
-    record: RunRecord,
-    outcome: PoolOutcome,
-    judge_status: JudgeStatus,
-    floors: Floors,
-) -> list[ModelGate]:
-    """Decide the gate for every model of the run."""
-    failed = floor_failures(outcome, floors)
-    gates: list[ModelGate] = []
-    for model in record.models:
-        current = [a for a in record.attempts if a.model == model]
-        recent = baselines.recent_runs(
-            config.results, model, exclude=record.run_id, on_problem=_warn
-        )
-        prior, label = _baseline_for(opts, config, recent, model)
-        fingerprints = {(a.suite, a.case_id): a.fingerprint for a in current}
-        flaky = baselines.failed_in(recent, fingerprints)
-        decision = decide_gate(
-            prior,
-            current,
-            alpha=opts.alpha,
-            judge_status=judge_status,
-            floor_failures=failed.get(model, ()),
-            flaky=flaky,
-        )
-        gates.append(ModelGate(model=model, decision=decision, against=label))
-    return gates
-
-
-def _baseline_for(
-    opts: GateOptions, config: Config, recent: Sequence[baselines.Prior], model: str
-) -> tuple[Sequence[AttemptResult] | None, str]:
-    if opts.baseline is not None:
-        try:
-            b = baselines.load(folder(config), opts.baseline)
-        except BaselineError as exc:
-            if opts.save:  # saving under a new name: nothing to compare yet
-                return None, ""
-            _error(str(exc))
-        baselines.refuse_other_model(b, model)
-        commit = f" @{b.commit}" if b.commit else ""
-        return b.attempts, f'baseline "{b.name}" (run {b.run_id}{commit})'
-
-    if not recent:
-        return None, ""
-    prior = recent[0]  # the implicit baseline: the newest eligible run
-    commit = f" @{prior.record.commit}" if prior.record.commit else ""
-    return prior.attempts, f"run {prior.record.run_id}{commit}"
-
-
-def _warn(line: str) -> None:
-    click.echo(f"evaltape: warning: {line}", err=True)
-
-
-def outcome_fields(gates: Sequence[ModelGate], accept: bool) -> dict[str, Any]:
-    """The run-record fields the gate sets."""
-    closed = any(g.decision.state is GateState.CLOSED for g in gates)
-    if closed:
-        state = GateState.CLOSED
-    elif gates and all(g.decision.state is GateState.RUN_ZERO for g in gates):
-        state = GateState.RUN_ZERO
-    else:
-        state = GateState.OPEN
-    against = "; ".join(f"{g.model}: {g.against}" for g in gates if g.against)
-    return {
-        "gate": state.value,
-        "gate_blocked": closed and not accept,
-        "baseline_accepted": closed and accept,
-        "baseline": against,
-    }
 
 
 def report(gates: Sequence[ModelGate], accept: bool) -> int:
@@ -346,30 +198,6 @@ def _render(g: ModelGate) -> list[str]:
     )
 
 
-def save(opts: GateOptions, config: Config, record: RunRecord) -> None:
-    """``--save-baseline``: save each model's attempts (never a blocked run)."""
-    if not opts.save:
-        return
-    if record.gate_blocked:
-        click.echo(
-            "evaltape: the gate closed, so this run was not saved as a baseline "
-            "(--accept-baseline waves it through)",
-            err=True,
-        )
-        return
-    where = folder(config)
-    for model in record.models:
-        name = opts.baseline or baselines.default_name(record.suites, model)
-        try:
-            b = baselines.from_record(record, model, name, saved_at=time.time())
-            latest, dated = baselines.save(where, b)
-        except BaselineError as exc:
-            _error(str(exc))
-        click.echo(
-            f"baseline {name}: saved {display_path(latest)} and {display_path(dated)}", err=True
-        )
-
-
 def print_scoreboard(record: RunRecord) -> None:
     """Per model, cases credited (all 3 attempts passed) out of cases run; splits listed."""
     click.echo("")
@@ -388,3 +216,26 @@ def print_scoreboard(record: RunRecord) -> None:
         for suite, case in splits:
             p, t = cases[(suite, case)]
             click.echo(f"    unstable: {suite}/{case} {p}/{t} (a split is not a partial pass)")
+
+
+def print_saved(
+    opts: GateOptions,
+    record: RunRecord | None,
+    saved: Sequence[SavedBaseline],
+    blocked: bool,
+    error: str,
+) -> None:
+    """What ``--save-baseline`` did: the files saved, why nothing was, or exit 2 on an error."""
+    if blocked:
+        click.echo(
+            "evaltape: the gate closed, so this run was not saved as a baseline "
+            "(--accept-baseline waves it through)",
+            err=True,
+        )
+    for b in saved:
+        click.echo(
+            f"baseline {b.name}: saved {display_path(b.latest)} and {display_path(b.dated)}",
+            err=True,
+        )
+    if error:
+        fail(error, 2)

@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
 from evaltape.recorder import TapeError
-from evaltape.scoring._cli._boundary import boundary
+from evaltape.scoring._cli._boundary import EXIT_REFUSED, boundary, fail
 from evaltape.scoring._cli._options import config_options
 from evaltape.scoring._config import Config, display_path
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.cases._harvest import append_case, harvest
-
-
-def _error(message: str, code: int = 2) -> NoReturn:
-    click.echo(f"evaltape: error: {message}", err=True)
-    raise SystemExit(code)
 
 
 @click.command(name="add")
@@ -64,7 +58,7 @@ def add(
         draft = harvest(tape, session=session, turn=turn, case_id=case_id)
         written = append_case(config.suites, suite, draft) if suite is not None else None
     except (TapeError, ScoringError) as exc:
-        _error(str(exc))
+        fail(str(exc), EXIT_REFUSED)
     click.echo(draft.line())
     for note in draft.notes:
         click.echo(f"note: {note}", err=True)

@@ -1,15 +1,12 @@
 """``evaltape export RUN``: send a finished run's attempts as OTLP traces (and Langfuse scores).
 
-Also home of the two steps ``evaltape live`` and ``evaltape replay`` share:
-``start_export`` (read the environment, say once where traces go, start the
-background exporter) and ``finish_export`` (wait a bounded time, report a
-failure in one line, remember what was exported in the run record).
+The export steps of ``evaltape live`` and ``replay`` are the library's
+(``run._export_step``).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
@@ -21,19 +18,16 @@ from evaltape.scoring._cli._options import config_options
 from evaltape.scoring._config import Config, display_path
 from evaltape.scoring.cases._cases import CaseError, load_suites
 from evaltape.scoring.checks._score import Score
-from evaltape.scoring.cost._pricing import Prices, resolve_prices
-from evaltape.scoring.export._config import ExportConfig, ExportConfigError, export_config
+from evaltape.scoring.cost._pricing import resolve_prices
+from evaltape.scoring.export._config import ExportConfigError, export_config
 from evaltape.scoring.export._exporter import (
-    DEFAULT_CLOSE_TIMEOUT,
     Exporter,
     ExportJob,
     ExportReport,
     Rescore,
 )
-from evaltape.scoring.export._send import ExportFailed
 from evaltape.scoring.export._spans import TraceOptions
 from evaltape.scoring.judge._judge import JudgeError, Judgement
-from evaltape.scoring.results._history import RunLog
 from evaltape.scoring.results._records import (
     AttemptResult,
     RunKind,
@@ -44,90 +38,8 @@ from evaltape.scoring.results._records import (
     resolve_run,
     write_record,
 )
+from evaltape.scoring.run._judge_step import default_scorer
 from evaltape.scoring.run._rescore import locate_tape, rescore_session
-from evaltape.scoring.run._runner import JobResult, default_scorer
-
-
-def warning_line(failure: ExportFailed) -> str:
-    """``evaltape: warning: export to HOST failed: ...; the run is unaffected``."""
-    return f"evaltape: warning: {failure}; the run is unaffected"
-
-
-def start_export(
-    *,
-    enabled: bool,
-    run_id: str,
-    agent: str,
-    content: bool,
-    prices: Prices,
-    environ: Mapping[str, str] = os.environ,
-) -> Exporter | None:
-    """The run's exporter, or None when exporting is off or nothing is configured.
-
-    A bad export variable exits 2 before any model call.  Prints once, on
-    stderr, where traces go (endpoints only, never a key).
-    """
-    if not enabled:
-        return None
-    try:
-        config = export_config(environ)
-    except ExportConfigError as exc:
-        fail(str(exc), 2)
-        raise AssertionError("unreachable") from exc
-    if config is None:
-        return None
-    click.echo(f"export: {config.describe()}", err=True)
-    return _exporter(config, run_id, agent, content, prices)
-
-
-def _exporter(
-    config: ExportConfig, run_id: str, agent: str, content: bool, prices: Prices
-) -> Exporter:
-    options = TraceOptions(
-        run_id=run_id, agent=agent, environment=config.environment, content=content
-    )
-
-    def on_failure(failure: ExportFailed) -> None:
-        click.echo(warning_line(failure), err=True)
-
-    return Exporter(config, options, prices, on_failure=on_failure)
-
-
-def export_job(result: JobResult) -> ExportJob:
-    """The export job of a finished attempt (its score and judgement as the run saw them)."""
-    return ExportJob(
-        attempt=result.attempt_result(),
-        tape=result.job.tape,
-        score=result.score,
-        judgement=result.judgement,
-    )
-
-
-def submit(exporter: Exporter | None, result: JobResult) -> None:
-    """Queue ``result`` for export; attempts that never ran (no session) are left out."""
-    if exporter is not None and result.session_id:
-        exporter.submit(export_job(result))
-
-
-def finish_export(
-    exporter: Exporter | None, log: RunLog, timeout: float = DEFAULT_CLOSE_TIMEOUT
-) -> None:
-    """Wait (at most ``timeout``) for the exporter; record the exported keys in the run."""
-    if exporter is None:
-        return
-    report = exporter.close(timeout)
-    if report.unfinished:
-        click.echo(
-            f"evaltape: warning: export to {exporter.config.traces.host} did not finish within "
-            f"{timeout:g} s ({report.unfinished} attempt(s) not exported); the run is unaffected",
-            err=True,
-        )
-    for line in report.skipped:
-        click.echo(f"evaltape: warning: not exported: {line}", err=True)
-    if report.exported:
-        merged = tuple(dict.fromkeys((*log.record.exported, *report.exported)))
-        log.update(exported=merged)
-
 
 # -- the command ---------------------------------------------------------------------
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import NoReturn
-
 import click
 
 from evaltape.recorder import TapeError
-from evaltape.scoring._cli._boundary import boundary
+from evaltape.scoring._cli._boundary import EXIT_REFUSED, boundary, fail
 from evaltape.scoring._cli._options import config_options
 from evaltape.scoring._cli.validate import load_or_report
 from evaltape.scoring._config import Config, display_path
@@ -16,11 +14,6 @@ from evaltape.scoring.cases._validate import suggest
 from evaltape.scoring.checks._scorers import make_scorer
 from evaltape.scoring.results._records import read_record, resolve_run
 from evaltape.scoring.results._trace import Cut, format_case_lines, run_cases, trace_case
-
-
-def _error(message: str, code: int = 2) -> NoReturn:
-    click.echo(f"evaltape: error: {message}", err=True)
-    raise SystemExit(code)
 
 
 @click.command(name="trace")
@@ -59,7 +52,7 @@ def trace(
         path = resolve_run(config.results, run)
         record = read_record(path)
     except ScoringError as exc:
-        _error(str(exc))
+        fail(str(exc), EXIT_REFUSED)
     if case_id is None:
         lines = format_case_lines(run_cases(record))
         click.echo(
@@ -73,15 +66,17 @@ def trace(
         return
     ids = tuple(dict.fromkeys(a.case_id for a in record.attempts))
     if case_id not in ids:
-        _error(
+        fail(
             f'run {record.run_id} has no attempt of case "{case_id}"{suggest(case_id, ids)}; '
-            f"its cases are {', '.join(ids) or 'none'}"
+            f"its cases are {', '.join(ids) or 'none'}",
+            EXIT_REFUSED,
         )
     models = tuple(dict.fromkeys(a.model for a in record.attempts if a.case_id == case_id))
     if model is not None and model not in models:
-        _error(
+        fail(
             f'case "{case_id}" did not run with model "{model}" in run {record.run_id}; '
-            f"it ran with {', '.join(models)}"
+            f"it ran with {', '.join(models)}",
+            EXIT_REFUSED,
         )
     suites = load_or_report((), config)
     cases = {c.id: c for s in suites for c in s.cases}
@@ -97,7 +92,7 @@ def trace(
             cut=Cut(limit=None if full else width),
         )
     except TapeError as exc:
-        _error(str(exc))
+        fail(str(exc), EXIT_REFUSED)
     for i, block in enumerate(blocks):
         if i:
             click.echo("")

@@ -37,7 +37,7 @@ import attrs
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.cases._cases import Case, Suite
 from evaltape.scoring.results._records import AttemptResult, RunKind
-from evaltape.scoring.run._runner import Job
+from evaltape.scoring.run._jobs import Job
 from evaltape.scoring.stats._stats import fisher_exact
 from evaltape.scoring.verdicts._compare import CaseKey, CaseOutcome, case_outcomes
 

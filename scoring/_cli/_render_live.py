@@ -1,0 +1,177 @@
+"""How ``evaltape live`` prints a ``LiveOutcome``: the per-model summary, costs and the judge."""
+
+from __future__ import annotations
+
+import click
+
+from evaltape.recorder import Usage
+from evaltape.scoring._cli import _gate_flow
+from evaltape.scoring._cli._boundary import EXIT_INTERRUPTED, fail
+from evaltape.scoring._config import display_path
+from evaltape.scoring.cost._costs import CostRow, case_lines, compare_table, cost_line, usage_block
+from evaltape.scoring.cost._costs import total as costs_total
+from evaltape.scoring.cost._pricing import Prices, built_in_prices
+from evaltape.scoring.judge._judge import (
+    DEFAULT_FLOORS,
+    Floors,
+    Judge,
+    JudgeState,
+    JudgeStatus,
+    case_floors,
+    judge_status,
+)
+from evaltape.scoring.results._records import Verdict, tally
+from evaltape.scoring.run._jobs import JobResult
+from evaltape.scoring.run._live import LiveOutcome
+from evaltape.scoring.run._pool import PoolOutcome
+from evaltape.scoring.run._stop import StopKind
+from evaltape.scoring.verdicts._entry_check import entry_exit_code, render_entry_results
+from evaltape.scoring.verdicts._flips import render_flips, summarize_flips
+from evaltape.scoring.verdicts._gate_flow import GateOptions
+
+EXIT_AUTH = 2
+"""The provider refused the credentials (also: bad input)."""
+EXIT_TIME_LIMIT = 124
+"""The overall ``--time-limit`` passed; finished attempts are kept."""
+
+
+def tokens(usage: Usage) -> str:
+    """``N tokens (I in, O out)``."""
+    return f"{usage.total_tokens:,} tokens ({usage.input_tokens:,} in, {usage.output_tokens:,} out)"
+
+
+def print_summary(
+    outcome: PoolOutcome,
+    models: tuple[str, ...],
+    judge: Judge | None = None,
+    floors: Floors = DEFAULT_FLOORS,
+    *,
+    prices: Prices | None = None,
+) -> JudgeStatus:
+    """Per model ``model: passed/total`` with tokens and cost, then the run's, then the judge.
+
+    Every cost carries the price table's vintage; a model with no price shows
+    ``n/a``, never $0.00.  A single-model run lists each case (tokens, cost)
+    and a ``Usage:`` block of token buckets; ``--compare`` gets one table row
+    per model (passed/total, duration, tokens, cost).  Judged cases get one
+    line each with their floor decision; grading tokens and cost get lines of
+    their own (never added to the agent's); the summary ends with
+    ``judge_status: ...`` (only the scoreboard and the gate report follow it).
+    Returns that status.
+    """
+    prices = prices if prices is not None else built_in_prices()
+    attempts = [r.attempt_result() for r in outcome.results]
+    total = Usage()
+    rows: list[CostRow] = []
+    for tally_row in tally(attempts, models):
+        mine = [r for r in outcome.results if r.job.model == tally_row.model]
+        usage = Usage()
+        for r in mine:
+            usage += r.usage
+        total += usage
+        errors = sum(1 for r in mine if r.tainted)
+        extra = f", {errors} could not be judged" if errors else ""
+        click.echo(
+            f"{tally_row.model}: {tally_row.passed}/{tally_row.total} passed{extra} · "
+            f"{tokens(usage)}"
+        )
+        cost = costs_total(r.cost for r in mine)
+        click.echo(f"  cost: {cost_line(cost, prices)}")
+        rows.append(
+            CostRow(
+                label=tally_row.model,
+                passed=tally_row.passed,
+                total=tally_row.total,
+                duration=sum(r.duration for r in mine),
+                cost=cost,
+            )
+        )
+    run_cost = costs_total(r.cost for r in outcome.results)
+    if len(rows) > 1:
+        click.echo("Compare:")
+        for line in compare_table(rows, prices):
+            click.echo(line)
+    elif outcome.results:
+        click.echo("Cases:")
+        for line in case_lines(_case_rows(outcome)):
+            click.echo(line)
+        for line in usage_block(run_cost, prices):
+            click.echo(line)
+    click.echo(f"{len(outcome.results)} attempts · {tokens(total)}")
+    return _print_judge(outcome, judge, floors, prices)
+
+
+def _case_rows(outcome: PoolOutcome) -> list[CostRow]:
+    """One row per case: its attempts' verdicts, durations and costs summed."""
+    by_case: dict[tuple[str, str], list[JobResult]] = {}
+    for r in outcome.results:
+        by_case.setdefault((r.job.case.suite, r.job.case.id), []).append(r)
+    return [
+        CostRow(
+            label=case_id,
+            passed=sum(1 for r in results if r.verdict is Verdict.PASSED),
+            total=sum(1 for r in results if r.verdict is not Verdict.SKIPPED),
+            duration=sum(r.duration for r in results),
+            cost=costs_total(r.cost for r in results),
+        )
+        for (_, case_id), results in sorted(by_case.items())
+    ]
+
+
+def _print_judge(
+    outcome: PoolOutcome, judge: Judge | None, floors: Floors, prices: Prices | None = None
+) -> JudgeStatus:
+    judged = [r for r in outcome.results if r.judgement is not None]
+    status = judge_status(r.judgement for r in outcome.results)
+    trials = ((r.job.case.id, r.job.model, r.judgement) for r in outcome.results)
+    for case_id, model, check in sorted(case_floors(trials, floors), key=lambda t: t[:2]):
+        word = "PASS" if check.passed else "FAIL"
+        click.echo(f"judged {case_id} [{model}]: {word} {check.detail}")
+    if judge is not None:
+        scored = sum(1 for r in judged if r.judgement and r.judgement.state is JudgeState.SCORED)
+        grading = Usage()
+        for r in outcome.results:
+            grading += r.judge_usage
+        click.echo(
+            f"grading by {judge.who}: {scored} scored, {len(judged) - scored} unscored · "
+            f"{tokens(grading)}, not counted above"
+        )
+        grading_cost = costs_total(r.judge_cost for r in outcome.results)
+        table = prices if prices is not None else built_in_prices()
+        click.echo(f"grading cost: {cost_line(grading_cost, table)}, not counted above")
+    click.echo(f"judge_status: {status.value}")
+    return status
+
+
+def render_outcome(outcome: LiveOutcome, opts: GateOptions) -> int:
+    """Print the outcome as ``evaltape live`` does; returns the exit code."""
+    assert outcome.record is not None and outcome.record_path is not None
+    pool = outcome.pool
+    if outcome.trials > 1:  # before the summary, which ends with judge_status
+        for line in render_flips(summarize_flips(outcome.record.attempts)):
+            click.echo(line)
+    entry_code = 0
+    if outcome.entry is not None:
+        for line in render_entry_results(outcome.entry):
+            click.echo(line)
+        entry_code = entry_exit_code(outcome.entry)
+    print_summary(pool, outcome.models, outcome.judge, outcome.floors, prices=outcome.prices)
+    if opts.scoreboard:
+        _gate_flow.print_scoreboard(outcome.record)
+    gate_code = _gate_flow.report(outcome.gates, opts.accept)
+    _gate_flow.print_saved(
+        opts, outcome.record, outcome.saved, outcome.save_blocked, outcome.save_error
+    )
+    click.echo(
+        f"tapes: {display_path(outcome.tapes or outcome.record_path)}/  "
+        f"record: {display_path(outcome.record_path)}",
+        err=True,
+    )
+    if pool.stopped is StopKind.AUTH:
+        fail(f"{pool.reason}; check OPENAI_API_KEY / ANTHROPIC_API_KEY", EXIT_AUTH)
+    if pool.stopped is StopKind.LIMIT:
+        fail(f"{pool.reason}; finished attempts were kept", EXIT_TIME_LIMIT)
+    if pool.stopped is StopKind.INTERRUPT:
+        click.echo("evaltape: interrupted; finished attempts were kept", err=True)
+        return EXIT_INTERRUPTED
+    return gate_code or entry_code

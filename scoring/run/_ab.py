@@ -1,0 +1,224 @@
+"""``run_ab``: two variants of the harness run now, interleaved; a report, never a gate.
+
+One ``ABRequest`` in, one ``ABOutcome`` out.  Both variants run every
+selected case ``trials`` times with one model, in one pool, in ABBA order
+(``verdicts._ab``).  Tapes and both sides' run records go to
+``<results>/ab/<run id>/``; the cassettes and the run history are not touched.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+
+from evaltape.recorder import VERSION, Source, Usage
+from evaltape.scoring._config import Config
+from evaltape.scoring.judge._judge import Floors, Judge, JudgeStatus, judge_status
+from evaltape.scoring.results._records import (
+    AttemptResult,
+    RunKind,
+    RunRecord,
+    RunState,
+    git_commit,
+    make_run_id,
+    record_to_json,
+    write_atomic,
+)
+from evaltape.scoring.run._host import SILENT, Host, Reporter
+from evaltape.scoring.run._jobs import JobEnv, JobResult, LiveWire
+from evaltape.scoring.run._judge_step import default_scorer
+from evaltape.scoring.run._pool import PoolOutcome, run_pool
+from evaltape.scoring.run._setup import base_url_of, judge_for, load_selection, warn_without_keys
+from evaltape.scoring.run._stop import Stop
+from evaltape.scoring.verdicts._ab import (
+    BASELINE,
+    CANDIDATE,
+    CaseAB,
+    Variant,
+    ab_folder,
+    case_verdicts,
+    plan_ab,
+    single_model,
+    variant_of,
+)
+from evaltape.scoring.verdicts._compare import Comparison, compare
+
+
+@attrs.frozen(kw_only=True)
+class ABRequest:
+    """What to A/B and how."""
+
+    config: Config
+    """Resolved settings: folders, agent, base URL, concurrency, trials, hang limit, judge."""
+    host: Host
+    """The project folder, environment, clock, entropy and network the run reads."""
+    baseline: Variant
+    """Variant A (``verdicts._ab.parse_variants``)."""
+    candidate: Variant
+    """Variant B."""
+    model: str
+    """The model under test, both sides."""
+    cases_prefix: str | None = None
+    """Only cases whose id starts with this."""
+    suite: str | None = None
+    """Only the suite of this name."""
+    alpha: float = 0.05
+    """Significance level of the per-case and suite-level tests."""
+    source: Source = Source.REAL_API
+    """Where the model responses come from, as recorded in each session."""
+    source_detail: str = ""
+    """Free text naming the server and model."""
+    seed: int | None = None
+    """Sampling seed; trial ``t`` of both sides gets ``seed + t``."""
+    retries: int = 4
+    """Retries of a 429, 5xx or connection failure before the agent sees it."""
+    reporter: Reporter = SILENT
+    """Where progress goes while the run goes on."""
+
+
+@attrs.frozen(kw_only=True)
+class ABOutcome:
+    """What an A/B found."""
+
+    run_id: str
+    """The run's id."""
+    folder: Path
+    """``<results>/ab/<run id>``: both sides' tapes and run records."""
+    pool: PoolOutcome
+    """Every finished attempt, and why the run stopped early (if it did)."""
+    sides: dict[str, tuple[AttemptResult, ...]]
+    """Per variant name, its attempts."""
+    usage: dict[str, Usage]
+    """Per variant name, the tokens of its attempts."""
+    cases: tuple[CaseAB, ...]
+    """Per case, both sides' counts and the verdict."""
+    comparison: Comparison
+    """The paired suite-level comparison, candidate against baseline."""
+    judge: Judge | None
+    """The judge that graded judged cases; None when not configured."""
+    judge_status: JudgeStatus
+    """The run's judge status."""
+    trials: int
+    """Trials per case and side."""
+
+
+def _write_side(
+    folder: Path,
+    record: RunRecord,
+    variant: Variant,
+    other: Variant,
+    attempts: Sequence[AttemptResult],
+    state: RunState,
+    notes: tuple[str, ...],
+    now: float,
+) -> Path:
+    """``<results>/ab/<run id>/<variant>.json``: that side's attempts as a run record."""
+    side = attrs.evolve(
+        record,
+        state=state,
+        finished_at=now,
+        updated_at=now,
+        total=record.total // 2,
+        attempts=tuple(attempts),
+        notes=(f"ab {variant.name}: {variant.spec}", f"ab {other.name}: {other.spec}", *notes),
+    )
+    path = folder / f"{variant.name}.json"
+    write_atomic(path, json.dumps(record_to_json(side), indent=1) + "\n")
+    return path
+
+
+def run_ab(request: ABRequest) -> ABOutcome:
+    """Run both variants interleaved, write both sides' records and compare them.
+
+    Raises ``RunRefused`` before any model call.
+    """
+    config, host, reporter = request.config, request.host, request.reporter
+    a, b = request.baseline, request.candidate
+    selection = load_selection(config, host, request.cases_prefix, request.suite)
+    warn_without_keys(request.source, host.environ, reporter)
+    run_id = make_run_id(host.clock, host.entropy)
+    trials = config.trials
+    jobs = plan_ab(selection.chosen, request.model, trials, config.results, run_id, a, b)
+    judge = judge_for(config, host.environ, [job.model for job in jobs])
+    commit = git_commit(host.project)
+    env = JobEnv(
+        spec=selection.spec,
+        agent=selection.agent,
+        scorer=default_scorer(),
+        stop=Stop(),
+        wall_clock=host.clock,
+        environ=host.environ,
+        base_url=base_url_of(config),
+        hang_limit=config.hang_limit,
+        harness_commit=commit,
+        harness_version=VERSION,
+        judge=judge,
+        floors=Floors(mean=config.judge_mean_floor, trial=config.judge_trial_floor),
+        live=LiveWire(
+            network=host.network(),
+            source=request.source,
+            source_detail=request.source_detail,
+            seed=request.seed,
+            retries=request.retries,
+        ),
+    )
+    record = RunRecord(
+        run_id=run_id,
+        kind=RunKind.LIVE,
+        state=RunState.RUNNING,
+        started_at=host.clock(),
+        commit=commit,
+        models=tuple(dict.fromkeys(job.model for job in jobs)),
+        suites=tuple(s.name for s in selection.chosen),
+        trials=trials,
+        total=len(jobs),
+    )
+    cases = sum(len(s.cases) for s in selection.chosen)
+    reporter.note(
+        f"ab {run_id}: {cases} case(s) x {trials} trial(s) x 2 variants = "
+        f"{len(jobs)} attempts with {request.model}, ABBA order, "
+        f"concurrency {config.concurrency}"
+    )
+    reporter.note(f"  A {a.name}: {a.spec}")
+    reporter.note(f"  B {b.name}: {b.spec}")
+    if judge is not None:
+        reporter.note(f"judge: {judge.who}")
+
+    def on_result(result: JobResult) -> None:
+        reporter.attempt(result, len(jobs))
+
+    pool = run_pool(jobs, env, concurrency=config.concurrency, on_result=on_result)
+    sides: dict[str, list[AttemptResult]] = {BASELINE: [], CANDIDATE: []}
+    usage: dict[str, Usage] = {BASELINE: Usage(), CANDIDATE: Usage()}
+    for r in pool.results:
+        name = variant_of(r.job)
+        sides[name].append(r.attempt_result())
+        usage[name] += r.usage
+    state = RunState.COMPLETED if pool.stopped is None else RunState.CANCELLED
+    status = judge_status(r.judgement for r in pool.results)
+    notes = (
+        f"ab: ABBA interleaved, {trials} trial(s) per side, alpha {request.alpha:g}",
+        *((pool.reason,) if pool.reason else ()),
+        f"judge_status: {status.value}",
+    )
+    folder = ab_folder(config.results, run_id)
+    _write_side(folder, record, a, b, sides[BASELINE], state, notes, host.clock())
+    _write_side(folder, record, b, a, sides[CANDIDATE], state, notes, host.clock())
+    alpha = request.alpha
+    return ABOutcome(
+        run_id=run_id,
+        folder=folder,
+        pool=pool,
+        sides={name: tuple(items) for name, items in sides.items()},
+        usage=usage,
+        cases=case_verdicts(sides[BASELINE], sides[CANDIDATE], alpha=alpha),
+        comparison=compare(
+            single_model(sides[BASELINE]), single_model(sides[CANDIDATE]), alpha=alpha
+        ),
+        judge=judge,
+        judge_status=status,
+        trials=trials,
+    )

@@ -1,0 +1,193 @@
+"""``run_job``: one attempt in a fresh workspace, its session written and scored.
+
+The session gets its start, the exchanges, runner facts, the workspace
+snapshot and its end.  It is scored (and judged) before it ends, so the
+judge's call lands on the attempt's own tape.  A replay job is also scored
+as recorded, and the two verdicts give its ``ReplayDecision``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from evaltape.recorder import (
+    FactKind,
+    Mode,
+    RunnerFact,
+    SessionStarted,
+    Status,
+    fold,
+    new_session_id,
+    open_session,
+)
+from evaltape.replay import ReplayError, ReplayTransport
+from evaltape.scoring.cost._costs import cost_of_session, judge_cost_of_session
+from evaltape.scoring.judge._judge import JudgeState, judge_usage, rejudge_offline
+from evaltape.scoring.results._records import Verdict
+from evaltape.scoring.run._agents import AttemptSetup, RetryingTransport
+from evaltape.scoring.run._jobs import Job, JobEnv, JobResult, LiveWire
+from evaltape.scoring.run._judge_step import judge_step, score_attempt
+from evaltape.scoring.run._stop import StopKind
+from evaltape.scoring.run._supervise import drive
+from evaltape.scoring.run._tee import Tee
+from evaltape.scoring.run._workspace import (
+    WorkspaceError,
+    make_workspace,
+    remove_workspace,
+    snapshot_workspace,
+)
+from evaltape.scoring.verdicts._flips import effects_digest, outputs_digest
+from evaltape.scoring.verdicts._replaycheck import decide
+
+
+def _seed(job: Job, env: JobEnv) -> int | None:
+    """The seed of this attempt: ``--seed`` plus the attempt index, so trials are
+    distinct samples yet reproducible.  A replay hands the agent the recorded
+    seed, so it sends the recorded request."""
+    if job.recorded is not None:
+        return job.recorded.header.seed
+    seed = env.live.seed if env.live is not None else None
+    return None if seed is None else seed + job.attempt
+
+
+def _header(job: Job, env: JobEnv, session_id: str) -> SessionStarted:
+    if job.recorded is not None:
+        source, detail = job.recorded.header.source, job.recorded.header.source_detail
+    else:
+        assert env.live is not None
+        source, detail = env.live.source, env.live.source_detail
+    return SessionStarted(
+        session_id=session_id,
+        started_at=env.wall_clock(),
+        case_id=job.case.id,
+        attempt=job.attempt,
+        model=job.model,
+        mode=Mode.REPLAY if job.recorded is not None else Mode.LIVE,
+        source=source,
+        source_detail=detail,
+        harness_commit=env.harness_commit,
+        harness_version=env.harness_version,
+        seed=_seed(job, env),
+        replay_of=job.recorded.session_id if job.recorded is not None else "",
+        metadata=(("suite", job.case.suite), ("run_id", job.run_id)),
+    )
+
+
+def _live_transport(env: JobEnv, wire: LiveWire, tee: Tee) -> RetryingTransport:
+    def on_retry(message: str) -> None:
+        tee.append(RunnerFact(at=tee.now(), fact=FactKind.NOTE, message=message))
+
+    def on_auth(message: str) -> None:
+        env.stop.set(StopKind.AUTH, f"the provider refused the credentials: {message}")
+
+    return RetryingTransport(
+        wire.network,
+        close_real=False,
+        retries=wire.retries,
+        base_delay=wire.retry_delay,
+        on_retry=on_retry,
+        on_auth=on_auth,
+        stop=env.stop.event,
+    )
+
+
+def run_job(job: Job, env: JobEnv) -> JobResult:
+    """Run one attempt and score it.  Never raises for the agent's or provider's faults.
+
+    A live job needs ``env.live``; without it ``ValueError`` is raised before
+    anything is written.
+    """
+    if job.recorded is None and env.live is None:
+        raise ValueError("a live job needs JobEnv.live (the network transport)")
+    started = time.monotonic()
+    session_id = new_session_id()
+    header = _header(job, env, session_id)
+    job.tape.parent.mkdir(parents=True, exist_ok=True)
+    tee = Tee(open_session(job.tape, header), header)
+    replayer: ReplayTransport | None = None
+    inner: Any
+    if job.recorded is not None:
+        replayer = ReplayTransport(job.recorded, strict=not env.replay.lenient)
+        inner = replayer
+    else:
+        assert env.live is not None
+        inner = _live_transport(env, env.live, tee)
+    status, reason = Status.COMPLETED, ""
+    workspace: Path | None = None
+    try:
+        workspace = make_workspace(job.case)
+    except WorkspaceError as exc:
+        status, reason = Status.INFRA_ERROR, str(exc)
+    if workspace is not None:
+        setup = AttemptSetup(
+            case=job.case,
+            model=job.model,
+            attempt=job.attempt,
+            workspace=workspace,
+            base_url=env.base_url,
+            upstream=env.base_url,
+            seed=_seed(job, env),
+            limit=env.hang_limit,
+            inner=inner,
+            events=tee,
+            replaying=replayer is not None,
+            environ={**env.environ, **dict(job.environ)},
+        )
+        status, reason = drive(env, setup, tee, replayer)
+        tee.append(snapshot_workspace(workspace, at=tee.now()))
+        remove_workspace(workspace)
+    stale = ""
+    if replayer is not None and status is not Status.INTERRUPTED:
+        try:
+            replayer.finish()
+        except ReplayError as exc:
+            stale = str(exc)
+    # Scored before the session ends, so the judge's call lands on this tape.
+    provisional = fold(tee.provisional(status, reason))
+    score = score_attempt(env.scorer, job.case, provisional)
+    tape = fold(job.recorded.events) if job.recorded is not None else None
+    score, judgement = judge_step(job, env, tee, score, provisional, tape)
+    events = tee.end(status, reason)
+    duration = time.monotonic() - started
+    session = fold(events)
+    decision = None
+    if tape is not None and status is not Status.INTERRUPTED:  # cancelled: no verdict
+        rescored = score_attempt(env.scorer, job.case, tape)
+        rescored, _ = rejudge_offline(rescored, job.case, tape, floors=env.floors)
+        decision = decide(rescored, score, stale)
+    broken = status in (Status.TIMEOUT, Status.INFRA_ERROR, Status.INTERRUPTED)
+    # Live, replayed or reused, a verdict with no score leaves the attempt not judged.
+    unscored = judgement is not None and judgement.state is JudgeState.UNSCORED
+    if broken or stale:
+        verdict = Verdict.ERROR
+        why = f"stale recording: {stale}" if stale and not broken else f"{status.value}: {reason}"
+    elif unscored and judgement is not None:
+        verdict = Verdict.ERROR
+        why = f"the judge gave no score: {judgement.problem}"
+    else:
+        verdict = Verdict.PASSED if score.passed else Verdict.FAILED
+        why = "" if score.passed else score.reason
+    lenient = replayer is not None and replayer.tainted
+    if lenient and not stale:
+        assert replayer is not None
+        why = (why + "; " if why else "") + f"lenient: {len(replayer.divergences)} divergence(s)"
+    return JobResult(
+        job=job,
+        verdict=verdict,
+        reason=why,
+        usage=session.usage,
+        duration=duration,
+        session_id=session_id,
+        status=status,
+        score=score,
+        tainted=broken or bool(stale) or unscored or lenient,
+        decision=decision,
+        judgement=judgement,
+        judge_usage=judge_usage(session),
+        cost=cost_of_session(env.prices, job.model, session),
+        judge_cost=judge_cost_of_session(env.prices, session),
+        outputs_digest=outputs_digest(session),
+        effects_digest=effects_digest(session),
+    )

@@ -1,0 +1,212 @@
+"""Jobs and what they read and produce: one attempt is one job, a function of its inputs.
+
+A ``Job`` names a case, a model, an attempt index, a mode (live or replay),
+the tape its session is appended to and, in replay, the recorded session to
+serve.  ``JobEnv`` is what every job of a run reads; the clock, the
+environment and (live) the network transport are passed in, never read from
+the process.  ``JobResult`` is what one job produced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import attrs
+import httpx
+
+from evaltape.recorder import RecordedSession, Source, Status, Usage
+from evaltape.scoring.cases._cases import Case
+from evaltape.scoring.checks._score import Score, Scorer
+from evaltape.scoring.cost._costs import CostBreakdown
+from evaltape.scoring.cost._pricing import Prices, built_in_prices
+from evaltape.scoring.judge._judge import Floors, Judge, Judgement
+from evaltape.scoring.results._records import AttemptResult, RunKind, Verdict
+from evaltape.scoring.run._agents import AgentSpec
+from evaltape.scoring.run._stop import Stop
+from evaltape.scoring.run._task import Agent
+from evaltape.scoring.verdicts._replaycheck import Change, ReplayDecision
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+"""Where the agent's model calls go when neither config nor flag names a base URL."""
+
+
+@attrs.frozen(kw_only=True)
+class Job:
+    """One attempt of one case with one model."""
+
+    case: Case
+    """The case."""
+    model: str
+    """The model under test."""
+    attempt: int
+    """Zero-based attempt index."""
+    mode: RunKind
+    """LIVE or REPLAY."""
+    tape: Path
+    """The tape the new session is appended to."""
+    tape_label: str
+    """``tape`` as the run record names it (relative to cassettes or results)."""
+    run_id: str
+    """The run this job belongs to."""
+    recorded: RecordedSession | None = None
+    """Replay: the recorded session served to the agent."""
+    environ: tuple[tuple[str, str], ...] = ()
+    """Environment overrides for this attempt only (an A/B variant's ``env:K=V``), laid
+    over ``JobEnv.environ``; never written to the tape.  ``os.environ`` is never changed."""
+
+
+@attrs.frozen(kw_only=True)
+class LiveWire:
+    """What only live jobs read: the network, where responses come from, retries, the seed."""
+
+    network: httpx.BaseTransport
+    """The network transport every attempt borrows (connection pool, TLS context)."""
+    source: Source = Source.REAL_API
+    """Where live responses come from, as each session header records it."""
+    source_detail: str = ""
+    """Free text naming server and model."""
+    seed: int | None = None
+    """Sampling seed, if any; attempt ``n`` gets ``seed + n``."""
+    retries: int = 4
+    """Retries of a 429, 5xx or connection failure below the recording transport."""
+    retry_delay: float = 0.5
+    """First backoff in seconds when the provider gives no retry-after."""
+
+
+@attrs.frozen(kw_only=True)
+class ReplayRules:
+    """What only replay jobs read."""
+
+    lenient: bool = False
+    """Serve the nearest recorded response instead of failing on a changed request."""
+    allow_live_judge: bool = False
+    """Ask ``JobEnv.judge`` when the tape holds no verdict for the replayed transcript."""
+
+
+@attrs.frozen(kw_only=True)
+class JobEnv:
+    """What every job of a run reads: the agent, where it talks to, limits, scorer."""
+
+    spec: AgentSpec
+    """The agent setting, parsed."""
+    agent: Agent | None
+    """The imported Python agent; None for a command agent."""
+    scorer: Scorer
+    """Turns (case, session) into a Score."""
+    stop: Stop
+    """The run-wide stop signal."""
+    wall_clock: Callable[[], float]
+    """Unix time, for session headers."""
+    environ: Mapping[str, str] = attrs.field(repr=False)
+    """The environment agents see (captured when the run started); each job's overrides go
+    on top."""
+    base_url: str = DEFAULT_BASE_URL
+    """The model API's base URL."""
+    hang_limit: float = 300.0
+    """Seconds an attempt may run."""
+    harness_commit: str = ""
+    """Short git commit of the harness."""
+    harness_version: str = ""
+    """Version of the harness."""
+    judge: Judge | None = None
+    """Grades judged attempts that passed every other check; None: not configured."""
+    floors: Floors = attrs.field(factory=Floors)
+    """Judge score floors: a trial below ``floors.trial`` fails."""
+    prices: Prices = attrs.field(factory=built_in_prices, repr=False)
+    """Prices the agent's and the judge's calls are costed with (built-in table by default)."""
+    live: LiveWire | None = None
+    """Live jobs: the network and its settings; a live job without it cannot run."""
+    replay: ReplayRules = attrs.field(factory=ReplayRules)
+    """Replay jobs: leniency and whether the judge may be asked."""
+
+
+@attrs.frozen(kw_only=True)
+class JobResult:
+    """What one job produced; ``attempt_result()`` is its run-record line."""
+
+    job: Job
+    """The job."""
+    verdict: Verdict
+    """Passed, failed, or error (could not be judged)."""
+    reason: str
+    """Why it did not pass; "" when it passed."""
+    usage: Usage
+    """Tokens of the session's model calls."""
+    duration: float
+    """Seconds the attempt took."""
+    session_id: str
+    """The new session's id in ``job.tape``."""
+    status: Status
+    """How the session ended."""
+    score: Score
+    """The scorer's verdict on the new session."""
+    tainted: bool = False
+    """The evidence is unreliable (timeout, infrastructure failure, cancelled, stale)."""
+    decision: ReplayDecision | None = None
+    """Replay: the decision for the recorded attempt."""
+    judgement: Judgement | None = None
+    """A judged attempt that passed every other check: what the judge said (or why not)."""
+    judge_usage: Usage = attrs.field(factory=Usage)
+    """Tokens the judge spent grading this attempt; never part of ``usage``."""
+    cost: CostBreakdown = attrs.field(factory=CostBreakdown)
+    """The agent's model calls by token bucket, and their USD (None when unknown)."""
+    judge_cost: CostBreakdown = attrs.field(factory=CostBreakdown)
+    """The judge's calls grading this attempt, priced apart; never part of ``cost``."""
+    outputs_digest: str = ""
+    """``scoring._flips.outputs_digest`` of the session; "" when it never started."""
+    effects_digest: str = ""
+    """``scoring._flips.effects_digest`` of the session; "" when it never started."""
+
+    def attempt_result(self) -> AttemptResult:
+        """The ``AttemptResult`` stored in the run record."""
+        d = self.decision
+        return AttemptResult(
+            case_id=self.job.case.id,
+            suite=self.job.case.suite,
+            model=self.job.model,
+            attempt=self.job.attempt,
+            verdict=self.verdict,
+            reason=self.reason,
+            usage=self.usage,
+            duration=self.duration,
+            tape=self.job.tape_label,
+            session_id=self.session_id,
+            mode=self.job.mode,
+            tainted=self.tainted,
+            quarantined=self.job.case.quarantined,
+            known_gap=self.job.case.known_gap is not None,
+            rescored=_verdict(d.rescored) if d else None,
+            replayed=_verdict(d.replayed)
+            if d and d.replayed and d.change is not Change.STALE
+            else None,
+            judge_usage=self.judge_usage,
+            cost=self.cost.cost,
+            judge_cost=self.judge_cost.cost if self.judge_cost.calls else None,
+            judge_score=self.judgement.score if self.judgement is not None else None,
+            fingerprint=self.job.case.fingerprint,
+            outputs_digest=self.outputs_digest,
+            effects_digest=self.effects_digest,
+        )
+
+
+def _verdict(score: Score | None) -> Verdict | None:
+    if score is None:
+        return None
+    return Verdict.PASSED if score.passed else Verdict.FAILED
+
+
+def error_result(job: Job, exc: Exception) -> JobResult:
+    """The result of a job that could not run at all (verdict error, tainted)."""
+    score = Score(passed=False, reason=f"{type(exc).__name__}: {exc}")
+    return JobResult(
+        job=job,
+        verdict=Verdict.ERROR,
+        reason=f"the attempt could not run: {type(exc).__name__}: {exc}",
+        usage=Usage(),
+        duration=0.0,
+        session_id="",
+        status=Status.INFRA_ERROR,
+        score=score,
+        tainted=True,
+    )

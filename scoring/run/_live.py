@@ -1,0 +1,309 @@
+"""``run_live``: real attempts against a model API, each recorded to a tape.
+
+One ``LiveRequest`` in, one ``LiveOutcome`` out.  Suites are validated, the
+cases selected, the agent loaded, prices, judge, baseline and export
+settings checked, all before a token is spent (``RunRefused``).  Then the
+run record is started, the pool runs, traces are
+exported, the gate decided, the record finished and baselines saved.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+
+from evaltape.recorder import VERSION, Source
+from evaltape.scoring._config import Config
+from evaltape.scoring._errors import ScoringError
+from evaltape.scoring.cost._pricing import Prices
+from evaltape.scoring.export._config import ExportConfigError
+from evaltape.scoring.judge._judge import Floors, Judge, JudgeStatus, judge_status
+from evaltape.scoring.results._baselines import BaselineError
+from evaltape.scoring.results._history import RunLog
+from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
+from evaltape.scoring.run._export_step import finish_export, start_export, submit
+from evaltape.scoring.run._host import SILENT, Host, Reporter
+from evaltape.scoring.run._jobs import JobEnv, JobResult, LiveWire
+from evaltape.scoring.run._judge_step import default_scorer
+from evaltape.scoring.run._plan import plan_live
+from evaltape.scoring.run._pool import PoolOutcome, run_pool
+from evaltape.scoring.run._setup import (
+    RunRefused,
+    base_url_of,
+    finish,
+    judge_for,
+    judge_notes,
+    load_selection,
+    prices_for,
+    warn_without_keys,
+)
+from evaltape.scoring.run._stop import Stop
+from evaltape.scoring.verdicts._entry_check import (
+    ENTRY_PURPOSE,
+    ENTRY_TRIALS,
+    EntryResult,
+    entry_results,
+    render_selection,
+    select_unchecked,
+)
+from evaltape.scoring.verdicts._gate_flow import (
+    GateOptions,
+    ModelGate,
+    SavedBaseline,
+    baselines_folder,
+    check_named_baseline,
+    decide_gates,
+    gate_fields,
+    save_baselines,
+)
+from evaltape.scoring.verdicts._quarantine import history_records
+
+
+@attrs.frozen(kw_only=True)
+class LiveRequest:
+    """What to run live and how."""
+
+    config: Config
+    """Resolved settings: folders, agent, base URL, concurrency, hang limit, judge, pricing."""
+    host: Host
+    """The project folder, environment, clock, entropy and network the run reads."""
+    models: tuple[str, ...]
+    """The models under test (more than one: every case with each, through one pool)."""
+    trials: int
+    """Attempts per case (``ENTRY_TRIALS`` replaces it for an entry check)."""
+    cases_prefix: str | None = None
+    """Only cases whose id starts with this."""
+    suite: str | None = None
+    """Only the suite of this name."""
+    source: Source = Source.REAL_API
+    """Where the model responses come from, as recorded in each session."""
+    source_detail: str = ""
+    """Free text naming the server and model."""
+    seed: int | None = None
+    """Sampling seed; attempt ``n`` gets ``seed + n``."""
+    time_limit: float | None = None
+    """Stop the whole run after this many seconds; finished attempts are kept."""
+    retries: int = 4
+    """Retries of a 429, 5xx or connection failure before the agent sees it."""
+    entry_check: bool = False
+    """Run only the new or edited cases, ``ENTRY_TRIALS`` times each."""
+    export: bool = True
+    """Export traces when the environment configures a target."""
+    export_content: bool = False
+    """Exported traces include prompts, messages, tool data and the judge's rationale."""
+    gate: GateOptions = attrs.field(factory=GateOptions)
+    """The gate, baseline and scoreboard options."""
+    reporter: Reporter = SILENT
+    """Where progress goes while the run goes on."""
+
+
+@attrs.frozen(kw_only=True)
+class LiveOutcome:
+    """What a live run did."""
+
+    ran: bool
+    """False when an entry check found no new or edited case (nothing ran, no record)."""
+    run_id: str = ""
+    """The run's id."""
+    record: RunRecord | None = None
+    """The finished run record, as written."""
+    record_path: Path | None = None
+    """Where the run record was written."""
+    tapes: Path | None = None
+    """The cassettes folder the attempts' tapes were appended to."""
+    models: tuple[str, ...] = ()
+    """The models under test."""
+    trials: int = 0
+    """Attempts per case."""
+    pool: PoolOutcome = attrs.field(
+        factory=lambda: PoolOutcome(results=(), stopped=None, reason="")
+    )
+    """Every finished attempt, and why the run stopped early (if it did)."""
+    judge: Judge | None = None
+    """The judge that graded judged cases; None when not configured."""
+    judge_status: JudgeStatus = JudgeStatus.NOT_NEEDED
+    """The run's judge status."""
+    floors: Floors = attrs.field(factory=Floors)
+    """The judge score floors the run applied."""
+    prices: Prices | None = None
+    """The price table costs were computed with."""
+    gates: tuple[ModelGate, ...] = ()
+    """Per model, the gate's decision (empty without a gate, or when the run stopped)."""
+    entry: tuple[EntryResult, ...] | None = None
+    """Entry check that ran to the end: each case's entry verdict."""
+    saved: tuple[SavedBaseline, ...] = ()
+    """Baselines saved."""
+    save_blocked: bool = False
+    """A baseline save was asked for but the gate closed, so nothing was saved."""
+    save_error: str = ""
+    """Why saving a baseline failed ("" when it did not)."""
+
+
+def _refused(exc: ScoringError) -> RunRefused:
+    return RunRefused(str(exc))
+
+
+def run_live(request: LiveRequest) -> LiveOutcome:
+    """Run the request's cases live; see the module docstring for the order of steps.
+
+    Raises ``RunRefused`` (invalid suite files, or any other bad
+    input) before a model is called.  A stop (Ctrl-C, refused credentials,
+    the time limit) is not an error: ``outcome.pool.stopped`` says which.
+    """
+    config, host, opts, reporter = request.config, request.host, request.gate, request.reporter
+    folder = baselines_folder(config.suites)
+    try:
+        check_named_baseline(opts, folder, request.models)
+    except BaselineError as exc:
+        raise _refused(exc) from exc
+    selection = load_selection(config, host, request.cases_prefix, request.suite)
+    prices = prices_for(config, host.environ)
+    chosen, trials = selection.chosen, request.trials
+    if request.entry_check:
+        if opts.purpose or opts.save:
+            raise RunRefused(
+                "--entry-check runs new and edited cases on their own; it cannot be combined "
+                "with --gate, --scoreboard or --save-baseline"
+            )
+        try:
+            records = history_records(config.results, on_missing=reporter.warning)
+        except ScoringError as exc:
+            raise _refused(exc) from exc
+        chosen, candidates = select_unchecked(chosen, records)
+        for line in render_selection(candidates):
+            reporter.note(line)
+        if not chosen:
+            return LiveOutcome(ran=False)
+        trials = ENTRY_TRIALS
+    warn_without_keys(request.source, host.environ, reporter)
+    run_id = make_run_id(host.clock, host.entropy)
+    jobs = plan_live(chosen, request.models, trials, config.cassettes, run_id)
+    judge = judge_for(config, host.environ, [job.model for job in jobs])
+    floors = Floors(mean=config.judge_mean_floor, trial=config.judge_trial_floor)
+    try:
+        exporter = (
+            start_export(
+                run_id=run_id,
+                agent=config.agent or "agent",
+                content=request.export_content,
+                prices=prices,
+                environ=host.environ,
+                reporter=reporter,
+            )
+            if request.export
+            else None
+        )
+    except ExportConfigError as exc:
+        raise _refused(exc) from exc
+    commit = git_commit(host.project)
+    record = RunRecord(
+        run_id=run_id,
+        kind=RunKind.LIVE,
+        state=RunState.RUNNING,
+        started_at=host.clock(),
+        commit=commit,
+        models=request.models,
+        suites=tuple(s.name for s in chosen),
+        trials=trials,
+        purpose=ENTRY_PURPOSE if request.entry_check else opts.purpose,
+        total=len(jobs),
+    )
+    log = RunLog(config.results, record, clock=host.clock)
+    log.start()
+    env = JobEnv(
+        spec=selection.spec,
+        agent=selection.agent,
+        scorer=default_scorer(),
+        stop=Stop(),
+        wall_clock=host.clock,
+        environ=host.environ,
+        base_url=base_url_of(config),
+        hang_limit=config.hang_limit,
+        harness_commit=commit,
+        harness_version=VERSION,
+        judge=judge,
+        floors=floors,
+        prices=prices,
+        live=LiveWire(
+            network=host.network(),
+            source=request.source,
+            source_detail=request.source_detail,
+            seed=request.seed,
+            retries=request.retries,
+        ),
+    )
+
+    def on_result(result: JobResult) -> None:
+        log.add(result.attempt_result())
+        reporter.attempt(result, len(jobs))
+        submit(exporter, result)
+
+    cases = sum(len(s.cases) for s in chosen)
+    reporter.note(
+        f"run {run_id}: {len(jobs)} attempts ({len(request.models)} model(s) x {cases} case(s) "
+        f"x {trials} trial(s)), concurrency {config.concurrency}"
+    )
+    judged_cases = sum(1 for s in chosen for c in s.cases if c.rubric is not None)
+    if judge is not None:
+        reporter.note(f"judge: {judge.who}")
+    elif judged_cases:
+        reporter.warning(
+            f"{judged_cases} judged case(s) and no judge_model: their "
+            "replies are not graded (judge_status: not configured)"
+        )
+    pool = run_pool(
+        jobs,
+        env,
+        concurrency=config.concurrency,
+        on_result=on_result,
+        time_limit=request.time_limit,
+    )
+    finish_export(exporter, log, reporter)
+    status = judge_status(r.judgement for r in pool.results)
+    gates: tuple[ModelGate, ...] = ()
+    if opts.gate and pool.stopped is None:
+        try:
+            gates = decide_gates(
+                opts,
+                folder=folder,
+                results=config.results,
+                record=log.record,
+                attempts=pool.results,
+                judge_status=status,
+                floors=floors,
+                on_problem=reporter.warning,
+            )
+        except BaselineError as exc:
+            raise _refused(exc) from exc
+        log.update(**gate_fields(gates, opts.accept))
+    final = finish(log, pool, notes=judge_notes(judge, status))
+    saved: tuple[SavedBaseline, ...] = ()
+    blocked, save_error = False, ""
+    if pool.stopped is None and opts.save:
+        blocked = log.record.gate_blocked
+        if not blocked:
+            try:
+                saved = save_baselines(opts, folder, log.record, saved_at=host.clock())
+            except BaselineError as exc:
+                save_error = str(exc)
+    entry_done = request.entry_check and pool.stopped is None
+    return LiveOutcome(
+        ran=True,
+        run_id=run_id,
+        record=final,
+        record_path=log.path,
+        tapes=config.cassettes,
+        models=request.models,
+        trials=trials,
+        pool=pool,
+        judge=judge,
+        judge_status=status,
+        floors=floors,
+        prices=prices,
+        gates=gates,
+        entry=entry_results(final.attempts) if entry_done else None,
+        saved=saved,
+        save_blocked=blocked,
+        save_error=save_error,
+    )

@@ -1,0 +1,75 @@
+"""Planning: which jobs a run has and which tape each one's session goes to."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from evaltape.recorder import RecordedSession
+from evaltape.scoring.cases._cases import Case, Suite
+from evaltape.scoring.results._records import RunKind
+from evaltape.scoring.run._jobs import Job
+
+
+def cassette_tape(cassettes: Path, case: Case) -> tuple[Path, str]:
+    """``<cassettes>/<suite>/<case id>.tape`` and its label relative to ``cassettes``."""
+    label = f"{case.suite}/{case.id}.tape"
+    return cassettes / label, label
+
+
+def plan_live(
+    suites: Sequence[Suite], models: Sequence[str], trials: int, cassettes: Path, run_id: str
+) -> tuple[Job, ...]:
+    """Every live job: model x case x attempt; a case pinning a model runs only with it."""
+    jobs: list[Job] = []
+    seen: set[tuple[str, str, int]] = set()
+    for model in models:
+        for suite in suites:
+            for case in suite.cases:
+                chosen = case.model or model
+                for attempt in range(trials):
+                    key = (case.id, chosen, attempt)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    tape, label = cassette_tape(cassettes, case)
+                    jobs.append(
+                        Job(
+                            case=case,
+                            model=chosen,
+                            attempt=attempt,
+                            mode=RunKind.LIVE,
+                            tape=tape,
+                            tape_label=label,
+                            run_id=run_id,
+                        )
+                    )
+    return tuple(jobs)
+
+
+def replay_tape(results: Path, run_id: str, case: Case) -> tuple[Path, str]:
+    """``<results>/tapes/<run id>/<suite>/<case id>.tape`` and its label relative to results."""
+    label = f"tapes/{run_id}/{case.suite}/{case.id}.tape"
+    return results / label, label
+
+
+def plan_replay(
+    recorded: Iterable[tuple[Case, RecordedSession]], results: Path, run_id: str
+) -> tuple[Job, ...]:
+    """One replay job per recorded session, writing under the results folder."""
+    jobs = []
+    for case, session in recorded:
+        tape, label = replay_tape(results, run_id, case)
+        jobs.append(
+            Job(
+                case=case,
+                model=session.header.model,
+                attempt=session.header.attempt,
+                mode=RunKind.REPLAY,
+                tape=tape,
+                tape_label=label,
+                run_id=run_id,
+                recorded=session,
+            )
+        )
+    return tuple(jobs)

@@ -1,0 +1,88 @@
+"""The pool: model x case x attempt through one thread pool.
+
+Jobs share nothing but read-only inputs and the run-wide ``Stop`` signal, so
+comparing two models takes about as long as running one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+import attrs
+
+from evaltape.scoring.run._attempt import run_job
+from evaltape.scoring.run._jobs import Job, JobEnv, JobResult, error_result
+from evaltape.scoring.run._stop import StopKind
+
+
+@attrs.frozen(kw_only=True)
+class PoolOutcome:
+    """What ``run_pool`` did."""
+
+    results: tuple[JobResult, ...]
+    """Finished jobs, in the order they finished."""
+    stopped: StopKind | None
+    """Why the run stopped early, None if every job ran."""
+    reason: str
+    """The stop's one-line reason."""
+
+
+def _guarded(job: Job, env: JobEnv) -> JobResult | None:
+    if env.stop.is_set():
+        return None
+    try:
+        return run_job(job, env)
+    except Exception as exc:  # a tape that cannot be written, a scorer's bug: this job only
+        return error_result(job, exc)
+
+
+def run_pool(
+    jobs: Sequence[Job],
+    env: JobEnv,
+    *,
+    concurrency: int,
+    on_result: Callable[[JobResult], None] = lambda result: None,
+    time_limit: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> PoolOutcome:
+    """Run ``jobs`` ``concurrency`` at a time; Ctrl-C, 401/403 or ``time_limit`` stop early.
+
+    ``on_result`` is called in this thread as each job finishes.  On a stop,
+    jobs not yet started are dropped and running ones end as cancelled;
+    finished ones are kept.
+    """
+    results: list[JobResult] = []
+    started = clock()
+    pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="evaltape-job")
+    pending: set[Future[JobResult | None]] = {pool.submit(_guarded, job, env) for job in jobs}
+
+    def collect(done: Iterable[Future[JobResult | None]]) -> None:
+        for future in done:
+            if future.cancelled():
+                continue
+            result = future.result()
+            if result is not None:
+                results.append(result)
+                on_result(result)
+
+    interrupts = 0
+    while pending:
+        try:
+            done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+            collect(done)
+            if time_limit is not None and clock() - started > time_limit:
+                env.stop.set(StopKind.LIMIT, f"the overall time limit of {time_limit:g} s passed")
+            if env.stop.is_set():
+                for future in pending:
+                    future.cancel()
+        except KeyboardInterrupt:
+            interrupts += 1
+            env.stop.set(StopKind.INTERRUPT, "interrupted (Ctrl-C)")
+            for future in pending:
+                future.cancel()
+            if interrupts > 1:
+                break
+    pool.shutdown(wait=interrupts < 2, cancel_futures=True)
+    return PoolOutcome(results=tuple(results), stopped=env.stop.kind, reason=env.stop.reason)

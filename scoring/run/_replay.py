@@ -1,0 +1,209 @@
+"""``run_replay``: today's harness against recorded model outputs, offline.
+
+One ``ReplayRequest`` in, one ``ReplayOutcome`` out.  Every recorded live
+session of the selected cases is replayed through a scripted provider,
+scored as recorded (rescored) and as replayed, and the two verdicts give
+its change (regression, improvement, stale recording).  Nothing leaves the
+machine unless the request allows a live judge or an export.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+
+from evaltape.recorder import VERSION
+from evaltape.scoring._config import Config
+from evaltape.scoring.cost._pricing import Prices
+from evaltape.scoring.export._config import ExportConfigError
+from evaltape.scoring.judge._judge import Floors, Judge, JudgeStatus, judge_status
+from evaltape.scoring.results._history import RunLog
+from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
+from evaltape.scoring.run._export_step import finish_export, start_export, submit
+from evaltape.scoring.run._host import SILENT, Host, Reporter
+from evaltape.scoring.run._jobs import JobEnv, JobResult, ReplayRules
+from evaltape.scoring.run._judge_step import default_scorer
+from evaltape.scoring.run._plan import plan_replay
+from evaltape.scoring.run._pool import PoolOutcome, run_pool
+from evaltape.scoring.run._setup import (
+    RunRefused,
+    base_url_of,
+    judge_for,
+    load_selection,
+    prices_for,
+)
+from evaltape.scoring.run._stop import Stop
+from evaltape.scoring.verdicts._replaycheck import (
+    Change,
+    find_recorded,
+    find_tapes,
+    replay_exit_code,
+)
+
+
+@attrs.frozen(kw_only=True)
+class ReplayRequest:
+    """What to replay and how."""
+
+    config: Config
+    """Resolved settings: folders, agent, base URL, concurrency, hang limit, judge, pricing."""
+    host: Host
+    """The project folder, environment, clock and entropy the run reads."""
+    tapes: tuple[Path, ...] = ()
+    """Tape files or folders; empty: every tape under the cassettes folder."""
+    latest: bool = False
+    """Replay only the newest session per case, model and attempt."""
+    lenient: bool = False
+    """Serve the nearest recorded response to a changed request (the attempt is tainted)."""
+    cases_prefix: str | None = None
+    """Only cases whose id starts with this."""
+    suite: str | None = None
+    """Only the suite of this name."""
+    allow_live_judge: bool = False
+    """Ask the configured judge when the tape holds no verdict for the replayed transcript."""
+    export: bool = False
+    """Export the replayed attempts as traces."""
+    export_content: bool = False
+    """Exported traces include prompts, messages, tool data and the judge's rationale."""
+    reporter: Reporter = SILENT
+    """Where progress goes while the run goes on."""
+
+
+@attrs.frozen(kw_only=True)
+class ReplayOutcome:
+    """What a replay did."""
+
+    ran: bool
+    """False when no recorded live session of the selected cases was found."""
+    run_id: str = ""
+    """The run's id."""
+    record: RunRecord | None = None
+    """The finished run record, as written."""
+    record_path: Path | None = None
+    """Where the run record was written."""
+    pool: PoolOutcome = attrs.field(
+        factory=lambda: PoolOutcome(results=(), stopped=None, reason="")
+    )
+    """Every finished replay (each with its ``decision``), and why it stopped early."""
+    judge: Judge | None = None
+    """The judge a live judgement could be asked of (only with ``allow_live_judge``)."""
+    judge_status: JudgeStatus = JudgeStatus.NOT_NEEDED
+    """The run's judge status."""
+    floors: Floors = attrs.field(factory=Floors)
+    """The judge score floors the run applied."""
+    prices: Prices | None = None
+    """The price table recorded calls were costed with."""
+
+    @property
+    def changes(self) -> tuple[Change, ...]:
+        """Each replayed attempt's change, in the order they finished."""
+        return tuple(r.decision.change for r in self.pool.results if r.decision is not None)
+
+    @property
+    def exit_code(self) -> int:
+        """1 on a regression, else 3 on a stale recording, else 0."""
+        return replay_exit_code(self.changes)
+
+
+def run_replay(request: ReplayRequest) -> ReplayOutcome:
+    """Replay the recorded sessions of the request's cases and compare verdicts.
+
+    Raises ``RunRefused`` (invalid suite files, or any other bad
+    input, e.g. ``allow_live_judge`` with no judge) before anything runs.
+    """
+    config, host, reporter = request.config, request.host, request.reporter
+    selection = load_selection(config, host, request.cases_prefix, request.suite)
+    prices = prices_for(config, host.environ)
+    files: list[Path] = []
+    for given in request.tapes or (config.cassettes,):
+        files.extend(find_tapes(given) if given.is_dir() else (given,))
+    all_cases = {c.id: c for s in selection.suites for c in s.cases}
+    found = find_recorded(files, selection.chosen, latest=request.latest, all_cases=all_cases)
+    for line in (*found.notes, *found.orphans):
+        reporter.note(f"evaltape: {line}")
+    if not found.recorded:
+        return ReplayOutcome(ran=False, prices=prices)
+    run_id = make_run_id(host.clock, host.entropy)
+    jobs = plan_replay(((r.case, r.session) for r in found.recorded), config.results, run_id)
+    judge = None
+    if request.allow_live_judge:
+        judge = judge_for(config, host.environ, [j.model for j in jobs])
+        if judge is None:
+            raise RunRefused(
+                "--allow-live-judge needs a judge: set judge_model (and judge_base_url)"
+            )
+    floors = Floors(mean=config.judge_mean_floor, trial=config.judge_trial_floor)
+    try:
+        exporter = (
+            start_export(
+                run_id=run_id,
+                agent=config.agent or "agent",
+                content=request.export_content,
+                prices=prices,
+                environ=host.environ,
+                reporter=reporter,
+            )
+            if request.export
+            else None
+        )
+    except ExportConfigError as exc:
+        raise RunRefused(str(exc)) from exc
+    commit = git_commit(host.project)
+    record = RunRecord(
+        run_id=run_id,
+        kind=RunKind.REPLAY,
+        state=RunState.RUNNING,
+        started_at=host.clock(),
+        commit=commit,
+        models=tuple(dict.fromkeys(j.model for j in jobs)),
+        suites=tuple(dict.fromkeys(j.case.suite for j in jobs)),
+        total=len(jobs),
+        notes=("lenient",) if request.lenient else (),
+    )
+    log = RunLog(config.results, record, clock=host.clock)
+    log.start()
+    env = JobEnv(
+        spec=selection.spec,
+        agent=selection.agent,
+        scorer=default_scorer(),
+        stop=Stop(),
+        wall_clock=host.clock,
+        environ=host.environ,
+        base_url=base_url_of(config),
+        hang_limit=config.hang_limit,
+        harness_commit=commit,
+        harness_version=VERSION,
+        judge=judge,
+        floors=floors,
+        prices=prices,
+        replay=ReplayRules(lenient=request.lenient, allow_live_judge=request.allow_live_judge),
+    )
+    if judge is not None:
+        reporter.note(f"judge: {judge.who} (asked only when no recorded verdict matches)")
+
+    def on_result(result: JobResult) -> None:
+        log.add(result.attempt_result())
+        reporter.attempt(result, len(jobs))
+        submit(exporter, result)
+
+    pool = run_pool(jobs, env, concurrency=config.concurrency, on_result=on_result)
+    finish_export(exporter, log, reporter)
+    status = judge_status(r.judgement for r in pool.results)
+    who = (f"judge: {judge.who}",) if judge is not None else ()
+    notes = (*who, f"judge_status: {status.value}")
+    if pool.stopped is None:
+        final = log.finish(RunState.COMPLETED, notes=notes)
+    else:
+        final = log.finish(RunState.CANCELLED, notes=(pool.reason, *notes))
+    return ReplayOutcome(
+        ran=True,
+        run_id=run_id,
+        record=final,
+        record_path=log.path,
+        pool=pool,
+        judge=judge,
+        judge_status=status,
+        floors=floors,
+        prices=prices,
+    )

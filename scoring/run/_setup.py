@@ -1,0 +1,140 @@
+"""The steps every run shares before its first model call, and the run record's end.
+
+Each step turns the library error it meets into ``RunRefused`` (bad input,
+found before anything ran); invalid suite files carry one problem per file line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import attrs
+
+from evaltape.recorder import Source
+from evaltape.scoring._config import Config, display_path
+from evaltape.scoring._errors import ScoringError
+from evaltape.scoring.cases._cases import (
+    CaseError,
+    Problem,
+    SelectionError,
+    Suite,
+    load_suites,
+    select,
+)
+from evaltape.scoring.cost._pricing import Prices, PricingError, resolve_prices
+from evaltape.scoring.judge._judge import Judge, JudgeError, JudgeStatus, resolve_judge
+from evaltape.scoring.results._history import RunLog
+from evaltape.scoring.results._records import RunRecord, RunState
+from evaltape.scoring.run._agents import AgentError, AgentSpec, load_agent, parse_agent
+from evaltape.scoring.run._host import Host, Reporter
+from evaltape.scoring.run._jobs import DEFAULT_BASE_URL
+from evaltape.scoring.run._pool import PoolOutcome
+from evaltape.scoring.run._stop import StopKind
+from evaltape.scoring.run._task import Agent
+
+
+class RunRefused(ScoringError):
+    """The request cannot run: bad input, found before any model call.
+
+    ``problems`` holds one ``path:line: message`` per problem when suite files
+    were refused; the message alone otherwise.
+    """
+
+    def __init__(self, message: str, problems: tuple[Problem, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems
+
+
+@attrs.frozen(kw_only=True)
+class Selection:
+    """What a run is about: the suites, the selected cases and the agent."""
+
+    suites: tuple[Suite, ...]
+    """Every suite, validated."""
+    chosen: tuple[Suite, ...]
+    """The suites pruned to the selected cases."""
+    spec: AgentSpec
+    """The agent setting, parsed."""
+    agent: Agent | None
+    """The imported Python agent; None for a command agent."""
+
+
+def load_cases(
+    config: Config, cases_prefix: str | None, suite: str | None
+) -> tuple[tuple[Suite, ...], tuple[Suite, ...]]:
+    """Every suite and the selected ones, or ``RunRefused`` (with the problems of invalid
+    suite files)."""
+    try:
+        suites = load_suites(
+            (display_path(config.suites),), rubrics_dir=display_path(config.rubrics)
+        )
+    except CaseError as exc:
+        raise RunRefused(str(exc), problems=exc.problems) from exc
+    try:
+        return suites, select(suites, cases_prefix=cases_prefix, suite=suite)
+    except SelectionError as exc:
+        raise RunRefused(str(exc)) from exc
+
+
+def load_selection(
+    config: Config, host: Host, cases_prefix: str | None, suite: str | None
+) -> Selection:
+    """Validate every suite, select the cases and load the agent: all before a token is spent."""
+    suites, chosen = load_cases(config, cases_prefix, suite)
+    try:
+        spec = parse_agent(config.agent)
+        agent = load_agent(spec, host.project)
+    except AgentError as exc:
+        raise RunRefused(str(exc)) from exc
+    return Selection(suites=suites, chosen=chosen, spec=spec, agent=agent)
+
+
+def prices_for(config: Config, environ: Mapping[str, str]) -> Prices:
+    """The price table calls are costed with; ``RunRefused`` on a bad override file."""
+    try:
+        return resolve_prices(config.pricing, environ)
+    except PricingError as exc:
+        raise RunRefused(str(exc)) from exc
+
+
+def base_url_of(config: Config) -> str:
+    """Where the agent's model calls go."""
+    return config.base_url or DEFAULT_BASE_URL
+
+
+def judge_for(config: Config, environ: Mapping[str, str], models: Sequence[str]) -> Judge | None:
+    """The configured judge, or None; ``RunRefused`` when it is refused."""
+    try:
+        return resolve_judge(
+            judge_model=config.judge_model,
+            judge_base_url=config.judge_base_url,
+            models_under_test=sorted(set(models)),
+            base_url=base_url_of(config),
+            environ=environ,
+        )
+    except JudgeError as exc:
+        raise RunRefused(f"judge refused: {exc}") from exc
+
+
+def warn_without_keys(source: Source, environ: Mapping[str, str], reporter: Reporter) -> None:
+    """A real-API run with neither API key set gets a warning (the agent may have its own)."""
+    if source is Source.REAL_API and not (
+        environ.get("OPENAI_API_KEY") or environ.get("ANTHROPIC_API_KEY")
+    ):
+        reporter.warning("neither OPENAI_API_KEY nor ANTHROPIC_API_KEY is set")
+
+
+def judge_notes(judge: Judge | None, status: JudgeStatus) -> tuple[str, ...]:
+    """Run-record notes: who graded (model and base URL host) and the judge status."""
+    who = f"judge: {judge.who}" if judge is not None else "judge: none"
+    return (who, f"judge_status: {status.value}")
+
+
+def finish(log: RunLog, outcome: PoolOutcome, *, notes: tuple[str, ...] = ()) -> RunRecord:
+    """End the run record in the state the pool's outcome implies, with ``notes``; the
+    record as written."""
+    if outcome.stopped is None:
+        return log.finish(RunState.COMPLETED, notes=notes)
+    if outcome.stopped is StopKind.AUTH:
+        return log.finish(RunState.FAILED, notes=(outcome.reason, *notes))
+    return log.finish(RunState.CANCELLED, notes=(outcome.reason, *notes))

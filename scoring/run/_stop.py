@@ -1,0 +1,39 @@
+"""The run-wide stop signal: Ctrl-C, refused credentials or the overall time limit."""
+
+from __future__ import annotations
+
+import enum
+import threading
+
+
+class StopKind(enum.Enum):
+    """Why a run stopped before every job ran."""
+
+    INTERRUPT = "interrupt"
+    """Ctrl-C (SIGINT)."""
+    AUTH = "auth"
+    """The provider refused the credentials (401/403)."""
+    LIMIT = "limit"
+    """The overall time limit passed."""
+
+
+class Stop:
+    """The run-wide stop signal: the first ``set`` wins and names the reason."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.kind: StopKind | None = None
+        self.reason = ""
+        self._lock = threading.Lock()
+
+    def set(self, kind: StopKind, reason: str) -> None:
+        """Ask every job to stop; later calls keep the first reason."""
+        with self._lock:
+            if self.kind is None:
+                self.kind = kind
+                self.reason = reason
+        self.event.set()
+
+    def is_set(self) -> bool:
+        """True once a stop was asked for."""
+        return self.event.is_set()

@@ -1,0 +1,44 @@
+"""The session writer of one attempt, plus an in-memory copy of every event for scoring."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from evaltape.recorder import Event, SessionEnded, SessionStarted, Status
+
+
+class Tee:
+    """Appends to the tape and keeps the events; an abandoned agent thread is dropped."""
+
+    def __init__(self, writer: Any, header: SessionStarted) -> None:
+        self.writer = writer
+        self.events: list[Event] = [header]
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def now(self) -> float:
+        """The writer's clock."""
+        now: float = self.writer.now()
+        return now
+
+    def append(self, event: Any) -> None:
+        """Write ``event`` and keep it; after ``end`` it is dropped."""
+        with self._lock:
+            if self._closed:  # an abandoned agent thread still talking: dropped
+                return
+            self.writer.append(event)
+            self.events.append(event)
+
+    def provisional(self, status: Status, reason: str) -> tuple[Event, ...]:
+        """The events so far plus the end they would get now, for scoring before the end."""
+        with self._lock:
+            return (*self.events, SessionEnded(at=self.writer.now(), status=status, reason=reason))
+
+    def end(self, status: Status, reason: str) -> tuple[Event, ...]:
+        """End the session on the tape and return every event."""
+        with self._lock:
+            self._closed = True
+            self.events.append(SessionEnded(at=self.writer.now(), status=status, reason=reason))
+            self.writer.end(status, reason)
+            return tuple(self.events)
