@@ -1,4 +1,5 @@
-"""How ``evaltape replay`` prints a ``ReplayOutcome``: changes, the scoreboard, the judge."""
+"""How ``evaltape replay`` prints a ``ReplayOutcome``: the summary, what changed, the
+scoreboard, cost and the judge, and the decision in words last."""
 
 from __future__ import annotations
 
@@ -18,7 +19,24 @@ from evaltape.scoring.judge._judge import (
     judge_status,
 )
 from evaltape.scoring.run._pool import PoolOutcome
-from evaltape.scoring.verdicts._replaycheck import Change, scoreboard
+from evaltape.scoring.verdicts._replay_report import Row, decision_line, report
+
+
+def rows_of(outcome: PoolOutcome) -> tuple[Row, ...]:
+    """The report's rows: every replayed attempt with a decision, in a stable order (suite,
+    case, model, attempt), so two replays of one tape print the same report."""
+    rows = (
+        Row(
+            suite=r.job.case.suite,
+            case_id=r.job.case.id,
+            model=r.job.model,
+            attempt=r.job.attempt,
+            decision=r.decision,
+        )
+        for r in outcome.results
+        if r.decision is not None
+    )
+    return tuple(sorted(rows, key=lambda r: (r.suite, r.case_id, r.model, r.attempt)))
 
 
 def print_report(
@@ -27,54 +45,22 @@ def print_report(
     judge: Judge | None = None,
     *,
     prices: Prices | None = None,
+    untested: tuple[str, ...] = (),
+    verbose: bool = False,
+    assumed: bool = False,
 ) -> JudgeStatus:
-    """Regressions, improvements and stale recordings, the scoreboard per suite, the judge.
+    """The summary, what changed, the scoreboard, cost and judge lines, then the decision.
 
     As in ``evaltape live``: each judged case and model gets its floor
     decision, a judge asked live (``--allow-live-judge``) gets a line with its
-    tokens, and the last line is ``judge_status: ...``.  Returns that status.
+    tokens, then ``judge_status: ...``; the last line says the decision in
+    words.  Returns the judge status.
     """
-    labelled = {
-        Change.REGRESSION: "REGRESSION",
-        Change.IMPROVEMENT: "improvement",
-        Change.STALE: "STALE",
-    }
-    for change, word in labelled.items():
-        for r in outcome.results:
-            d = r.decision
-            if d is None or d.change is not change:
-                continue
-            j = r.job
-            where = f"{j.case.suite}/{j.case.id} {j.model} (attempt {j.attempt + 1})"
-            if change is Change.STALE:
-                why = d.detail
-            elif change is Change.REGRESSION:
-                why = f"recorded: pass; replayed: {d.replayed.reason if d.replayed else ''}"
-            else:
-                why = f"recorded: {d.rescored.reason}; replayed: pass"
-            click.echo(f"{word} {where}: {why}")
-    rows = [(r.job.case.suite, r.job.case.id, r.decision) for r in outcome.results if r.decision]
-    header = ("suite", "cases", "attempts", "rescored", "replayed", "regress", "improve", "stale")
-    table = [header]
-    for b in scoreboard((s, c, d) for s, c, d in rows if d is not None):
-        table.append(
-            (
-                b.suite,
-                str(b.cases),
-                str(b.attempts),
-                f"{b.rescored_passed}/{b.attempts}",
-                f"{b.replayed_passed}/{b.attempts}",
-                str(b.regressions),
-                str(b.improvements),
-                str(b.stale),
-            )
-        )
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    for row in table:
-        cells = [row[0].ljust(widths[0])] + [
-            c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)
-        ]
-        click.echo("  ".join(cells))
+    rows = rows_of(outcome)
+    for line in report(rows, verbose=verbose, assumed=assumed):
+        click.echo(line)
+    for line in untested:
+        click.echo(f"UNTESTED {line}")
     tokens = sum(r.usage.total_tokens for r in outcome.results)
     asked = [
         r.judgement
@@ -102,4 +88,5 @@ def print_report(
         )
     status = judge_status(r.judgement for r in outcome.results)
     click.echo(f"judge_status: {status.value}")
+    click.echo(decision_line(rows, untested=len(untested)))
     return status

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from evaltape.scoring._cli._boundary import EXIT_INTERRUPTED, boundary, interruptible
+from evaltape.scoring._cli._boundary import EXIT_INTERRUPTED, boundary, fail, interruptible
 from evaltape.scoring._cli._options import config_options
 from evaltape.scoring._cli._progress import CliReporter
 from evaltape.scoring._cli._render_replay import print_report
@@ -23,10 +23,20 @@ from evaltape.scoring.run._stop import StopKind
     "--latest", is_flag=True, help="Replay only the newest session per case, model and attempt."
 )
 @click.option(
+    "--assume-same-model",
     "--lenient",
+    "lenient",
     is_flag=True,
-    help="Serve the nearest recorded response to a changed request (the attempt is tainted).",
+    help="Where a request no longer matches, serve the recorded response anyway and finish "
+    "the attempt: reports what it would score if the model answered as recorded (an "
+    "assumption; the harness change still decides the exit code).",
 )
+@click.option(
+    "--allow-unrecorded",
+    is_flag=True,
+    help="A selected case with no recording is listed, not a failure.",
+)
+@click.option("-v", "--verbose", is_flag=True, help="One line per replayed attempt.")
 @click.option(
     "--cases", "cases_prefix", metavar="PREFIX", help="Only cases whose id starts with PREFIX."
 )
@@ -64,6 +74,7 @@ from evaltape.scoring.run._stop import StopKind
     "judge_mean_floor",
     "judge_trial_floor",
     "pricing",
+    "scrub",
 )
 @boundary
 @interruptible
@@ -71,6 +82,8 @@ def replay(
     tapes: tuple[Path, ...],
     latest: bool,
     lenient: bool,
+    allow_unrecorded: bool,
+    verbose: bool,
     cases_prefix: str | None,
     suite: str | None,
     allow_live_judge: bool,
@@ -82,14 +95,17 @@ def replay(
 
     TAPES are tape files or folders (default: every tape under the cassettes
     folder).  Each recorded attempt is scored as recorded (rescored) and as
-    replayed; pass->fail is a REGRESSION, fail->pass an improvement, a request
-    the tape cannot answer a STALE recording.  Judged cases reuse the judge
-    verdict recorded for the same rubric and transcript, else are "not
-    re-judged"; only --allow-live-judge lets the configured judge be asked.
-    Without it nothing leaves this machine.  The last summary line is
-    ``judge_status: ...``.  Exit 0: unchanged; 1: a regression; 2: bad input
-    (or a refused judge); 3: stale recordings but no regression; 130:
-    interrupted.
+    replayed.  pass->fail is a REGRESSION, fail->pass an improvement.  A request
+    the tape cannot answer is classified by what the harness changed: a tool
+    result or the conversation (HARNESS CHANGED: fix the harness, never
+    re-record), or only harness text such as a prompt or tool description
+    (STALE: record it live again).  Judged cases reuse the judge verdict
+    recorded for the same rubric and transcript, else are "not re-judged";
+    only --allow-live-judge lets the configured judge be asked.  The last line
+    says the decision in words.  Exit 0: unchanged (improvements allowed);
+    1: a regression or a harness change; 2: bad input, or something could not
+    be tested (no tapes, an unreadable tape, a case with no recording); 3: only
+    stale recordings; 130: interrupted.
     """
     outcome = run_replay(
         ReplayRequest(
@@ -98,6 +114,7 @@ def replay(
             tapes=tapes,
             latest=latest,
             lenient=lenient,
+            allow_unrecorded=allow_unrecorded,
             cases_prefix=cases_prefix,
             suite=suite,
             allow_live_judge=allow_live_judge,
@@ -108,10 +125,22 @@ def replay(
     )
     if not outcome.ran:
         where = ", ".join(str(p) for p in tapes) or display_path(config.cassettes)
-        click.echo(f"evaltape: no recorded live sessions of the selected cases in {where}")
-        return
+        for line in outcome.untested[:-1]:
+            click.echo(f"evaltape: error: {line}", err=True)
+        last = outcome.untested[-1:] or (
+            f"no recorded live session of the selected cases in {where}; nothing was tested",
+        )
+        fail(last[0], 2)
     assert outcome.record_path is not None
-    print_report(outcome.pool, outcome.floors, outcome.judge, prices=outcome.prices)
+    print_report(
+        outcome.pool,
+        outcome.floors,
+        outcome.judge,
+        prices=outcome.prices,
+        untested=outcome.untested,
+        verbose=verbose,
+        assumed=lenient,
+    )
     click.echo(f"record: {display_path(outcome.record_path)}", err=True)
     if outcome.pool.stopped is StopKind.INTERRUPT:
         click.echo("evaltape: interrupted; finished replays were kept", err=True)

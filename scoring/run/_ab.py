@@ -145,6 +145,7 @@ def run_ab(request: ABRequest) -> ABOutcome:
     judge = judge_for(config, host.environ, [job.model for job in jobs])
     commit = git_commit(host.project)
     env = JobEnv(
+        scrub=config.scrub,
         spec=selection.spec,
         agent=selection.agent,
         scorer=default_scorer(),

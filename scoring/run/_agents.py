@@ -247,6 +247,8 @@ class AttemptSetup:
     """True in replay (the command agent gets placeholder API keys)."""
     environ: Mapping[str, str] = attrs.field(factory=lambda: dict(os.environ), repr=False)
     """The agent's environment: the run's captured environment plus the job's overrides."""
+    redactor: Any = None
+    """What the recording transport writes through (a ``Scrubber``); None: default redaction."""
 
 
 @attrs.frozen(kw_only=True)
@@ -290,7 +292,9 @@ def _ask_for(events: Any, workspace: Path) -> Callable[[Question], Answer]:
 def run_python(agent: Agent, setup: AttemptSetup) -> AgentOutcome:
     """Call a Python agent with a Task bound to ``setup``'s transports; blocks."""
     timeout = httpx.Timeout(setup.limit, connect=min(setup.limit, 10.0))
-    client = recording_client(setup.events, real=setup.inner, timeout=timeout)
+    client = recording_client(
+        setup.events, real=setup.inner, timeout=timeout, redactor=setup.redactor
+    )
     task = Task(
         case_id=setup.case.id,
         attempt=setup.attempt,
@@ -342,7 +346,7 @@ def run_command(
     template: str, setup: AttemptSetup, environ: Mapping[str, str] | None = None
 ) -> AgentOutcome:
     """Run a command agent in the workspace through a proxy over ``setup``'s transports."""
-    transport = RecordingTransport(setup.events, setup.inner)
+    transport = RecordingTransport(setup.events, setup.inner, redactor=setup.redactor)
     upstreams = Upstreams.single(_upstream_base(setup.upstream))
     argv, extra = command_argv(template, setup)
     env = dict(setup.environ if environ is None else environ) | extra

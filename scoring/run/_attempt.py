@@ -16,19 +16,23 @@ from evaltape.recorder import (
     FactKind,
     Mode,
     RunnerFact,
+    Scrubber,
     SessionStarted,
     Status,
+    default_redactor,
     fold,
     new_session_id,
     open_session,
+    workspace_spellings,
 )
-from evaltape.replay import ReplayError, ReplayTransport
+from evaltape.replay import ReplayTransport
 from evaltape.scoring.cost._costs import cost_of_session, judge_cost_of_session
 from evaltape.scoring.judge._judge import JudgeState, judge_usage, rejudge_offline
 from evaltape.scoring.results._records import Verdict
 from evaltape.scoring.run._agents import AttemptSetup, RetryingTransport
 from evaltape.scoring.run._jobs import Job, JobEnv, JobResult, LiveWire
 from evaltape.scoring.run._judge_step import judge_step, score_attempt
+from evaltape.scoring.run._replay_miss import BASE_URL_KEY, recorded_base_url, replay_miss
 from evaltape.scoring.run._stop import StopKind
 from evaltape.scoring.run._supervise import drive
 from evaltape.scoring.run._tee import Tee
@@ -71,7 +75,11 @@ def _header(job: Job, env: JobEnv, session_id: str) -> SessionStarted:
         harness_version=env.harness_version,
         seed=_seed(job, env),
         replay_of=job.recorded.session_id if job.recorded is not None else "",
-        metadata=(("suite", job.case.suite), ("run_id", job.run_id)),
+        metadata=(
+            ("suite", job.case.suite),
+            ("run_id", job.run_id),
+            *(((BASE_URL_KEY, env.base_url),) if job.recorded is None else ()),
+        ),
     )
 
 
@@ -107,13 +115,6 @@ def run_job(job: Job, env: JobEnv) -> JobResult:
     job.tape.parent.mkdir(parents=True, exist_ok=True)
     tee = Tee(open_session(job.tape, header), header)
     replayer: ReplayTransport | None = None
-    inner: Any
-    if job.recorded is not None:
-        replayer = ReplayTransport(job.recorded, strict=not env.replay.lenient)
-        inner = replayer
-    else:
-        assert env.live is not None
-        inner = _live_transport(env, env.live, tee)
     status, reason = Status.COMPLETED, ""
     workspace: Path | None = None
     try:
@@ -121,29 +122,42 @@ def run_job(job: Job, env: JobEnv) -> JobResult:
     except WorkspaceError as exc:
         status, reason = Status.INFRA_ERROR, str(exc)
     if workspace is not None:
+        scrubber = Scrubber(
+            redactor=default_redactor(),
+            workspace=workspace_spellings(str(workspace)),
+            rules=env.scrub,
+        )
+        inner: Any
+        if job.recorded is not None:
+            replayer = ReplayTransport(
+                job.recorded, strict=not env.replay.lenient, scrubber=scrubber
+            )
+            inner = replayer
+        else:
+            assert env.live is not None
+            inner = _live_transport(env, env.live, tee)
+        base_url = env.base_url if job.recorded is None else recorded_base_url(job.recorded, env)
+        # The command agent's proxy forwards under the same path in replay as live.
         setup = AttemptSetup(
             case=job.case,
             model=job.model,
             attempt=job.attempt,
             workspace=workspace,
-            base_url=env.base_url,
-            upstream=env.base_url,
+            base_url=base_url,
+            upstream=base_url,
             seed=_seed(job, env),
             limit=env.hang_limit,
             inner=inner,
             events=tee,
             replaying=replayer is not None,
             environ={**env.environ, **dict(job.environ)},
+            redactor=scrubber,
         )
         status, reason = drive(env, setup, tee, replayer)
         tee.append(snapshot_workspace(workspace, at=tee.now()))
         remove_workspace(workspace)
-    stale = ""
-    if replayer is not None and status is not Status.INTERRUPTED:
-        try:
-            replayer.finish()
-        except ReplayError as exc:
-            stale = str(exc)
+    miss = replay_miss(replayer, status)
+    stale = miss.summary if miss is not None and not env.replay.lenient else ""
     # Scored before the session ends, so the judge's call lands on this tape.
     provisional = fold(tee.provisional(status, reason))
     score = score_attempt(env.scorer, job.case, provisional)
@@ -156,13 +170,18 @@ def run_job(job: Job, env: JobEnv) -> JobResult:
     if tape is not None and status is not Status.INTERRUPTED:  # cancelled: no verdict
         rescored = score_attempt(env.scorer, job.case, tape)
         rescored, _ = rejudge_offline(rescored, job.case, tape, floors=env.floors)
-        decision = decide(rescored, score, stale)
+        untested = reason if workspace is None else ""
+        decision = decide(
+            rescored, score, harness=miss, assumed=env.replay.lenient, untested=untested
+        )
     broken = status in (Status.TIMEOUT, Status.INFRA_ERROR, Status.INTERRUPTED)
     # Live, replayed or reused, a verdict with no score leaves the attempt not judged.
     unscored = judgement is not None and judgement.state is JudgeState.UNSCORED
     if broken or stale:
         verdict = Verdict.ERROR
-        why = f"stale recording: {stale}" if stale and not broken else f"{status.value}: {reason}"
+        why = (
+            f"{miss.change.value}: {stale}" if miss and not broken else f"{status.value}: {reason}"
+        )
     elif unscored and judgement is not None:
         verdict = Verdict.ERROR
         why = f"the judge gave no score: {judgement.problem}"
@@ -172,7 +191,10 @@ def run_job(job: Job, env: JobEnv) -> JobResult:
     lenient = replayer is not None and replayer.tainted
     if lenient and not stale:
         assert replayer is not None
-        why = (why + "; " if why else "") + f"lenient: {len(replayer.divergences)} divergence(s)"
+        why = (why + "; " if why else "") + (
+            f"assuming the model answered as recorded: {len(replayer.divergences)} changed "
+            "request(s) served the recorded response"
+        )
     return JobResult(
         job=job,
         verdict=verdict,

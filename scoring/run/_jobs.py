@@ -15,7 +15,7 @@ from pathlib import Path
 import attrs
 import httpx
 
-from evaltape.recorder import RecordedSession, Source, Status, Usage
+from evaltape.recorder import RecordedSession, ScrubRule, Source, Status, Usage
 from evaltape.scoring.cases._cases import Case
 from evaltape.scoring.checks._score import Score, Scorer
 from evaltape.scoring.cost._costs import CostBreakdown
@@ -79,7 +79,8 @@ class ReplayRules:
     """What only replay jobs read."""
 
     lenient: bool = False
-    """Serve the nearest recorded response instead of failing on a changed request."""
+    """Serve the nearest recorded response instead of failing on a changed request: the
+    attempt goes on as if the model had answered as recorded (``--assume-same-model``)."""
     allow_live_judge: bool = False
     """Ask ``JobEnv.judge`` when the tape holds no verdict for the replayed transcript."""
 
@@ -119,6 +120,8 @@ class JobEnv:
     """Live jobs: the network and its settings; a live job without it cannot run."""
     replay: ReplayRules = attrs.field(factory=ReplayRules)
     """Replay jobs: leniency and whether the judge may be asked."""
+    scrub: tuple[ScrubRule, ...] = ()
+    """User scrub rules for request bodies (the workspace path is always scrubbed)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -212,6 +212,7 @@ def run_live(request: LiveRequest) -> LiveOutcome:
     log = RunLog(config.results, record, clock=host.clock)
     log.start()
     env = JobEnv(
+        scrub=config.scrub,
         spec=selection.spec,
         agent=selection.agent,
         scorer=default_scorer(),

@@ -14,7 +14,7 @@ from pathlib import Path
 import attrs
 
 from evaltape.recorder import VERSION
-from evaltape.scoring._config import Config
+from evaltape.scoring._config import Config, display_path
 from evaltape.scoring.cost._pricing import Prices
 from evaltape.scoring.export._config import ExportConfigError
 from evaltape.scoring.judge._judge import Floors, Judge, JudgeStatus, judge_status
@@ -55,7 +55,11 @@ class ReplayRequest:
     latest: bool = False
     """Replay only the newest session per case, model and attempt."""
     lenient: bool = False
-    """Serve the nearest recorded response to a changed request (the attempt is tainted)."""
+    """``--assume-same-model``: serve the nearest recorded response to a changed request and
+    finish the attempt, reporting what it would score if the model answered as recorded
+    (the attempt is tainted; its decision keeps the harness change)."""
+    allow_unrecorded: bool = False
+    """A selected case with no recording is listed but does not fail the replay."""
     cases_prefix: str | None = None
     """Only cases whose id starts with this."""
     suite: str | None = None
@@ -76,6 +80,9 @@ class ReplayOutcome:
 
     ran: bool
     """False when no recorded live session of the selected cases was found."""
+    untested: tuple[str, ...] = ()
+    """What could not be tested, one line each: unreadable tapes or sessions, selected
+    cases with no recording, tapes that hold no live session.  Never a pass."""
     run_id: str = ""
     """The run's id."""
     record: RunRecord | None = None
@@ -102,8 +109,27 @@ class ReplayOutcome:
 
     @property
     def exit_code(self) -> int:
-        """1 on a regression, else 3 on a stale recording, else 0."""
-        return replay_exit_code(self.changes)
+        """1 on a regression or harness change, else 2 if anything went untested (or
+        nothing ran), else 3 on a stale recording, else 0."""
+        untested = (Change.UNTESTED,) if self.untested or not self.ran else ()
+        return replay_exit_code((*self.changes, *untested))
+
+
+def tapes_to_replay(given: tuple[Path, ...]) -> tuple[Path, ...]:
+    """The tape files of ``given`` (files, or folders searched for ``*.tape``).
+
+    Raises ``RunRefused`` for a missing path or when no tape is found: a replay
+    with nothing to replay tests nothing, so it never passes.
+    """
+    files: list[Path] = []
+    for path in given:
+        if not path.exists():
+            raise RunRefused(f"{display_path(path)}: no such file or folder; nothing to replay")
+        files.extend(find_tapes(path) if path.is_dir() else (path,))
+    if not files:
+        where = ", ".join(display_path(p) for p in given)
+        raise RunRefused(f"no tapes (*.tape) in {where}; nothing to replay")
+    return tuple(files)
 
 
 def run_replay(request: ReplayRequest) -> ReplayOutcome:
@@ -115,15 +141,24 @@ def run_replay(request: ReplayRequest) -> ReplayOutcome:
     config, host, reporter = request.config, request.host, request.reporter
     selection = load_selection(config, host, request.cases_prefix, request.suite)
     prices = prices_for(config, host.environ)
-    files: list[Path] = []
-    for given in request.tapes or (config.cassettes,):
-        files.extend(find_tapes(given) if given.is_dir() else (given,))
+    files = tapes_to_replay(request.tapes or (config.cassettes,))
     all_cases = {c.id: c for s in selection.suites for c in s.cases}
     found = find_recorded(files, selection.chosen, latest=request.latest, all_cases=all_cases)
     for line in (*found.notes, *found.orphans):
         reporter.note(f"evaltape: {line}")
+    untested = list(found.unreadable)
+    if found.unrecorded:
+        listed = ", ".join(found.unrecorded)
+        if request.allow_unrecorded:
+            reporter.note(f"evaltape: no recording (allowed): {listed}")
+        else:
+            untested.append(
+                f"{len(found.unrecorded)} selected case(s) have no recording: {listed} "
+                "(record them with evaltape live, or pass --allow-unrecorded)"
+            )
     if not found.recorded:
-        return ReplayOutcome(ran=False, prices=prices)
+        untested.extend(found.not_live)
+        return ReplayOutcome(ran=False, prices=prices, untested=tuple(untested))
     run_id = make_run_id(host.clock, host.entropy)
     jobs = plan_replay(((r.case, r.session) for r in found.recorded), config.results, run_id)
     judge = None
@@ -159,11 +194,12 @@ def run_replay(request: ReplayRequest) -> ReplayOutcome:
         models=tuple(dict.fromkeys(j.model for j in jobs)),
         suites=tuple(dict.fromkeys(j.case.suite for j in jobs)),
         total=len(jobs),
-        notes=("lenient",) if request.lenient else (),
+        notes=("assume-same-model",) if request.lenient else (),
     )
     log = RunLog(config.results, record, clock=host.clock)
     log.start()
     env = JobEnv(
+        scrub=config.scrub,
         spec=selection.spec,
         agent=selection.agent,
         scorer=default_scorer(),
@@ -206,4 +242,5 @@ def run_replay(request: ReplayRequest) -> ReplayOutcome:
         judge_status=status,
         floors=floors,
         prices=prices,
+        untested=tuple(untested),
     )

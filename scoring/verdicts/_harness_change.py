@@ -44,9 +44,15 @@ def _conversation(summary: str, detail: str) -> HarnessChange:
     )
 
 
-def harness_change(error: ReplayError, unmatched: Unmatched | None) -> HarnessChange:
-    """What the harness changed, from the replay's first miss and the request it sent."""
-    detail = str(error)
+def harness_change(
+    error: ReplayError | None, unmatched: Unmatched | None, detail: str = ""
+) -> HarnessChange:
+    """What the harness changed, from the replay's first miss and the request it sent.
+
+    ``error`` is the miss as raised (None for a request a lenient replay served
+    anyway, described by ``detail``).
+    """
+    detail = detail or str(error)
     if isinstance(error, UnusedRecordings):
         n = len(error.unused)
         calls = "call was" if n == 1 else "calls were"
@@ -56,7 +62,7 @@ def harness_change(error: ReplayError, unmatched: Unmatched | None) -> HarnessCh
     if isinstance(error, NoRecording):
         return _conversation("the harness called an endpoint the recording never used", detail)
     nearest = unmatched.nearest if unmatched is not None else None
-    if not isinstance(error, Diverged) or unmatched is None or nearest is None:
+    if unmatched is None or nearest is None:
         return HarnessChange(
             change=Change.STALE, what="request", label="request changed", summary=detail,
             edit_key=detail, detail=detail,
@@ -65,13 +71,13 @@ def harness_change(error: ReplayError, unmatched: Unmatched | None) -> HarnessCh
     found = classify(api, nearest.request.body, unmatched.request.body)
     if found.primary is None or not found.findings:
         # Same body: the method, path, query or a header differs.
+        where = error.path if isinstance(error, Diverged) else "the request line or headers"
         return HarnessChange(
             change=Change.STALE,
             what="request",
-            label=f"request changed: {error.path}",
-            summary=f"request changed at {error.path}: "
-            f"sent {error.sent}, recorded {error.recorded}",
-            edit_key=f"{error.path}\0{error.sent}\0{error.recorded}",
+            label=f"request changed: {where}",
+            summary=detail,
+            edit_key=f"{where}\0{detail}",
             detail=detail,
         )
     first = found.findings[0]

@@ -187,10 +187,14 @@ def outcomes(rows: Sequence[Row], verbose: bool = False) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def decision_line(rows: Sequence[Row]) -> str:
-    """The last line: the decision in words, matching the exit code."""
+def decision_line(rows: Sequence[Row], untested: int = 0) -> str:
+    """The last line: the decision in words, matching the exit code.
+
+    ``untested`` counts what could not be tested outside the rows (unreadable
+    tapes, cases with no recording): any of it makes the replay fail.
+    """
     changes = [r.decision.change for r in rows]
-    code = replay_exit_code(changes)
+    code = replay_exit_code([*changes, *([Change.UNTESTED] if untested else [])])
     count = {c: changes.count(c) for c in Change}
     harness = [r.decision.harness for r in rows if r.decision.change is Change.CHANGED]
     tools = sum(1 for h in harness if h is not None and h.what == "tool result")
@@ -208,7 +212,12 @@ def decision_line(rows: Sequence[Row]) -> str:
             parts.append(_plural(len(harness) - tools, "conversation") + " changed")
         return f"FAIL: {', '.join(parts)} (see above)"
     if code == 2:
-        return f"FAIL: {_plural(count[Change.UNTESTED], 'attempt')} could not be tested (see above)"
+        parts = []
+        if count[Change.UNTESTED]:
+            parts.append(_plural(count[Change.UNTESTED], "attempt") + " could not be tested")
+        if untested:
+            parts.append(_plural(untested, "problem") + " left something untested")
+        return f"FAIL: {', '.join(parts)} (see UNTESTED above)"
     return (
         f"STALE: {_plural(count[Change.STALE], 'recording')} stale, the harness's text "
         "changed (see above); nothing else changed"
