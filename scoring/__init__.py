@@ -9,28 +9,21 @@ from evaltape.scoring._config import (
     load_config,
 )
 from evaltape.scoring._errors import ScoringError
+from evaltape.scoring.cases._append import append_case
 from evaltape.scoring.cases._cases import (
     AgentMode,
     Case,
     CaseError,
     CaseKind,
-    FrozenMap,
-    JsonValue,
     KnownGap,
     Problem,
     SelectionError,
     Suite,
-    load_suites,
     select,
 )
-from evaltape.scoring.cases._harvest import (
-    Draft,
-    HarvestError,
-    append_case,
-    draft_case,
-    harvest,
-    user_turns,
-)
+from evaltape.scoring.cases._frozen import FrozenMap, JsonValue
+from evaltape.scoring.cases._harvest import Draft, HarvestError, draft_case, harvest, user_turns
+from evaltape.scoring.cases._load import load_suites
 from evaltape.scoring.checks._outcome import informative_line, outcome_checks
 from evaltape.scoring.checks._score import Check, Score, Scorer, completed_without_error
 from evaltape.scoring.checks._scorers import DeterministicScorer, make_scorer, score_session
@@ -156,11 +149,11 @@ from evaltape.scoring.run._workspace import (
     remove_workspace,
     snapshot_workspace,
 )
+from evaltape.scoring.stats._power import cases_needed
+from evaltape.scoring.stats._signflip import SignFlip, sign_flip_test
 from evaltape.scoring.stats._stats import (
-    SignFlip,
     ZTest,
     benjamini_hochberg,
-    cases_needed,
     clustered_se,
     cohens_h,
     effect_label,
@@ -168,7 +161,6 @@ from evaltape.scoring.stats._stats import (
     mcnemar_worse,
     pass_at_k,
     pass_hat_k,
-    sign_flip_test,
     suite_interval,
     suite_rate,
     two_proportion_z,
@@ -186,15 +178,13 @@ from evaltape.scoring.verdicts._ab import (
 )
 from evaltape.scoring.verdicts._compare import (
     CaseMove,
-    CaseOutcome,
     Comparison,
     MoveKind,
     PairedTest,
     RunSide,
-    case_outcomes,
     compare,
-    render_comparison,
 )
+from evaltape.scoring.verdicts._compare_render import render_comparison
 from evaltape.scoring.verdicts._entry_check import (
     ENTRY_TRIALS,
     EntryResult,
@@ -214,6 +204,7 @@ from evaltape.scoring.verdicts._flips import (
     summarize_flips,
 )
 from evaltape.scoring.verdicts._gate import GateDecision, GateState, decide_gate
+from evaltape.scoring.verdicts._outcomes import CaseOutcome, case_outcomes
 from evaltape.scoring.verdicts._quarantine import (
     CaseRate,
     QuarantineReport,

@@ -19,7 +19,7 @@ from pathlib import Path
 import attrs
 
 from evaltape.scoring._errors import ScoringError
-from evaltape.scoring.cases._validate import suggest
+from evaltape.scoring.cases._fields import suggest
 
 CONFIG_FILE = "evaltape.toml"
 PYPROJECT = "pyproject.toml"

@@ -24,7 +24,7 @@ from evaltape.scoring import (
     load_suites,
     select,
 )
-from evaltape.scoring.cases._validate import AGENT_MODES, MUTATING_MODES
+from evaltape.scoring.cases._fields import AGENT_MODES, MUTATING_MODES
 
 DATA = Path(__file__).parent / "data" / "cases"
 GOOD = DATA / "good"

@@ -35,15 +35,9 @@ from evaltape.scoring import (
     two_proportion_z,
     wilson,
 )
-from evaltape.scoring.stats._stats import (
-    MONTE_CARLO_DRAWS,
-    SignFlipMethod,
-    bh_adjusted,
-    binomial_diff_sd,
-    fisher_exact,
-    paired_power,
-    paired_t_interval,
-)
+from evaltape.scoring.stats._power import binomial_diff_sd, paired_power
+from evaltape.scoring.stats._signflip import MONTE_CARLO_DRAWS, SignFlipMethod
+from evaltape.scoring.stats._stats import bh_adjusted, fisher_exact, paired_t_interval
 
 COUNTS = [(0, 1), (1, 1), (0, 10), (10, 10), (3, 7), (17, 20), (93, 100), (1, 1000)]
 

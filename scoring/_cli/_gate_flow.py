@@ -25,7 +25,7 @@ from evaltape.scoring.results import _baselines as baselines
 from evaltape.scoring.results._baselines import Baseline, BaselineError
 from evaltape.scoring.results._records import AttemptResult, RunRecord, Verdict
 from evaltape.scoring.run._runner import PoolOutcome
-from evaltape.scoring.verdicts._compare import render_comparison
+from evaltape.scoring.verdicts._compare_render import render_comparison
 from evaltape.scoring.verdicts._gate import GateDecision, GateState, decide_gate
 
 R = TypeVar("R")

@@ -57,7 +57,8 @@ from evaltape.scoring.verdicts._ab import (
     single_model,
     variant_of,
 )
-from evaltape.scoring.verdicts._compare import Comparison, compare, render_comparison
+from evaltape.scoring.verdicts._compare import Comparison, compare
+from evaltape.scoring.verdicts._compare_render import render_comparison
 
 EXIT_AUTH = 2
 """The provider refused the credentials: the A/B could not run."""

@@ -12,7 +12,8 @@ from evaltape.scoring._cli._boundary import boundary
 from evaltape.scoring._cli._options import config_options
 from evaltape.scoring._config import Config, display_path
 from evaltape.scoring._errors import ScoringError
-from evaltape.scoring.cases._harvest import append_case, harvest
+from evaltape.scoring.cases._append import append_case
+from evaltape.scoring.cases._harvest import harvest
 
 
 def _error(message: str, code: int = 2) -> NoReturn:

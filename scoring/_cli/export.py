@@ -19,7 +19,8 @@ from evaltape.recorder import Session
 from evaltape.scoring._cli._boundary import boundary, fail
 from evaltape.scoring._cli._options import config_options
 from evaltape.scoring._config import Config, display_path
-from evaltape.scoring.cases._cases import CaseError, load_suites
+from evaltape.scoring.cases._cases import CaseError
+from evaltape.scoring.cases._load import load_suites
 from evaltape.scoring.checks._score import Score
 from evaltape.scoring.cost._pricing import Prices, resolve_prices
 from evaltape.scoring.export._config import ExportConfig, ExportConfigError, export_config
