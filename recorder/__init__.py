@@ -40,21 +40,19 @@ from evaltape.recorder._script import (
 )
 from evaltape.recorder._script_tape import script_exchanges, write_script_tape
 from evaltape.recorder._session import (
-    JUDGE_ROLE,
     ROLE_HEADER,
     Failure,
     Session,
     ToolCallRecord,
     Turn,
     fold,
-    is_judge_exchange,
+    role_of,
 )
 from evaltape.recorder._transport import RecordingTransport
 from evaltape.recorder._version import VERSION
 from evaltape.recorder._writer import SessionWriter, new_session_id, open_session
 
 __all__ = [
-    "JUDGE_ROLE",
     "ROLE_HEADER",
     "SCHEMA_VERSION",
     "SCRIPT_MATCH_ANY",
@@ -104,13 +102,13 @@ __all__ = [
     "default_redactor",
     "fold",
     "from_plain",
-    "is_judge_exchange",
     "load_script",
     "new_session_id",
     "open_session",
     "parse_script",
     "read_sessions",
     "recording_client",
+    "role_of",
     "script_exchanges",
     "to_plain",
     "write_script_tape",

@@ -45,29 +45,30 @@ from evaltape.scoring.export._langfuse import score_bodies
 from evaltape.scoring.export._send import ExportFailed
 from evaltape.scoring.export._spans import AttemptTrace, TraceOptions, attempt_trace
 from evaltape.scoring.export._wire import encode_spans
+from evaltape.scoring.judge._floors import judge_check, judge_floors, judge_status, with_judgement
 from evaltape.scoring.judge._judge import (
+    Judge,
+    judge_request,
+    normalize_model_id,
+    read_rubric,
+    resolve_judge,
+)
+from evaltape.scoring.judge._judgement import (
     DEFAULT_FLOORS,
     Floors,
-    Judge,
     JudgeError,
     Judgement,
     JudgeRequest,
     JudgeState,
     JudgeStatus,
-    judge_check,
-    judge_floors,
-    judge_request,
-    judge_status,
-    judge_usage,
-    normalize_model_id,
-    read_rubric,
-    recorded_judgement,
-    rejudge_offline,
-    resolve_judge,
-    reuse_judgement,
-    with_judgement,
 )
 from evaltape.scoring.judge._prompt import judge_input, parse_verdict
+from evaltape.scoring.judge._reuse import (
+    judge_usage,
+    recorded_judgement,
+    rejudge_offline,
+    reuse_judgement,
+)
 from evaltape.scoring.results._history import (
     HistoryEntry,
     HistoryProblem,
@@ -76,6 +77,13 @@ from evaltape.scoring.results._history import (
     entry_from_record,
     read_history,
 )
+from evaltape.scoring.results._record_files import (
+    UnknownRun,
+    read_record,
+    resolve_run,
+    write_record,
+)
+from evaltape.scoring.results._record_json import record_from_json, record_to_json
 from evaltape.scoring.results._records import (
     AttemptResult,
     Inconsistency,
@@ -84,17 +92,11 @@ from evaltape.scoring.results._records import (
     RunKind,
     RunRecord,
     RunState,
-    UnknownRun,
     Verdict,
     git_commit,
     inconsistent_cases,
     make_run_id,
-    read_record,
-    record_from_json,
-    record_to_json,
-    resolve_run,
     tally,
-    write_record,
 )
 from evaltape.scoring.results._trace import CaseLine, Cut, run_cases, session_lines, trace_case
 from evaltape.scoring.run._agents import (

@@ -10,7 +10,6 @@ import attrs
 import pytest
 
 from evaltape.recorder import (
-    JUDGE_ROLE,
     ROLE_HEADER,
     Chunk,
     Exchange,
@@ -36,6 +35,7 @@ from evaltape.scoring.cost._costs import (
     usage_block,
 )
 from evaltape.scoring.cost._pricing import resolve_prices
+from evaltape.scoring.judge._role import JUDGE_ROLE
 
 JSON = (("content-type", "application/json"),)
 

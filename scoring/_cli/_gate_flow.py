@@ -20,7 +20,8 @@ import attrs
 import click
 
 from evaltape.scoring._config import Config, display_path
-from evaltape.scoring.judge._judge import Floors, JudgeStatus, case_floors
+from evaltape.scoring.judge._floors import case_floors
+from evaltape.scoring.judge._judgement import Floors, JudgeStatus
 from evaltape.scoring.results import _baselines as baselines
 from evaltape.scoring.results._baselines import Baseline, BaselineError
 from evaltape.scoring.results._records import AttemptResult, RunRecord, Verdict

@@ -23,7 +23,11 @@ from evaltape.scoring._cli.live import (
     interruptible,
 )
 from evaltape.scoring._config import Config, display_path
-from evaltape.scoring.judge._judge import Floors, JudgeError, judge_status, resolve_judge
+from evaltape.scoring.judge._floors import judge_status
+from evaltape.scoring.judge._judge import resolve_judge
+from evaltape.scoring.judge._judgement import Floors, JudgeError
+from evaltape.scoring.results._record_files import write_atomic
+from evaltape.scoring.results._record_json import record_to_json
 from evaltape.scoring.results._records import (
     AttemptResult,
     RunKind,
@@ -32,8 +36,6 @@ from evaltape.scoring.results._records import (
     Verdict,
     git_commit,
     make_run_id,
-    record_to_json,
-    write_atomic,
 )
 from evaltape.scoring.run._runner import (
     JobEnv,

@@ -33,18 +33,10 @@ from evaltape.scoring.export._exporter import (
 )
 from evaltape.scoring.export._send import ExportFailed
 from evaltape.scoring.export._spans import TraceOptions
-from evaltape.scoring.judge._judge import JudgeError, Judgement
+from evaltape.scoring.judge._judgement import JudgeError, Judgement
 from evaltape.scoring.results._history import RunLog
-from evaltape.scoring.results._records import (
-    AttemptResult,
-    RunKind,
-    RunState,
-    Verdict,
-    attempt_key,
-    read_record,
-    resolve_run,
-    write_record,
-)
+from evaltape.scoring.results._record_files import read_record, resolve_run, write_record
+from evaltape.scoring.results._records import AttemptResult, RunKind, RunState, Verdict, attempt_key
 from evaltape.scoring.run._rescore import locate_tape, rescore_session
 from evaltape.scoring.run._runner import JobResult, default_scorer
 

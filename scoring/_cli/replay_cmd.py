@@ -19,16 +19,14 @@ from evaltape.scoring._config import Config, display_path
 from evaltape.scoring.cost._costs import cost_line
 from evaltape.scoring.cost._costs import total as costs_total
 from evaltape.scoring.cost._pricing import Prices, PricingError, built_in_prices, resolve_prices
-from evaltape.scoring.judge._judge import (
+from evaltape.scoring.judge._floors import case_floors, judge_status
+from evaltape.scoring.judge._judge import Judge, resolve_judge
+from evaltape.scoring.judge._judgement import (
     DEFAULT_FLOORS,
     Floors,
-    Judge,
     JudgeError,
     JudgeState,
     JudgeStatus,
-    case_floors,
-    judge_status,
-    resolve_judge,
 )
 from evaltape.scoring.results._history import RunLog
 from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id

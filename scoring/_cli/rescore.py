@@ -18,24 +18,11 @@ from evaltape.scoring._config import Config, display_path
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.cases._cases import SelectionError, select
 from evaltape.scoring.checks._scorers import make_scorer
-from evaltape.scoring.judge._judge import (
-    DEFAULT_FLOORS,
-    Floors,
-    JudgeStatus,
-    case_floors,
-    judge_check,
-    judge_status,
-)
+from evaltape.scoring.judge._floors import case_floors, judge_check, judge_status
+from evaltape.scoring.judge._judgement import DEFAULT_FLOORS, Floors, JudgeStatus
 from evaltape.scoring.results._history import RunLog
-from evaltape.scoring.results._records import (
-    RunKind,
-    RunRecord,
-    RunState,
-    git_commit,
-    make_run_id,
-    read_record,
-    resolve_run,
-)
+from evaltape.scoring.results._record_files import read_record, resolve_run
+from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
 from evaltape.scoring.run._rescore import (
     Flip,
     Rescored,

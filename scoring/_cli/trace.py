@@ -14,7 +14,7 @@ from evaltape.scoring._config import Config, display_path
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.cases._fields import suggest
 from evaltape.scoring.checks._scorers import make_scorer
-from evaltape.scoring.results._records import read_record, resolve_run
+from evaltape.scoring.results._record_files import read_record, resolve_run
 from evaltape.scoring.results._trace import Cut, format_case_lines, run_cases, trace_case
 
 

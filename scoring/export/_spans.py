@@ -47,7 +47,8 @@ from evaltape.recorder import (
 )
 from evaltape.scoring.checks._score import Check, Score
 from evaltape.scoring.cost._pricing import Prices, call_cost
-from evaltape.scoring.judge._judge import Judgement
+from evaltape.scoring.judge._judgement import Judgement
+from evaltape.scoring.judge._role import judge_exchanges
 from evaltape.scoring.results._records import AttemptResult, Verdict, attempt_key
 
 AttrValue: TypeAlias = str | bool | int | float | tuple[str, ...]
@@ -528,9 +529,10 @@ def _judge_span(
     options: TraceOptions,
     prices: Prices,
 ) -> Span | None:
-    if not session.judge_exchanges:
+    judged = judge_exchanges(session)
+    if not judged:
         return None
-    exchange = session.judge_exchanges[-1]
+    exchange = judged[-1]
     call = decode_call(exchange)
     usage = call.usage if call is not None else Usage.unknown()
     model = (judgement.model if judgement is not None else "") or (

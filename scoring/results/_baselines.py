@@ -23,20 +23,15 @@ from pathlib import Path
 import attrs
 
 from evaltape.scoring.results._history import read_history
+from evaltape.scoring.results._record_files import read_json, read_record, record_path, write_atomic
+from evaltape.scoring.results._record_json import Fields, attempt_from_json, attempt_to_json
 from evaltape.scoring.results._records import (
     AttemptResult,
-    Fields,
     RecordError,
     RunKind,
     RunRecord,
     RunState,
     Verdict,
-    attempt_from_json,
-    attempt_to_json,
-    read_json,
-    read_record,
-    record_path,
-    write_atomic,
 )
 
 SCHEMA = 1

@@ -38,21 +38,15 @@ from evaltape.recorder import (
 )
 from evaltape.scoring.cases._cases import Case
 from evaltape.scoring.checks._score import Score, Scorer
-from evaltape.scoring.judge._judge import (
-    DEFAULT_FLOORS,
-    Floors,
-    Judgement,
-    JudgeState,
-    rejudge_offline,
-)
+from evaltape.scoring.judge._judgement import DEFAULT_FLOORS, Floors, Judgement, JudgeState
+from evaltape.scoring.judge._reuse import rejudge_offline
+from evaltape.scoring.results._record_files import read_record, record_path
 from evaltape.scoring.results._records import (
     AttemptResult,
     RecordError,
     RunKind,
     RunRecord,
     Verdict,
-    read_record,
-    record_path,
 )
 from evaltape.scoring.run._runner import score_attempt
 

@@ -47,20 +47,10 @@ from evaltape.scoring.checks._score import Check, Score, Scorer
 from evaltape.scoring.checks._scorers import score_session
 from evaltape.scoring.cost._costs import CostBreakdown, cost_of_session, judge_cost_of_session
 from evaltape.scoring.cost._pricing import Prices, built_in_prices
-from evaltape.scoring.judge._judge import (
-    Floors,
-    Judge,
-    JudgeError,
-    Judgement,
-    JudgeState,
-    judge_request,
-    judge_usage,
-    read_rubric,
-    rejudge_offline,
-    reuse_judgement,
-    reused_event,
-    with_judgement,
-)
+from evaltape.scoring.judge._floors import with_judgement
+from evaltape.scoring.judge._judge import Judge, judge_request, read_rubric, reused_event
+from evaltape.scoring.judge._judgement import Floors, JudgeError, Judgement, JudgeState
+from evaltape.scoring.judge._reuse import judge_usage, rejudge_offline, reuse_judgement
 from evaltape.scoring.results._records import AttemptResult, RunKind, Verdict
 from evaltape.scoring.run._agents import (
     AgentKind,

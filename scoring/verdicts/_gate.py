@@ -26,7 +26,7 @@ from collections.abc import Collection, Sequence
 
 import attrs
 
-from evaltape.scoring.judge._judge import JudgeStatus
+from evaltape.scoring.judge._judgement import JudgeStatus
 from evaltape.scoring.results._records import AttemptResult
 from evaltape.scoring.stats._power import binomial_diff_sd, cases_needed, paired_power
 from evaltape.scoring.verdicts._compare import Comparison, compare
