@@ -110,10 +110,6 @@ class Span:
     status_message: str = ""
     """One line with the error status."""
 
-    def attribute(self, key: str) -> AttrValue | None:
-        """The value of ``key``, None when the span does not carry it."""
-        return next((v for k, v in self.attributes if k == key), None)
-
 
 @attrs.frozen(kw_only=True)
 class ScoreValue:
