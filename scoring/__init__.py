@@ -43,7 +43,8 @@ from evaltape.scoring.export._config import ExportConfig, ExportConfigError, exp
 from evaltape.scoring.export._exporter import Exporter, ExportJob, ExportReport
 from evaltape.scoring.export._langfuse import score_bodies
 from evaltape.scoring.export._send import ExportFailed
-from evaltape.scoring.export._spans import AttemptTrace, TraceOptions, attempt_trace
+from evaltape.scoring.export._span_model import AttemptTrace, TraceOptions
+from evaltape.scoring.export._spans import attempt_trace
 from evaltape.scoring.export._wire import encode_spans
 from evaltape.scoring.judge._floors import judge_check, judge_floors, judge_status, with_judgement
 from evaltape.scoring.judge._judge import (

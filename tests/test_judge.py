@@ -47,7 +47,7 @@ from evaltape.scoring import (
     run_pool,
     score_session,
 )
-from evaltape.scoring.export._spans import attempt_scores
+from evaltape.scoring.export._span_scores import attempt_scores
 from evaltape.scoring.judge._role import JUDGE_ROLE, judge_exchanges
 
 AGENTS_DIR = Path(__file__).parent / "agents"

@@ -32,7 +32,7 @@ from evaltape.scoring.export._exporter import (
     Rescore,
 )
 from evaltape.scoring.export._send import ExportFailed
-from evaltape.scoring.export._spans import TraceOptions
+from evaltape.scoring.export._span_model import TraceOptions
 from evaltape.scoring.judge._judgement import JudgeError, Judgement
 from evaltape.scoring.results._history import RunLog
 from evaltape.scoring.results._record_files import read_record, resolve_run, write_record
