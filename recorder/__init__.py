@@ -23,12 +23,7 @@ from evaltape.recorder._events import (
     WorkspaceSnapshot,
 )
 from evaltape.recorder._reader import Note, RecordedSession, SessionInfo, TapeReader, read_sessions
-from evaltape.recorder._redact import (
-    RedactionError,
-    Redactor,
-    SecretRule,
-    default_redactor,
-)
+from evaltape.recorder._redact import RedactionError, Redactor, SecretRule, default_redactor
 from evaltape.recorder._script import (
     SCRIPT_MATCH_ANY,
     SCRIPT_MATCH_HEADER,

@@ -29,7 +29,8 @@ from evaltape.recorder._transport import (
     request_record,
 )
 from evaltape.replay._errors import ReplayError
-from evaltape.replay._match import Divergence, Matcher, Recorded
+from evaltape.replay._match import Divergence
+from evaltape.replay._matcher import Matcher, Recorded
 
 RETRYABLE = frozenset({408, 409, 429})
 """Statuses (besides 5xx) after which the SDKs retry."""

@@ -334,6 +334,3 @@ def harvest(
         lead.append(f"session {recorded.session_id} has no end: {recorded.problem}")
     lead += damage
     return attrs.evolve(draft, notes=(draft.notes[0], *lead, *draft.notes[1:]))
-
-
-# -- writing it to a suite ------------------------------------------------------------

@@ -81,9 +81,6 @@ def check_case(case: dict[str, object], *, rubrics_dir: Path) -> Messages:
     return out
 
 
-# --- one check per field: each appends messages for that field alone --------
-
-
 # --- checks across fields ------------------------------------------------------
 
 

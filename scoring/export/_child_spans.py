@@ -4,14 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from evaltape.recorder import (
-    HarnessEvent,
-    Session,
-    ToolCallRecord,
-    Turn,
-    Usage,
-    decode_call,
-)
+from evaltape.recorder import HarnessEvent, Session, ToolCallRecord, Turn, Usage, decode_call
 from evaltape.scoring.cost._pricing import Prices, call_cost
 from evaltape.scoring.export._span_attrs import (
     cost_attrs,

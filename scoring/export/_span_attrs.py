@@ -6,14 +6,8 @@ import json
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from evaltape.recorder import (
-    Message,
-    ModelCall,
-    Usage,
-)
-from evaltape.scoring.export._span_model import (
-    Attrs,
-)
+from evaltape.recorder import Message, ModelCall, Usage
+from evaltape.scoring.export._span_model import Attrs
 
 
 def provider_name(calls: Iterable[ModelCall], url: str = "") -> str:

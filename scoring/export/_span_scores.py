@@ -3,12 +3,7 @@
 from __future__ import annotations
 
 from evaltape.scoring.checks._score import Check, Score
-from evaltape.scoring.export._span_model import (
-    EVALUATION_EVENT,
-    Attrs,
-    ScoreValue,
-    SpanEvent,
-)
+from evaltape.scoring.export._span_model import EVALUATION_EVENT, Attrs, ScoreValue, SpanEvent
 from evaltape.scoring.judge._judgement import Judgement
 from evaltape.scoring.results._records import AttemptResult, Verdict
 

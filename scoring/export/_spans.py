@@ -25,18 +25,11 @@ is set.
 
 from __future__ import annotations
 
-from evaltape.recorder import (
-    ModelCall,
-    Session,
-)
+from evaltape.recorder import ModelCall, Session
 from evaltape.scoring.checks._score import Score
 from evaltape.scoring.cost._pricing import Prices, call_cost
 from evaltape.scoring.export._child_spans import chat_span, judge_span, tool_spans
-from evaltape.scoring.export._span_attrs import (
-    cost_attrs,
-    provider_name,
-    usage_attrs,
-)
+from evaltape.scoring.export._span_attrs import cost_attrs, provider_name, usage_attrs
 from evaltape.scoring.export._span_model import (
     AttemptTrace,
     Attrs,
@@ -50,12 +43,6 @@ from evaltape.scoring.export._span_model import (
 from evaltape.scoring.export._span_scores import attempt_scores, evaluation_event
 from evaltape.scoring.judge._judgement import Judgement
 from evaltape.scoring.results._records import AttemptResult, Verdict, attempt_key
-
-# -- ids ---------------------------------------------------------------------------
-
-
-# -- attributes ------------------------------------------------------------------
-
 
 # -- the tree --------------------------------------------------------------------
 
@@ -190,6 +177,3 @@ def _root_attrs(
         if users:
             out += (("langfuse.trace.input", users[-1]),)
     return out
-
-
-# -- scores ----------------------------------------------------------------------

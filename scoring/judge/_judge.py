@@ -57,11 +57,7 @@ from evaltape.scoring.judge._judgement import (
     JudgeRequest,
     JudgeState,
 )
-from evaltape.scoring.judge._prompt import (
-    judge_input,
-    judge_messages,
-    parse_verdict,
-)
+from evaltape.scoring.judge._prompt import judge_input, judge_messages, parse_verdict
 from evaltape.scoring.judge._role import JUDGE_ROLE
 from evaltape.scoring.run._agents import RetryingTransport, network_transport
 
@@ -322,9 +318,3 @@ def judge_request(case: Case, session: Session, rubric_text: str) -> JudgeReques
     return JudgeRequest(
         rubric=case.rubric, rubric_text=rubric_text, judge_input=judge_input(case, session)
     )
-
-
-# -- verdicts recorded on tapes -------------------------------------------------
-
-
-# -- checks, floors and status ----------------------------------------------------

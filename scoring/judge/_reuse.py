@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from evaltape.recorder import (
-    Session,
-    Usage,
-    decode_call,
-)
+from evaltape.recorder import Session, Usage, decode_call
 from evaltape.scoring.cases._cases import Case
 from evaltape.scoring.checks._score import Score
 from evaltape.scoring.judge._floors import with_judgement
@@ -24,9 +20,7 @@ from evaltape.scoring.judge._judgement import (
     JudgeRequest,
     JudgeState,
 )
-from evaltape.scoring.judge._prompt import (
-    judge_digest,
-)
+from evaltape.scoring.judge._prompt import judge_digest
 from evaltape.scoring.judge._role import judge_exchanges
 
 

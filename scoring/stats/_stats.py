@@ -307,6 +307,3 @@ def two_proportion_z(
         threshold_points=threshold_points,
         flagged=flagged,
     )
-
-
-# -- power -------------------------------------------------------------------------------
