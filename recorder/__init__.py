@@ -3,7 +3,7 @@
 from evaltape.recorder._adapters import Message, ModelCall, ToolCall, Usage, decode_call
 from evaltape.recorder._clients import recording_client
 from evaltape.recorder._codec import SCHEMA_VERSION, from_plain, to_plain
-from evaltape.recorder._errors import CorruptTape, NewerFormat, NotATape, TapeError
+from evaltape.recorder._errors import CorruptTape, NewerFormat, NotATape, RedactionError, TapeError
 from evaltape.recorder._events import (
     Chunk,
     Event,
@@ -23,7 +23,7 @@ from evaltape.recorder._events import (
     WorkspaceSnapshot,
 )
 from evaltape.recorder._reader import Note, RecordedSession, SessionInfo, TapeReader, read_sessions
-from evaltape.recorder._redact import RedactionError, Redactor, SecretRule, default_redactor
+from evaltape.recorder._redact import Redactor, default_redactor
 from evaltape.recorder._script import (
     SCRIPT_MATCH_ANY,
     SCRIPT_MATCH_HEADER,
@@ -34,6 +34,7 @@ from evaltape.recorder._script import (
     parse_script,
 )
 from evaltape.recorder._script_tape import script_exchanges, write_script_tape
+from evaltape.recorder._secret_rules import SecretRule
 from evaltape.recorder._session import (
     ROLE_HEADER,
     Failure,
