@@ -22,7 +22,7 @@ from evaltape.recorder._events import (
     TransportError,
     WorkspaceSnapshot,
 )
-from evaltape.recorder._reader import Note, RecordedSession, SessionInfo, TapeReader, read_sessions
+from evaltape.recorder._reader import RecordedSession, SessionInfo, TapeReader, read_sessions
 from evaltape.recorder._redact import Redactor, default_redactor
 from evaltape.recorder._script import (
     SCRIPT_MATCH_ANY,
@@ -44,6 +44,7 @@ from evaltape.recorder._session import (
     fold,
     role_of,
 )
+from evaltape.recorder._tape_notes import Note
 from evaltape.recorder._transport import RecordingTransport
 from evaltape.recorder._version import VERSION
 from evaltape.recorder._writer import SessionWriter, new_session_id, open_session
