@@ -1,8 +1,22 @@
 """evaltape.recorder: the event log.  Everything that produces and reads tapes."""
 
-from evaltape.recorder._adapters import Message, ModelCall, ToolCall, Usage, decode_call
-from evaltape.recorder._clients import recording_client
-from evaltape.recorder._codec import SCHEMA_VERSION, from_plain, to_plain
+from evaltape.recorder._adapters import (
+    CallDecoder,
+    Message,
+    ModelCall,
+    ToolCall,
+    Usage,
+    decode_call,
+)
+from evaltape.recorder._clients import (
+    SDK_CONNECT_TIMEOUT,
+    SDK_TIMEOUT,
+    http_module,
+    real_transport,
+    recording_client,
+    sdk_client_options,
+)
+from evaltape.recorder._codec import from_plain, to_plain
 from evaltape.recorder._errors import CorruptTape, NewerFormat, NotATape, RedactionError, TapeError
 from evaltape.recorder._events import (
     Chunk,
@@ -15,6 +29,7 @@ from evaltape.recorder._events import (
     Request,
     Response,
     RunnerFact,
+    Scalar,
     SessionEnded,
     SessionStarted,
     Source,
@@ -23,7 +38,7 @@ from evaltape.recorder._events import (
     WorkspaceSnapshot,
 )
 from evaltape.recorder._reader import RecordedSession, SessionInfo, TapeReader, read_sessions
-from evaltape.recorder._redact import Redactor, default_redactor
+from evaltape.recorder._redact import Redactor, default_redactor, secret_preview
 from evaltape.recorder._script import (
     SCRIPT_MATCH_ANY,
     SCRIPT_MATCH_HEADER,
@@ -45,16 +60,26 @@ from evaltape.recorder._session import (
     role_of,
 )
 from evaltape.recorder._tape_notes import Note
-from evaltape.recorder._transport import RecordingTransport
+from evaltape.recorder._transport import (
+    Appends,
+    Flavor,
+    Flavors,
+    RecordingTransport,
+    Redacts,
+    request_record,
+)
 from evaltape.recorder._version import VERSION
 from evaltape.recorder._writer import SessionWriter, new_session_id, open_session
 
 __all__ = [
     "ROLE_HEADER",
-    "SCHEMA_VERSION",
     "SCRIPT_MATCH_ANY",
     "SCRIPT_MATCH_HEADER",
+    "SDK_CONNECT_TIMEOUT",
+    "SDK_TIMEOUT",
     "VERSION",
+    "Appends",
+    "CallDecoder",
     "Chunk",
     "CorruptTape",
     "Event",
@@ -62,6 +87,8 @@ __all__ = [
     "FactKind",
     "Failure",
     "FileEntry",
+    "Flavor",
+    "Flavors",
     "HarnessEvent",
     "Message",
     "Mode",
@@ -73,9 +100,11 @@ __all__ = [
     "RecordingTransport",
     "RedactionError",
     "Redactor",
+    "Redacts",
     "Request",
     "Response",
     "RunnerFact",
+    "Scalar",
     "Script",
     "ScriptError",
     "ScriptFlavor",
@@ -99,14 +128,19 @@ __all__ = [
     "default_redactor",
     "fold",
     "from_plain",
+    "http_module",
     "load_script",
     "new_session_id",
     "open_session",
     "parse_script",
     "read_sessions",
+    "real_transport",
     "recording_client",
+    "request_record",
     "role_of",
     "script_exchanges",
+    "sdk_client_options",
+    "secret_preview",
     "to_plain",
     "write_script_tape",
 ]

@@ -14,17 +14,19 @@ import pytest
 from evaltape.recorder import (
     Mode,
     RecordedSession,
+    RecordingTransport,
     SessionStarted,
     SessionWriter,
     Source,
     Status,
     TapeError,
     TapeReader,
+    http_module,
     new_session_id,
     open_session,
+    real_transport,
+    sdk_client_options,
 )
-from evaltape.recorder._clients import http_module, real_transport, sdk_client_options
-from evaltape.recorder._transport import RecordingTransport
 from evaltape.replay._errors import ReplayError
 from evaltape.replay._modes import Action, RecordMode, resolve_mode
 from evaltape.replay._network_guard import NetworkGuard

@@ -27,9 +27,16 @@ from typing import Any, Protocol
 
 import httpx
 
-from evaltape.recorder import Event, RecordedSession, RecordingTransport
-from evaltape.recorder._clients import SDK_CONNECT_TIMEOUT, SDK_TIMEOUT, real_transport
-from evaltape.recorder._transport import Appends, Redacts
+from evaltape.recorder import (
+    SDK_CONNECT_TIMEOUT,
+    SDK_TIMEOUT,
+    Appends,
+    Event,
+    RecordedSession,
+    RecordingTransport,
+    Redacts,
+    real_transport,
+)
 from evaltape.replay._errors import ReplayError
 from evaltape.replay._proxy_errors import (
     BAD_REQUEST_STATUS,

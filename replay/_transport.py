@@ -19,14 +19,17 @@ from typing import Any
 import anyio
 import attrs
 
-from evaltape.recorder import Event, Exchange, RecordedSession, role_of
-from evaltape.recorder._redact import default_redactor
-from evaltape.recorder._transport import (
+from evaltape.recorder import (
+    Event,
+    Exchange,
     Flavor,
     Flavors,
+    RecordedSession,
     RecordingTransport,
     Redacts,
+    default_redactor,
     request_record,
+    role_of,
 )
 from evaltape.replay._errors import ReplayError
 from evaltape.replay._match import Divergence
