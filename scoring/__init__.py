@@ -1,445 +1,110 @@
-"""evaltape.scoring: cases, scorers, statistics, results and gates."""
+"""evaltape.scoring: cases, scorers, statistics, results and gates.
 
-from evaltape.scoring._config import (
-    SETTINGS,
-    Config,
-    ConfigError,
-    Setting,
-    SettingKind,
-    load_config,
-)
+The public surface is what a user needs: cases and their loading, the scorer
+protocol and ``score_session``, run records and history, the statistics, the
+gate decision, the comparison, the cost of a session, and the errors.  The
+CLI's plumbing stays in the private modules of the sub-packages.
+"""
+
+from evaltape.scoring._config import SETTINGS, Config, ConfigError, load_config
 from evaltape.scoring._errors import ScoringError
-from evaltape.scoring.cases._append import append_case
-from evaltape.scoring.cases._cases import (
-    AgentMode,
-    Case,
-    CaseError,
-    CaseKind,
-    KnownGap,
-    Problem,
-    SelectionError,
-    Suite,
-    select,
-)
-from evaltape.scoring.cases._frozen import FrozenMap, JsonValue
-from evaltape.scoring.cases._harvest import Draft, HarvestError, draft_case, harvest, user_turns
+from evaltape.scoring.cases._cases import Case, CaseError, CaseKind, SelectionError, Suite, select
+from evaltape.scoring.cases._frozen import FrozenMap
 from evaltape.scoring.cases._load import load_suites
-from evaltape.scoring.checks._outcome import informative_line, outcome_checks
-from evaltape.scoring.checks._score import Check, Score, Scorer, completed_without_error
-from evaltape.scoring.checks._scorers import DeterministicScorer, make_scorer, score_session
-from evaltape.scoring.checks._trajectory import args_mismatch, trajectory_checks
-from evaltape.scoring.cost._costs import CostBreakdown, cost_of_session, judge_cost_of_session
-from evaltape.scoring.cost._pricing import (
-    PRICES_AS_OF,
-    Price,
-    Prices,
-    PricingError,
-    call_cost,
-    format_cost,
-    load_prices,
-    resolve_prices,
-)
-from evaltape.scoring.export._config import ExportConfig, ExportConfigError, export_config
-from evaltape.scoring.export._exporter import Exporter, ExportJob, ExportReport
-from evaltape.scoring.export._langfuse import score_bodies
-from evaltape.scoring.export._send import ExportFailed
-from evaltape.scoring.export._span_model import AttemptTrace, TraceOptions
-from evaltape.scoring.export._spans import attempt_trace
-from evaltape.scoring.export._wire import encode_spans
-from evaltape.scoring.judge._floors import judge_check, judge_floors, judge_status, with_judgement
-from evaltape.scoring.judge._judge import (
-    Judge,
-    judge_request,
-    normalize_model_id,
-    read_rubric,
-    resolve_judge,
-)
-from evaltape.scoring.judge._judgement import (
-    DEFAULT_FLOORS,
-    Floors,
-    JudgeError,
-    Judgement,
-    JudgeRequest,
-    JudgeState,
-    JudgeStatus,
-)
-from evaltape.scoring.judge._prompt import judge_input, parse_verdict
-from evaltape.scoring.judge._reuse import (
-    judge_usage,
-    recorded_judgement,
-    rejudge_offline,
-    reuse_judgement,
-)
-from evaltape.scoring.results._history import (
-    HistoryEntry,
-    HistoryProblem,
-    RunLog,
-    append_history,
-    entry_from_record,
-    read_history,
-)
-from evaltape.scoring.results._record_files import (
-    UnknownRun,
-    read_record,
-    resolve_run,
-    write_record,
-)
-from evaltape.scoring.results._record_json import record_from_json, record_to_json
+from evaltape.scoring.checks._score import Check, Score, Scorer
+from evaltape.scoring.checks._scorers import make_scorer, score_session
+from evaltape.scoring.cost._costs import CostBreakdown, cost_of_session
+from evaltape.scoring.judge._floors import judge_floors
+from evaltape.scoring.judge._judgement import Floors, JudgeError, Judgement
+from evaltape.scoring.judge._reuse import rejudge_offline
+from evaltape.scoring.results._history import HistoryEntry, RunLog, read_history
+from evaltape.scoring.results._record_files import read_record, resolve_run
 from evaltape.scoring.results._records import (
     AttemptResult,
-    Inconsistency,
-    ModelTally,
     RecordError,
     RunKind,
     RunRecord,
     RunState,
     Verdict,
-    git_commit,
-    inconsistent_cases,
-    make_run_id,
-    tally,
 )
-from evaltape.scoring.results._trace import CaseLine, Cut, run_cases, session_lines, trace_case
-from evaltape.scoring.run._agents import (
-    AgentError,
-    AgentKind,
-    AgentSpec,
-    RetryingTransport,
-    load_agent,
-    parse_agent,
-    retry_delay,
-)
-from evaltape.scoring.run._rescore import (
-    Flip,
-    Rescored,
-    RescoreOutcome,
-    Skipped,
-    SuiteSummary,
-    flip,
-    locate_tape,
-    rescore_run,
-    rescore_session,
-    rescore_tapes,
-    summarize,
-    tape_label,
-)
-from evaltape.scoring.run._runner import (
-    Job,
-    JobEnv,
-    JobResult,
-    PoolOutcome,
-    Progress,
-    Stop,
-    StopKind,
-    default_scorer,
-    plan_live,
-    plan_replay,
-    run_job,
-    run_pool,
-    score_attempt,
-)
-from evaltape.scoring.run._task import (
-    Agent,
-    Answer,
-    Question,
-    QuestionKind,
-    Task,
-    answer_headlessly,
-)
-from evaltape.scoring.run._workspace import (
-    WorkspaceError,
-    make_workspace,
-    remove_workspace,
-    snapshot_workspace,
-)
+from evaltape.scoring.run._rescore import rescore_tapes
+from evaltape.scoring.run._runner import JobEnv
+from evaltape.scoring.run._task import Answer, Question, QuestionKind, Task, answer_headlessly
 from evaltape.scoring.stats._power import cases_needed
 from evaltape.scoring.stats._signflip import SignFlip, sign_flip_test
 from evaltape.scoring.stats._stats import (
-    ZTest,
     benjamini_hochberg,
-    clustered_se,
     cohens_h,
-    effect_label,
     mcnemar_exact,
-    mcnemar_worse,
     pass_at_k,
     pass_hat_k,
     suite_interval,
     suite_rate,
-    two_proportion_z,
     wilson,
 )
-from evaltape.scoring.verdicts._ab import (
-    CaseAB,
-    CaseVerdict,
-    Variant,
-    VariantError,
-    case_verdicts,
-    parse_variant,
-    parse_variants,
-    plan_ab,
-)
-from evaltape.scoring.verdicts._compare import (
-    CaseMove,
-    Comparison,
-    MoveKind,
-    PairedTest,
-    RunSide,
-    compare,
-)
+from evaltape.scoring.verdicts._compare import Comparison, compare
 from evaltape.scoring.verdicts._compare_render import render_comparison
-from evaltape.scoring.verdicts._entry_check import (
-    ENTRY_TRIALS,
-    EntryResult,
-    EntryVerdict,
-    entry_results,
-    select_unchecked,
-)
-from evaltape.scoring.verdicts._flips import (
-    FlipCause,
-    FlippedCase,
-    FlipSummary,
-    effects_digest,
-    flip_cause,
-    flips_to_json,
-    outputs_digest,
-    render_flips,
-    summarize_flips,
-)
 from evaltape.scoring.verdicts._gate import GateDecision, GateState, decide_gate
-from evaltape.scoring.verdicts._outcomes import CaseOutcome, case_outcomes
-from evaltape.scoring.verdicts._quarantine import (
-    CaseRate,
-    QuarantineReport,
-    Standing,
-    history_records,
-    quarantine_report,
-)
-from evaltape.scoring.verdicts._replaycheck import (
-    Change,
-    ReplayDecision,
-    SuiteBoard,
-    decide,
-    find_recorded,
-    find_tapes,
-    replay_exit_code,
-    scoreboard,
-)
 
 __all__: list[str] = [
-    "DEFAULT_FLOORS",
-    "ENTRY_TRIALS",
-    "PRICES_AS_OF",
     "SETTINGS",
-    "Agent",
-    "AgentError",
-    "AgentKind",
-    "AgentMode",
-    "AgentSpec",
     "Answer",
     "AttemptResult",
-    "AttemptTrace",
     "Case",
-    "CaseAB",
     "CaseError",
     "CaseKind",
-    "CaseLine",
-    "CaseMove",
-    "CaseOutcome",
-    "CaseRate",
-    "CaseVerdict",
-    "Change",
     "Check",
     "Comparison",
     "Config",
     "ConfigError",
     "CostBreakdown",
-    "Cut",
-    "DeterministicScorer",
-    "Draft",
-    "EntryResult",
-    "EntryVerdict",
-    "ExportConfig",
-    "ExportConfigError",
-    "ExportFailed",
-    "ExportJob",
-    "ExportReport",
-    "Exporter",
-    "Flip",
-    "FlipCause",
-    "FlipSummary",
-    "FlippedCase",
     "Floors",
     "FrozenMap",
     "GateDecision",
     "GateState",
-    "HarvestError",
     "HistoryEntry",
-    "HistoryProblem",
-    "Inconsistency",
-    "Job",
     "JobEnv",
-    "JobResult",
-    "JsonValue",
-    "Judge",
     "JudgeError",
-    "JudgeRequest",
-    "JudgeState",
-    "JudgeStatus",
     "Judgement",
-    "KnownGap",
-    "ModelTally",
-    "MoveKind",
-    "PairedTest",
-    "PoolOutcome",
-    "Price",
-    "Prices",
-    "PricingError",
-    "Problem",
-    "Progress",
-    "QuarantineReport",
     "Question",
     "QuestionKind",
     "RecordError",
-    "ReplayDecision",
-    "RescoreOutcome",
-    "Rescored",
-    "RetryingTransport",
     "RunKind",
     "RunLog",
     "RunRecord",
-    "RunSide",
     "RunState",
     "Score",
     "Scorer",
     "ScoringError",
     "SelectionError",
-    "Setting",
-    "SettingKind",
     "SignFlip",
-    "Skipped",
-    "Standing",
-    "Stop",
-    "StopKind",
     "Suite",
-    "SuiteBoard",
-    "SuiteSummary",
     "Task",
-    "TraceOptions",
-    "UnknownRun",
-    "Variant",
-    "VariantError",
     "Verdict",
-    "WorkspaceError",
-    "ZTest",
     "answer_headlessly",
-    "append_case",
-    "append_history",
-    "args_mismatch",
-    "attempt_trace",
     "benjamini_hochberg",
-    "call_cost",
-    "case_outcomes",
-    "case_verdicts",
     "cases_needed",
-    "clustered_se",
     "cohens_h",
     "compare",
-    "completed_without_error",
     "cost_of_session",
-    "decide",
     "decide_gate",
-    "default_scorer",
-    "draft_case",
-    "effect_label",
-    "effects_digest",
-    "encode_spans",
-    "entry_from_record",
-    "entry_results",
-    "export_config",
-    "find_recorded",
-    "find_tapes",
-    "flip",
-    "flip_cause",
-    "flips_to_json",
-    "format_cost",
-    "git_commit",
-    "harvest",
-    "history_records",
-    "inconsistent_cases",
-    "informative_line",
-    "judge_check",
-    "judge_cost_of_session",
     "judge_floors",
-    "judge_input",
-    "judge_request",
-    "judge_status",
-    "judge_usage",
-    "load_agent",
     "load_config",
-    "load_prices",
     "load_suites",
-    "locate_tape",
-    "make_run_id",
     "make_scorer",
-    "make_workspace",
     "mcnemar_exact",
-    "mcnemar_worse",
-    "normalize_model_id",
-    "outcome_checks",
-    "outputs_digest",
-    "parse_agent",
-    "parse_variant",
-    "parse_variants",
-    "parse_verdict",
     "pass_at_k",
     "pass_hat_k",
-    "plan_ab",
-    "plan_live",
-    "plan_replay",
-    "quarantine_report",
     "read_history",
     "read_record",
-    "read_rubric",
-    "record_from_json",
-    "record_to_json",
-    "recorded_judgement",
     "rejudge_offline",
-    "remove_workspace",
     "render_comparison",
-    "render_flips",
-    "replay_exit_code",
-    "rescore_run",
-    "rescore_session",
     "rescore_tapes",
-    "resolve_judge",
-    "resolve_prices",
     "resolve_run",
-    "retry_delay",
-    "reuse_judgement",
-    "run_cases",
-    "run_job",
-    "run_pool",
-    "score_attempt",
-    "score_bodies",
     "score_session",
-    "scoreboard",
     "select",
-    "select_unchecked",
-    "session_lines",
     "sign_flip_test",
-    "snapshot_workspace",
     "suite_interval",
     "suite_rate",
-    "summarize",
-    "summarize_flips",
-    "tally",
-    "tape_label",
-    "trace_case",
-    "trajectory_checks",
-    "two_proportion_z",
-    "user_turns",
     "wilson",
-    "with_judgement",
-    "write_record",
 ]

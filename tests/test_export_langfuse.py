@@ -22,7 +22,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from evaltape.recorder import Session, TapeReader, fold
-from evaltape.scoring import ExportConfigError, export_config, read_record, resolve_run
+from evaltape.scoring import read_record, resolve_run
+from evaltape.scoring.export._config import ExportConfigError, export_config
 from evaltape.scoring.judge._role import judge_exchanges
 
 REPO = Path(__file__).parent.parent

@@ -13,33 +13,20 @@ import pytest
 from agents.chat_server import ChatServer
 
 from evaltape.recorder import FactKind, RunnerFact, Source, Status, TapeReader, fold
-from evaltape.scoring import (
-    AgentKind,
-    Case,
-    Change,
-    JobEnv,
+from evaltape.scoring import Case, JobEnv, Score, Suite, Verdict, load_suites
+from evaltape.scoring.checks._score import completed_without_error
+from evaltape.scoring.run._agents import AgentKind, load_agent, parse_agent, retry_delay
+from evaltape.scoring.run._runner import (
     Progress,
-    Score,
     Stop,
     StopKind,
-    Suite,
-    Verdict,
-    completed_without_error,
-    decide,
-    load_agent,
-    load_suites,
-    make_workspace,
-    parse_agent,
     plan_live,
     plan_replay,
-    remove_workspace,
-    replay_exit_code,
-    retry_delay,
     run_job,
     run_pool,
-    scoreboard,
-    snapshot_workspace,
 )
+from evaltape.scoring.run._workspace import make_workspace, remove_workspace, snapshot_workspace
+from evaltape.scoring.verdicts._replaycheck import Change, decide, replay_exit_code, scoreboard
 
 AGENTS = Path(__file__).parent / "agents"
 

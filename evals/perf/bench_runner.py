@@ -38,18 +38,10 @@ if str(ROOT) not in sys.path:  # run as a script: make ``evals.perf`` importable
     sys.path.insert(0, str(ROOT))
 
 from evaltape.recorder import Source  # noqa: E402
-from evaltape.scoring import (  # noqa: E402
-    JobEnv,
-    Stop,
-    Task,
-    completed_without_error,
-    load_suites,
-    parse_agent,
-    plan_live,
-    read_record,
-    resolve_run,
-    run_pool,
-)
+from evaltape.scoring import JobEnv, Task, load_suites, read_record, resolve_run  # noqa: E402
+from evaltape.scoring.checks._score import completed_without_error  # noqa: E402
+from evaltape.scoring.run._agents import parse_agent  # noqa: E402
+from evaltape.scoring.run._runner import Stop, plan_live, run_pool  # noqa: E402
 
 SECTION = "## Runner concurrency"
 DOC = ROOT / "docs" / "performance.md"
