@@ -259,7 +259,7 @@ import sys
 from pathlib import Path
 import attrs
 from evaltape.scoring import AttemptResult, RunKind, RunRecord, RunState, Verdict
-from evaltape.scoring import append_history, entry_from_record
+from evaltape.scoring.results._history import append_history, entry_from_record
 
 results, tag = Path(sys.argv[1]), sys.argv[2]
 flips = tuple(
