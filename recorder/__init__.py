@@ -1,9 +1,23 @@
 """evaltape.recorder: the event log.  Everything that produces and reads tapes."""
 
-from evaltape.recorder._adapters import Message, ModelCall, ToolCall, Usage, decode_call
-from evaltape.recorder._clients import recording_client
-from evaltape.recorder._codec import SCHEMA_VERSION, from_plain, to_plain
-from evaltape.recorder._errors import CorruptTape, NewerFormat, NotATape, TapeError
+from evaltape.recorder._adapters import (
+    CallDecoder,
+    Message,
+    ModelCall,
+    ToolCall,
+    Usage,
+    decode_call,
+)
+from evaltape.recorder._clients import (
+    SDK_CONNECT_TIMEOUT,
+    SDK_TIMEOUT,
+    http_module,
+    real_transport,
+    recording_client,
+    sdk_client_options,
+)
+from evaltape.recorder._codec import from_plain, to_plain
+from evaltape.recorder._errors import CorruptTape, NewerFormat, NotATape, RedactionError, TapeError
 from evaltape.recorder._events import (
     Chunk,
     Event,
@@ -15,6 +29,7 @@ from evaltape.recorder._events import (
     Request,
     Response,
     RunnerFact,
+    Scalar,
     SessionEnded,
     SessionStarted,
     Source,
@@ -22,13 +37,8 @@ from evaltape.recorder._events import (
     TransportError,
     WorkspaceSnapshot,
 )
-from evaltape.recorder._reader import Note, RecordedSession, SessionInfo, TapeReader, read_sessions
-from evaltape.recorder._redact import (
-    RedactionError,
-    Redactor,
-    SecretRule,
-    default_redactor,
-)
+from evaltape.recorder._reader import RecordedSession, SessionInfo, TapeReader, read_sessions
+from evaltape.recorder._redact import Redactor, default_redactor, secret_preview
 from evaltape.recorder._script import (
     SCRIPT_MATCH_ANY,
     SCRIPT_MATCH_HEADER,
@@ -46,28 +56,38 @@ from evaltape.recorder._scrub import (
     ScrubRule,
     workspace_spellings,
 )
+from evaltape.recorder._secret_rules import SecretRule
 from evaltape.recorder._session import (
-    JUDGE_ROLE,
     ROLE_HEADER,
     Failure,
     Session,
     ToolCallRecord,
     Turn,
     fold,
-    is_judge_exchange,
+    role_of,
 )
-from evaltape.recorder._transport import RecordingTransport
+from evaltape.recorder._tape_notes import Note
+from evaltape.recorder._transport import (
+    Appends,
+    Flavor,
+    Flavors,
+    RecordingTransport,
+    Redacts,
+    request_record,
+)
 from evaltape.recorder._version import VERSION
 from evaltape.recorder._writer import SessionWriter, new_session_id, open_session
 
 __all__ = [
-    "JUDGE_ROLE",
     "ROLE_HEADER",
-    "SCHEMA_VERSION",
     "SCRIPT_MATCH_ANY",
     "SCRIPT_MATCH_HEADER",
+    "SDK_CONNECT_TIMEOUT",
+    "SDK_TIMEOUT",
     "VERSION",
     "WORKSPACE_PLACEHOLDER",
+    "Appends",
+    "CallDecoder",
     "Chunk",
     "CorruptTape",
     "Event",
@@ -75,6 +95,8 @@ __all__ = [
     "FactKind",
     "Failure",
     "FileEntry",
+    "Flavor",
+    "Flavors",
     "HarnessEvent",
     "Message",
     "Mode",
@@ -86,9 +108,11 @@ __all__ = [
     "RecordingTransport",
     "RedactionError",
     "Redactor",
+    "Redacts",
     "Request",
     "Response",
     "RunnerFact",
+    "Scalar",
     "Script",
     "ScriptError",
     "ScriptFlavor",
@@ -115,14 +139,19 @@ __all__ = [
     "default_redactor",
     "fold",
     "from_plain",
-    "is_judge_exchange",
+    "http_module",
     "load_script",
     "new_session_id",
     "open_session",
     "parse_script",
     "read_sessions",
+    "real_transport",
     "recording_client",
+    "request_record",
+    "role_of",
     "script_exchanges",
+    "sdk_client_options",
+    "secret_preview",
     "to_plain",
     "workspace_spellings",
     "write_script_tape",

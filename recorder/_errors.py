@@ -29,3 +29,7 @@ class NewerFormat(TapeError):
 
 class NotATape(TapeError):
     """The file does not start with the tape magic."""
+
+
+class RedactionError(TapeError):
+    """A redaction rule is malformed (bad regular expression, empty kind)."""

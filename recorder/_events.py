@@ -257,11 +257,3 @@ class WorkspaceSnapshot:
 Event: TypeAlias = (
     SessionStarted | SessionEnded | Exchange | HarnessEvent | RunnerFact | WorkspaceSnapshot
 )
-EVENT_TYPES: tuple[type[Event], ...] = (
-    SessionStarted,
-    SessionEnded,
-    Exchange,
-    HarnessEvent,
-    RunnerFact,
-    WorkspaceSnapshot,
-)

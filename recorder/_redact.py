@@ -1,4 +1,4 @@
-"""Keeping secrets off tapes: redaction of exchanges, and the secret scanner.
+"""Keeping secrets off tapes: the Redactor, which masks what the secret scanner finds.
 
 One table of rules (``DEFAULT_RULES``) serves both jobs: the recording side
 masks what the rules find before anything is written or fingerprinted, and
@@ -27,17 +27,11 @@ no rule runs over data shorter than its shortest match.
 
 from __future__ import annotations
 
-import functools
-import math
 import re
-import zlib
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 
 import attrs
-import zstandard
 
-from evaltape.recorder._errors import TapeError
 from evaltape.recorder._events import (
     Chunk,
     Event,
@@ -47,10 +41,33 @@ from evaltape.recorder._events import (
     Request,
     Response,
     RunnerFact,
-    Scalar,
     SessionEnded,
     SessionStarted,
     WorkspaceSnapshot,
+)
+from evaltape.recorder._redact_bodies import (
+    cut_at,
+    decode_body,
+    encode_body,
+    header_value,
+    set_length,
+    split_like,
+)
+from evaltape.recorder._secret_rules import (
+    DEFAULT_HEADER_NAME_PATTERN,
+    DEFAULT_HEADER_NAMES,
+    DEFAULT_RULES,
+    SecretRule,
+)
+from evaltape.recorder._secret_scan import (
+    Finding,
+    Scanner,
+    compile_allow,
+    compile_header_pattern,
+    compile_rules,
+    looks_random,
+    scan_body,
+    scan_pairs,
 )
 
 HEADER_MARKER = "[REDACTED]"
@@ -58,46 +75,6 @@ HEADER_MARKER = "[REDACTED]"
 
 MASK_WORD = b"REDACTED"
 """The word a same-length mask starts with; the rest of the mask is ``*``."""
-
-
-class RedactionError(TapeError):
-    """A redaction rule is malformed (bad regular expression, empty kind)."""
-
-
-@attrs.frozen(kw_only=True)
-class SecretRule:
-    """One kind of secret, recognised by a regular expression.
-
-    If the pattern has a group named ``s`` only that group is the secret (the
-    rest is context such as ``Bearer`` or a JSON key); otherwise the whole
-    match is.
-    """
-
-    kind: str
-    """What the secret is, for reports, e.g. "OpenAI API key"."""
-    pattern: str
-    """Regular expression (Python syntax) matched against the raw bytes."""
-    ignore_case: bool = False
-    """Match letters in either case."""
-    lowercase: bool = False
-    """Match against an ASCII-lowercased copy of the data (the pattern is
-    written in lower case): case-insensitive and much faster than
-    ``ignore_case`` on large bodies."""
-    generic: bool = False
-    """A loose pattern: the secret must also look random (length >= 16, letters
-    and digits, at least 3.5 bits of entropy per character)."""
-
-
-@attrs.frozen(kw_only=True)
-class Finding:
-    """A secret-shaped span of some data."""
-
-    kind: str
-    """The rule's kind."""
-    start: int
-    """Byte offset where the secret starts."""
-    end: int
-    """Byte offset just past the secret."""
 
 
 @attrs.frozen(kw_only=True)
@@ -112,134 +89,6 @@ class Located:
     """The secret text (callers show a masked preview, never this)."""
 
 
-_TOKEN = r"[A-Za-z0-9_-]"
-
-DEFAULT_RULES: tuple[SecretRule, ...] = (
-    SecretRule(
-        kind="private key (PEM)",
-        pattern=(
-            r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----"
-            r"(?:(?!-----END)(?:[A-Za-z0-9+/=\s:,.-]|\\[nrt])){0,65536}"
-            r"(?:-----END[A-Z ]{0,40}PRIVATE KEY-----)?"
-        ),
-    ),
-    SecretRule(kind="Anthropic API key", pattern=rf"sk-ant-{_TOKEN}{{20,}}"),
-    SecretRule(kind="Langfuse key", pattern=r"pk-lf-[A-Za-z0-9-]{8,}"),
-    SecretRule(kind="Langfuse key", pattern=r"sk-lf-[A-Za-z0-9-]{8,}"),
-    SecretRule(
-        kind="OpenAI API key",
-        pattern=rf"sk-(?:proj-|svcacct-|admin-|None-)?{_TOKEN}{{20,}}",
-    ),
-    SecretRule(
-        kind="AWS access key id",
-        pattern=r"A(?:KIA|SIA|BIA|CCA)[0-9A-Z]{16}(?![0-9A-Z])",
-    ),
-    SecretRule(kind="GitHub token", pattern=r"gh[pousr]_[A-Za-z0-9]{30,}"),
-    SecretRule(kind="GitHub token", pattern=r"github_pat_[A-Za-z0-9_]{22,}"),
-    SecretRule(kind="Google API key", pattern=rf"AIza{_TOKEN}{{35}}"),
-    SecretRule(kind="Slack token", pattern=r"xox[abposre]-[A-Za-z0-9-]{10,}"),
-    SecretRule(
-        kind="JWT",
-        pattern=rf"eyJ{_TOKEN}{{8,}}\.eyJ{_TOKEN}{{8,}}\.{_TOKEN}*",
-    ),
-    SecretRule(
-        kind="bearer token",
-        pattern=r"bearer\s+(?P<s>[a-z0-9._~+/=-]{16,})",
-        lowercase=True,
-    ),
-    SecretRule(
-        kind="URL credential parameter",
-        pattern=(
-            r"[?&;](?:key|api[_-]?key|apikey|access[_-]?token|token|auth|secret|"
-            r"client[_-]?secret|password|sig|signature|x-goog-api-key)="
-            r"(?P<s>[^&#\s\"'\\<>]{8,})"
-        ),
-        lowercase=True,
-    ),
-    SecretRule(
-        kind="secret-named JSON value",
-        pattern=(
-            r"(?:api[_-]?key|apikey|token|secret|password|passwd|credential|private[_-]?key)"
-            r"\\?\"\s*:\s*\\?\"(?P<s>[^\"\\]{16,512})\\?\""
-        ),
-        lowercase=True,
-        generic=True,
-    ),
-    SecretRule(
-        kind="secret-named assignment",
-        pattern=(
-            r"(?:api[_-]?key|apikey|secret[_-]?key|access[_-]?token|auth[_-]?token|"
-            r"client[_-]?secret|password)\s*[=:]\s*['\"]?(?P<s>[a-z0-9_./+=-]{16,512})"
-        ),
-        lowercase=True,
-        generic=True,
-    ),
-)
-"""The built-in secret shapes, most specific first (the first rule covering a
-span names it in reports)."""
-
-_ANCHORS: dict[tuple[str, bool, bool], tuple[bytes, ...]] = {
-    (rule.pattern, rule.lowercase, rule.ignore_case): anchors
-    for rule, anchors in zip(
-        DEFAULT_RULES,
-        (
-            (b"-----BEGIN",),
-            (b"sk-",),
-            (b"pk-lf-",),
-            (b"sk-",),
-            (b"sk-",),
-            (),  # "A" then a few letters: the regex engine's own prefix search is as fast
-            (),  # "gh", common in text: likewise
-            (),
-            (b"AIza",),
-            (b"xox",),
-            (b"eyJ",),
-            (b"bearer",),
-            (b"?", b"&", b";"),
-            (b"api", b"token", b"secret", b"passw", b"credential", b"private"),
-            (b"api", b"secret", b"access", b"auth", b"client", b"password"),
-        ),
-        strict=True,
-    )
-}
-"""For built-in rules: literals one of which every match starts with.
-
-Kept in step with ``DEFAULT_RULES`` by position: a rule whose pattern changes
-needs its anchors checked (tests/test_redact_speed.py compares the results
-with plain regex scans).
-
-Python's regular expressions try an alternation of words at every position
-of the data; finding these literals with ``bytes.find`` (once per literal
-for all rules) and trying the pattern only there gives the same matches many
-times faster."""
-
-DEFAULT_HEADER_NAMES: frozenset[str] = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "x-api-key",
-        "api-key",
-        "cookie",
-        "set-cookie",
-        "openai-organization",
-        "openai-project",
-        "x-goog-api-key",
-        "anthropic-admin-key",
-        "anthropic-admin-api-key",
-        "x-amz-security-token",
-    }
-)
-"""Headers whose whole value is replaced by ``[REDACTED]``."""
-
-DEFAULT_HEADER_NAME_PATTERN = (
-    r"(?:^|[-_])(?:api[-_]?key|key|token|access[-_]?token|auth[-_]?token|secret|"
-    r"password|credentials?|session[-_]?id|admin[-_]?key)$"
-)
-"""Further header names redacted whole: any name ending in a key-like word
-(``anthropic-admin-key``, ``x-auth-token``; ``x-ratelimit-remaining-tokens``
-does not match)."""
-
-
 _CLEAN_KEPT = 4096
 """Most secret-free header values a redactor remembers (then it starts over)."""
 
@@ -247,176 +96,6 @@ _CLEAN_KEPT = 4096
 def mask(length: int) -> bytes:
     """The same-length replacement of a secret: ``REDACTED`` then ``*``."""
     return (MASK_WORD + b"*" * max(0, length - len(MASK_WORD)))[:length]
-
-
-def _entropy(data: bytes) -> float:
-    counts = Counter(data)
-    n = len(data)
-    return -sum(c / n * math.log2(c / n) for c in counts.values())
-
-
-def _looks_random(data: bytes) -> bool:
-    return (
-        len(data) >= 16
-        and any(48 <= b <= 57 for b in data)
-        and any(65 <= (b | 32) <= 122 for b in data)
-        and _entropy(data) >= 3.5
-    )
-
-
-class _Scanner:
-    """One rule's compiled pattern and the fastest exact way to run it."""
-
-    def __init__(self, regex: re.Pattern[bytes], anchors: tuple[bytes, ...], shortest: int):
-        self.regex = regex
-        self.anchors = anchors  # every match starts with one of these; () if unknown
-        self.shortest = shortest  # no match is shorter
-
-    def finditer(self, data: bytes, found: dict[bytes, list[int]]) -> Iterator[re.Match[bytes]]:
-        """The matches ``regex.finditer(data)`` gives; ``found`` caches where
-        each anchor occurs in ``data``."""
-        if len(data) < self.shortest:
-            return
-        if not self.anchors:
-            yield from self.regex.finditer(data)
-            return
-        starts: list[int] = []
-        for anchor in self.anchors:
-            places = found.get(anchor)
-            if places is None:
-                places = found[anchor] = _occurrences(data, anchor)
-            starts += places
-        if not starts:
-            return
-        pos = 0
-        for start in sorted(set(starts)):  # as finditer: leftmost match, then on past it
-            if start >= pos:
-                m = self.regex.match(data, start)
-                if m is not None:
-                    yield m
-                    pos = m.end()
-
-
-def _occurrences(data: bytes, literal: bytes) -> list[int]:
-    out = []
-    at = data.find(literal)
-    while at >= 0:
-        out.append(at)
-        at = data.find(literal, at + 1)
-    return out
-
-
-@functools.lru_cache(maxsize=256)
-def _shortest(pattern: bytes, flags: int) -> int:
-    """Fewest bytes a match of ``pattern`` spans (0 if the parser cannot tell).
-
-    Cached like ``re.compile`` caches: every recording builds a redactor."""
-    try:
-        low = re._parser.parse(pattern, flags).getwidth()[0]  # type: ignore[attr-defined]
-    except Exception:  # a private parser: any surprise means "no bound"
-        return 0
-    return low if isinstance(low, int) and low > 0 else 0
-
-
-def _compile(rule: SecretRule) -> _Scanner:
-    if not rule.kind:
-        raise RedactionError(f"redaction rule {rule.pattern!r} has no kind")
-    try:
-        regex = re.compile(rule.pattern.encode(), re.IGNORECASE if rule.ignore_case else 0)
-    except (re.error, UnicodeEncodeError) as exc:
-        raise RedactionError(f"redaction rule {rule.kind!r}: bad pattern: {exc}") from exc
-    anchors = _ANCHORS.get((rule.pattern, rule.lowercase, rule.ignore_case), ())
-    return _Scanner(regex, anchors, _shortest(regex.pattern, regex.flags))
-
-
-def _compile_allow(patterns: tuple[str, ...]) -> tuple[re.Pattern[bytes], ...]:
-    out = []
-    for p in patterns:
-        try:
-            out.append(re.compile(p.encode()))
-        except (re.error, UnicodeEncodeError) as exc:
-            raise RedactionError(f"allow-list pattern {p!r}: {exc}") from exc
-    return tuple(out)
-
-
-def _compile_header_pattern(pattern: str) -> re.Pattern[str]:
-    try:
-        return re.compile(pattern, re.IGNORECASE)
-    except re.error as exc:
-        raise RedactionError(f"header name pattern {pattern!r}: {exc}") from exc
-
-
-# -- content encodings --------------------------------------------------------
-
-
-def _header(headers: Headers, name: str) -> str:
-    for key, value in headers:
-        if key.lower() == name:
-            return value
-    return ""
-
-
-def decode_body(data: bytes, encoding: str) -> bytes | None:
-    """The decoded body for a ``content-encoding`` we know, else None.
-
-    Identity returns ``data`` itself.  A stream cut short decodes as far as it
-    goes.  Unknown encodings (e.g. ``br``) and undecodable data return None.
-    """
-    enc = encoding.strip().lower()
-    if enc in ("", "identity"):
-        return data
-    try:
-        if enc in ("gzip", "x-gzip", "deflate"):
-            wbits = 47 if enc != "deflate" else 15
-            try:
-                return zlib.decompressobj(wbits).decompress(data)
-            except zlib.error:
-                if enc != "deflate":
-                    raise
-                return zlib.decompressobj(-15).decompress(data)  # raw deflate
-        if enc == "zstd":
-            return zstandard.ZstdDecompressor().decompressobj().decompress(data)
-    except (zlib.error, zstandard.ZstdError):
-        return None
-    return None
-
-
-def _encode_body(data: bytes, encoding: str) -> bytes:
-    enc = encoding.strip().lower()
-    if enc in ("gzip", "x-gzip"):
-        c = zlib.compressobj(6, zlib.DEFLATED, 31)
-        return c.compress(data) + c.flush()
-    if enc == "deflate":
-        return zlib.compress(data)
-    if enc == "zstd":
-        return zstandard.ZstdCompressor().compress(data)
-    return data
-
-
-def _split_like(data: bytes, chunks: tuple[Chunk, ...]) -> tuple[Chunk, ...]:
-    """Cut ``data`` into ``len(chunks)`` pieces sized in proportion to ``chunks``."""
-    total = sum(len(c.data) for c in chunks) or 1
-    out: list[Chunk] = []
-    pos = 0
-    seen = 0
-    for i, chunk in enumerate(chunks):
-        seen += len(chunk.data)
-        end = len(data) if i == len(chunks) - 1 else len(data) * seen // total
-        out.append(attrs.evolve(chunk, data=data[pos:end]))
-        pos = end
-    return tuple(out)
-
-
-def _cut_at(data: bytes, chunks: tuple[Chunk, ...]) -> tuple[Chunk, ...]:
-    """Cut ``data`` (same length as the joined chunks) at the chunks' offsets."""
-    out: list[Chunk] = []
-    pos = 0
-    for chunk in chunks:
-        end = pos + len(chunk.data)
-        piece = data[pos:end]
-        out.append(chunk if piece == chunk.data else attrs.evolve(chunk, data=piece))
-        pos = end
-    return tuple(out)
 
 
 # -- the redactor ---------------------------------------------------------------
@@ -439,7 +118,7 @@ class Redactor:
     allow: tuple[str, ...] = ()
     """Regular expressions; a secret that fully matches one is left alone
     (e.g. a published test key)."""
-    _compiled: tuple[_Scanner, ...] = attrs.field(init=False, repr=False, eq=False)
+    _compiled: tuple[Scanner, ...] = attrs.field(init=False, repr=False, eq=False)
     _allowed: tuple[re.Pattern[bytes], ...] = attrs.field(init=False, repr=False, eq=False)
     _header_re: re.Pattern[str] = attrs.field(init=False, repr=False, eq=False)
     _clean: set[str] = attrs.field(init=False, repr=False, eq=False)
@@ -447,9 +126,9 @@ class Redactor:
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_clean", set())
-        object.__setattr__(self, "_compiled", tuple(_compile(r) for r in self.rules))
-        object.__setattr__(self, "_allowed", _compile_allow(self.allow))
-        object.__setattr__(self, "_header_re", _compile_header_pattern(self.header_name_pattern))
+        object.__setattr__(self, "_compiled", tuple(compile_rules(r) for r in self.rules))
+        object.__setattr__(self, "_allowed", compile_allow(self.allow))
+        object.__setattr__(self, "_header_re", compile_header_pattern(self.header_name_pattern))
 
     def extended(
         self,
@@ -496,7 +175,7 @@ class Redactor:
                 secret = data[start:end]
                 if end <= start or secret == mask(end - start):
                     continue
-                if rule.generic and not _looks_random(secret):
+                if rule.generic and not looks_random(secret):
                     continue
                 if any(a.fullmatch(secret) for a in self._allowed):
                     continue
@@ -560,30 +239,30 @@ class Redactor:
         decoded = decode_body(joined, encoding)
         if decoded is None or decoded is joined:
             red = self.redact_bytes(joined)
-            return chunks if red is joined else _cut_at(red, chunks)
+            return chunks if red is joined else cut_at(red, chunks)
         red = self.redact_bytes(decoded)
         if red is decoded:
             return chunks
-        return _split_like(_encode_body(red, encoding), chunks)
+        return split_like(encode_body(red, encoding), chunks)
 
     def redact_request(self, request: Request) -> Request:
         """A copy of ``request`` with URL, headers and body redacted."""
-        encoding = _header(request.headers, "content-encoding")
+        encoding = header_value(request.headers, "content-encoding")
         body = self._redact_body((Chunk(at=0.0, data=request.body),), encoding)[0].data
         headers = self.redact_headers(request.headers)
         if body is not request.body and len(body) != len(request.body):
-            headers = _set_length(headers, len(body))
+            headers = set_length(headers, len(body))
         return attrs.evolve(request, url=self.redact_text(request.url), headers=headers, body=body)
 
     def redact_response(self, response: Response) -> Response:
         """A copy of ``response`` with headers and body chunks redacted."""
-        encoding = _header(response.headers, "content-encoding")
+        encoding = header_value(response.headers, "content-encoding")
         chunks = self._redact_body(response.chunks, encoding)
         headers = self.redact_headers(response.headers)
         if chunks is not response.chunks:
             size = sum(len(c.data) for c in chunks)
             if size != sum(len(c.data) for c in response.chunks):
-                headers = _set_length(headers, size)
+                headers = set_length(headers, size)
         return attrs.evolve(response, headers=headers, chunks=chunks)
 
     def redact_exchange(self, exchange: Exchange) -> Exchange:
@@ -628,20 +307,20 @@ class Redactor:
             req = event.request
             text("request url", req.url)
             headers("request", req.headers)
-            _scan_body(data, "request body", (Chunk(at=0.0, data=req.body),), req.headers)
+            scan_body(data, "request body", (Chunk(at=0.0, data=req.body),), req.headers)
             if event.response is not None:
                 headers("response", event.response.headers)
-                _scan_body(data, "response body", event.response.chunks, event.response.headers)
+                scan_body(data, "response body", event.response.chunks, event.response.headers)
             if event.error is not None:
                 text("transport error message", event.error.message)
         elif isinstance(event, SessionStarted):
             for field in attrs.fields(SessionStarted):
                 if field.name != "metadata":
                     text(f"session header {field.name}", getattr(event, field.name))
-            _scan_pairs(text, "metadata", event.metadata)
+            scan_pairs(text, "metadata", event.metadata)
         elif isinstance(event, HarnessEvent):
             text("harness event name", event.name)
-            _scan_pairs(text, f"harness event {event.name!r} field", event.fields)
+            scan_pairs(text, f"harness event {event.name!r} field", event.fields)
         elif isinstance(event, RunnerFact):
             text("runner fact message", event.message)
         elif isinstance(event, SessionEnded):
@@ -653,62 +332,12 @@ class Redactor:
         return tuple(found)
 
 
-def _scan_pairs(
-    text: Callable[[str, object], None], label: str, pairs: tuple[tuple[str, Scalar], ...]
-) -> None:
-    for key, value in pairs:
-        text(f"{label} {key!r} (name)", key)
-        text(f"{label} {key!r}", value)
-
-
-def _scan_body(
-    data: Callable[[str | Callable[[int], str], bytes], None],
-    label: str,
-    chunks: tuple[Chunk, ...],
-    headers: Headers,
-) -> None:
-    joined = b"".join(c.data for c in chunks)
-    if not joined:
-        return
-    encoding = _header(headers, "content-encoding")
-    decoded = decode_body(joined, encoding)
-    if decoded is not None and decoded is not joined:
-        data(f"{label} (decoded {encoding.strip().lower()})", decoded)
-    if len(chunks) == 1:
-        data(label, joined)
-        return
-    ends: list[int] = []
-    total = 0
-    for c in chunks:
-        total += len(c.data)
-        ends.append(total)
-
-    def where(offset: int) -> str:
-        lo, hi = 0, len(ends)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if ends[mid] <= offset:
-                lo = mid + 1
-            else:
-                hi = mid
-        return f"{label} chunk {lo}"
-
-    data(where, joined)
-
-
-def _set_length(headers: Headers, size: int) -> Headers:
-    return tuple(
-        (name, str(size)) if name.lower() == "content-length" else (name, value)
-        for name, value in headers
-    )
-
-
 def default_redactor() -> Redactor:
     """A redactor with the built-in header names, rules and no allow-list."""
     return Redactor()
 
 
-def preview(secret: str) -> str:
+def secret_preview(secret: str) -> str:
     """A masked preview of a secret, safe to print: its first characters and length."""
     shown = 4 if len(secret) >= 16 else 2 if len(secret) >= 8 else 0
     return f"{secret[:shown]}{'*' * 4} ({len(secret)} chars)"

@@ -33,23 +33,23 @@ Origin: TypeAlias = Literal["model", "transport", "runner"]
 """Where a failure was seen."""
 
 ROLE_HEADER = "x-evaltape-role"
-"""Request header marking a model call made on the agent's tape by someone else."""
-JUDGE_ROLE = "judge"
-"""``ROLE_HEADER`` value of the judge's calls: not agent turns, not agent usage."""
+"""Request header tagging a call made on the agent's tape by someone else; its value is the role."""
 
 
-def is_judge_exchange(exchange: Exchange) -> bool:
-    """True if the request carries ``x-evaltape-role: judge``.
+def role_of(exchange: Exchange) -> str | None:
+    """The role the request is tagged with (``ROLE_HEADER``, trimmed, lower case), or None.
 
-    The runner grades a judged attempt on the attempt's own tape; the fold
-    keeps such exchanges apart (``Session.judge_exchanges``) so they are never
-    counted as agent turns, tool calls, usage or model errors, and replay
-    never serves them to the agent.
+    Someone other than the agent (the runner, say) may make calls on the
+    agent's tape and tag them with a role.  The recorder knows the tag only
+    as a tag: the fold keeps tagged exchanges apart
+    (``Session.tagged_exchanges``) so they are never counted as agent turns,
+    tool calls, usage or model errors, and replay never serves them to the
+    agent.  What a role means belongs to whoever made the call.
     """
-    return any(
-        name == ROLE_HEADER and value.strip().lower() == JUDGE_ROLE
-        for name, value in exchange.request.headers
-    )
+    for name, value in exchange.request.headers:
+        if name == ROLE_HEADER and value.strip():
+            return value.strip().lower()
+    return None
 
 
 @attrs.frozen(kw_only=True)
@@ -118,8 +118,8 @@ class Session:
     """Paths the last workspace snapshot left out."""
     duration: float
     """Seconds from start to end (to the last event seen, if the session did not end)."""
-    judge_exchanges: tuple[Exchange, ...] = ()
-    """The judge's calls (``x-evaltape-role: judge``), in order; never turns or usage."""
+    tagged_exchanges: tuple[Exchange, ...] = ()
+    """Calls tagged with a role (``ROLE_HEADER``), in order; never turns, usage or errors."""
 
     @property
     def session_id(self) -> str:
@@ -162,7 +162,7 @@ def fold(events: Iterable[Event]) -> Session:
     end: SessionEnded | None = None
     turns: list[Turn] = []
     others: list[Exchange] = []
-    judged: list[Exchange] = []
+    tagged: list[Exchange] = []
     errors: list[Failure] = []
     harness: list[HarnessEvent] = []
     snapshot: WorkspaceSnapshot | None = None
@@ -171,8 +171,8 @@ def fold(events: Iterable[Event]) -> Session:
     for event in it:
         if isinstance(event, Exchange):
             last = max(last, event.at + event.duration)
-            if is_judge_exchange(event):
-                judged.append(event)
+            if role_of(event) is not None:
+                tagged.append(event)
                 continue
             call = decoder.decode(event)
             index = len(turns) if call is not None else None
@@ -215,5 +215,5 @@ def fold(events: Iterable[Event]) -> Session:
         workspace=snapshot.files if snapshot is not None else (),
         workspace_omitted=snapshot.omitted if snapshot is not None else (),
         duration=end.at if end is not None else last,
-        judge_exchanges=tuple(judged),
+        tagged_exchanges=tuple(tagged),
     )

@@ -14,8 +14,9 @@ from evaltape.replay._errors import (
 from evaltape.replay._match import Divergence, Normalized, api_of, first_difference, normalize
 from evaltape.replay._modes import Action, RecordMode, parse_mode, resolve_mode
 from evaltape.replay._program import ProgramResult, run_program
-from evaltape.replay._proxy import TapeProxy, Upstreams
+from evaltape.replay._proxy import TapeProxy
 from evaltape.replay._transport import ReplayTransport, Unmatched
+from evaltape.replay._upstreams import Upstreams
 
 __all__ = [
     "Action",

@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from evaltape.recorder import Event, RecordedSession
-from evaltape.recorder._clients import http_module, sdk_client_options
+from evaltape.recorder import Event, RecordedSession, http_module, sdk_client_options
 from evaltape.replay._transport import ReplayTransport
 
 if TYPE_CHECKING:

@@ -19,26 +19,35 @@ is kept in ``TapeProxy.errors``.
 from __future__ import annotations
 
 import contextlib
-import json
 import socket
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
-import attrs
 import httpx
 
-from evaltape.recorder import Event, RecordedSession, RecordingTransport
-from evaltape.recorder._clients import SDK_CONNECT_TIMEOUT, SDK_TIMEOUT, real_transport
-from evaltape.recorder._transport import Appends, Redacts
-from evaltape.replay._errors import Diverged, Exhausted, NoRecording, ReplayError
+from evaltape.recorder import (
+    SDK_CONNECT_TIMEOUT,
+    SDK_TIMEOUT,
+    Appends,
+    Event,
+    RecordedSession,
+    RecordingTransport,
+    Redacts,
+    real_transport,
+)
+from evaltape.replay._errors import ReplayError
+from evaltape.replay._proxy_errors import (
+    BAD_REQUEST_STATUS,
+    MISS_STATUS,
+    PROXY_STATUS,
+    UPSTREAM_STATUS,
+    error_body,
+    miss_kind,
+)
 from evaltape.replay._transport import ReplayTransport
-
-OPENAI_UPSTREAM = "https://api.openai.com"
-"""Where OpenAI-style requests go live by default."""
-ANTHROPIC_UPSTREAM = "https://api.anthropic.com"
-"""Where Anthropic requests go live by default."""
+from evaltape.replay._upstreams import Upstreams
 
 HOP_BY_HOP = frozenset(
     {
@@ -58,20 +67,7 @@ HOP_BY_HOP = frozenset(
 """Headers that describe one connection, not the message; never forwarded
 (``host`` and ``content-length`` are set again for the next hop)."""
 
-MISS_STATUS = 599
-"""Status of the response a program gets when the tape cannot answer."""
-UPSTREAM_STATUS = 502
-"""Status of the response a program gets when the upstream could not be reached."""
-PROXY_STATUS = 500
-"""Status of the response a program gets when the proxy itself failed."""
-BAD_REQUEST_STATUS = 400
-"""Status of the response to a request the proxy cannot read (bad framing)."""
 
-_MISS_TYPES: tuple[tuple[type[ReplayError], str], ...] = (
-    (Diverged, "evaltape_diverged"),
-    (NoRecording, "evaltape_no_recording"),
-    (Exhausted, "evaltape_exhausted"),
-)
 _NO_BODY = frozenset({204, 304})
 
 
@@ -80,51 +76,6 @@ class Transport(Protocol):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         """Send one request and return its (streaming) response."""
-
-
-@attrs.frozen(kw_only=True)
-class Upstreams:
-    """Where requests go live, by API.
-
-    A request is Anthropic's when it carries an ``anthropic-version`` header
-    (every Anthropic SDK sends one) or its path starts with ``/v1/messages``
-    or ``/v1/complete``; every other request is OpenAI-style.  The request's
-    path and query are appended to the chosen base URL's path.
-    """
-
-    openai: str = OPENAI_UPSTREAM
-    """Base URL for OpenAI-style requests, without ``/v1``."""
-    anthropic: str = ANTHROPIC_UPSTREAM
-    """Base URL for Anthropic requests."""
-
-    @classmethod
-    def single(cls, base_url: str) -> Upstreams:
-        """Send every request to ``base_url`` (an OpenAI-compatible gateway, a test server)."""
-        return cls(openai=base_url, anthropic=base_url)
-
-    def base_for(self, path: str, headers: Mapping[str, str]) -> str:
-        """The base URL a request with this path and (lower-cased) headers goes to."""
-        if "anthropic-version" in headers or path.startswith(("/v1/messages", "/v1/complete")):
-            return self.anthropic
-        return self.openai
-
-    def url_for(self, target: str, headers: Mapping[str, str]) -> str:
-        """The upstream URL of a request target (``/v1/chat/completions?x=1``)."""
-        base = self.base_for(target.partition("?")[0], headers).rstrip("/")
-        return base + (target if target.startswith("/") else "/" + target)
-
-
-def error_body(kind: str, message: str) -> bytes:
-    """A JSON error body both SDK families parse (``error.type`` / ``error.message``)."""
-    payload = {"type": "error", "error": {"type": kind, "message": message}}
-    return json.dumps(payload).encode()
-
-
-def miss_kind(exc: ReplayError) -> str:
-    """The ``error.type`` a replay miss is reported under."""
-    return next(
-        (kind for cls, kind in _MISS_TYPES if isinstance(exc, cls)), "evaltape_replay_error"
-    )
 
 
 class _Aborted(Exception):

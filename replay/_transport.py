@@ -23,22 +23,21 @@ from evaltape.recorder import (
     Chunk,
     Event,
     Exchange,
+    Flavor,
+    Flavors,
     RecordedSession,
+    RecordingTransport,
+    Redacts,
     Request,
     Response,
     Scrubber,
-    is_judge_exchange,
-)
-from evaltape.recorder._redact import default_redactor
-from evaltape.recorder._transport import (
-    Flavor,
-    Flavors,
-    RecordingTransport,
-    Redacts,
+    default_redactor,
     request_record,
+    role_of,
 )
 from evaltape.replay._errors import ReplayError
-from evaltape.replay._match import Divergence, Matcher, Recorded
+from evaltape.replay._match import Divergence
+from evaltape.replay._matcher import Matcher, Recorded
 
 RETRYABLE = frozenset({408, 409, 429})
 """Statuses (besides 5xx) after which the SDKs retry."""
@@ -94,7 +93,7 @@ class ReplayTransport:
     """Serves one recorded session to an httpx or httpx2 client.
 
     ``recording`` is a ``RecordedSession`` or its events (non-exchanges and
-    the judge's exchanges, ``recorder.is_judge_exchange``, are skipped).
+    exchanges tagged with a role, ``recorder.role_of``, are skipped).
     ``strict`` (default) raises on any request the tape cannot answer
     exactly; lenient mode serves the nearest recorded response,
     sets ``tainted`` and lists each miss in ``divergences``.  ``timing`` is
@@ -132,8 +131,8 @@ class ReplayTransport:
             events: Iterable[Event] = recording.events
         else:
             events = recording
-        # The judge's calls were made by the runner, not the agent: never served.
-        exchanges = [e for e in events if isinstance(e, Exchange) and not is_judge_exchange(e)]
+        # Calls tagged with a role were made by someone else, not the agent: never served.
+        exchanges = [e for e in events if isinstance(e, Exchange) and role_of(e) is None]
         self.matcher = Matcher(
             exchanges,
             session_id=session_id,

@@ -9,7 +9,6 @@ searching from the current folder upward to the repository root.
 
 from __future__ import annotations
 
-import enum
 import math
 import os
 import tomllib
@@ -20,159 +19,12 @@ import attrs
 
 from evaltape.recorder import ScrubError, ScrubRule
 from evaltape.scoring._errors import ScoringError
-from evaltape.scoring.cases._validate import suggest
+from evaltape.scoring._settings import SETTINGS, Setting, SettingKind
+from evaltape.scoring.cases._fields import suggest
 
 CONFIG_FILE = "evaltape.toml"
 PYPROJECT = "pyproject.toml"
 
-
-class SettingKind(enum.Enum):
-    """What values a setting takes, which decides how it is checked and resolved."""
-
-    PATH = "path"
-    """A file or folder; relative values resolve against the config file's folder."""
-    TEXT = "text"
-    """A non-empty string, used as given."""
-    COUNT = "count"
-    """A whole number, at least 1."""
-    SECONDS = "seconds"
-    """A positive number of seconds."""
-    SCORE = "score"
-    """A judge score: a number from 0 to 5."""
-    RULES = "rules"
-    """A table of regular expression -> replacement (config file only, no flag)."""
-
-
-@attrs.frozen(kw_only=True)
-class Setting:
-    """One row of the settings table."""
-
-    name: str
-    """The key in the config file and the ``Config`` field."""
-    kind: SettingKind
-    """How values are checked."""
-    default: str | int | float | None
-    """Used when neither file nor flag sets it (paths relative to the config's folder)."""
-    help: str
-    """One line for ``--help`` and the documentation."""
-    metavar: str = "TEXT"
-    """What the flag's argument is called in ``--help``."""
-
-    @property
-    def flag(self) -> str:
-        """The command-line flag: ``judge_model`` is ``--judge-model``."""
-        return "--" + self.name.replace("_", "-")
-
-
-SETTINGS: tuple[Setting, ...] = (
-    Setting(
-        name="suites",
-        kind=SettingKind.PATH,
-        default="evals",
-        metavar="DIR",
-        help="Folder of suite files (*.jsonl).",
-    ),
-    Setting(
-        name="rubrics",
-        kind=SettingKind.PATH,
-        default=None,
-        metavar="DIR",
-        help="Folder of judge rubrics (<name>.md).",
-    ),
-    Setting(
-        name="cassettes",
-        kind=SettingKind.PATH,
-        default="cassettes",
-        metavar="DIR",
-        help="Folder of recorded tapes that replay serves.",
-    ),
-    Setting(
-        name="results",
-        kind=SettingKind.PATH,
-        default=".evaltape/results",
-        metavar="DIR",
-        help="Folder where run records and history are written.",
-    ),
-    Setting(
-        name="agent",
-        kind=SettingKind.TEXT,
-        default=None,
-        metavar="SPEC",
-        help='The agent under test: "module:function" or a command template.',
-    ),
-    Setting(name="model", kind=SettingKind.TEXT, default=None, help="Model under test."),
-    Setting(
-        name="base_url",
-        kind=SettingKind.TEXT,
-        default=None,
-        metavar="URL",
-        help="Base URL of the model API for the agent.",
-    ),
-    Setting(
-        name="judge_model",
-        kind=SettingKind.TEXT,
-        default=None,
-        help="Model that grades judged cases; must not be the model under test.",
-    ),
-    Setting(
-        name="judge_base_url",
-        kind=SettingKind.TEXT,
-        default=None,
-        metavar="URL",
-        help="Base URL of the judge's model API.",
-    ),
-    Setting(
-        name="judge_mean_floor",
-        kind=SettingKind.SCORE,
-        default=3.5,
-        metavar="SCORE",
-        help="A judged case passes only if its trials' mean judge score (0-5) reaches this.",
-    ),
-    Setting(
-        name="judge_trial_floor",
-        kind=SettingKind.SCORE,
-        default=2.0,
-        metavar="SCORE",
-        help="A judged trial scoring below this (0-5) fails, and fails its case.",
-    ),
-    Setting(
-        name="concurrency",
-        kind=SettingKind.COUNT,
-        default=4,
-        metavar="N",
-        help="Attempts run at the same time.",
-    ),
-    Setting(
-        name="trials",
-        kind=SettingKind.COUNT,
-        default=1,
-        metavar="N",
-        help="Attempts per case.",
-    ),
-    Setting(
-        name="hang_limit",
-        kind=SettingKind.SECONDS,
-        default=300.0,
-        metavar="SECONDS",
-        help="A model call open longer than this is a hang and fails the attempt.",
-    ),
-    Setting(
-        name="pricing",
-        kind=SettingKind.PATH,
-        default=None,
-        metavar="FILE",
-        help="JSON file of per-model prices that override the built-in table.",
-    ),
-    Setting(
-        name="scrub",
-        kind=SettingKind.RULES,
-        default=None,
-        metavar="TABLE",
-        help="Regular expression -> replacement, applied to request bodies before they are "
-        "recorded or matched (text that differs on every run, such as timestamps).",
-    ),
-)
-"""Every setting, in documentation order."""
 
 SETTING_NAMES: tuple[str, ...] = tuple(s.name for s in SETTINGS)
 _BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}

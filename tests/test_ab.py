@@ -15,9 +15,10 @@ from click.testing import CliRunner, Result
 from fakeapi import FakeAPI
 
 from evaltape.recorder import TapeReader, fold
-from evaltape.scoring import AttemptResult, Job, RunState, Verdict, read_record
+from evaltape.scoring import AttemptResult, RunState, Verdict, read_record
 from evaltape.scoring._cli.main import cli
-from evaltape.scoring.cases._cases import load_suites
+from evaltape.scoring.cases._load import load_suites
+from evaltape.scoring.run._jobs import Job
 from evaltape.scoring.verdicts._ab import (
     CaseVerdict,
     VariantError,

@@ -20,10 +20,10 @@ from evaltape.scoring.results._baselines import (
     BaselineError,
     check_name,
     default_name,
-    flaky_cases,
+    failed_in,
     from_record,
-    implicit_baseline,
     load,
+    recent_runs,
     save,
     timeline,
 )
@@ -86,13 +86,11 @@ def test_the_implicit_baseline_skips_blocked_runs_entry_checks_and_other_models(
     write_run(tmp_path, "r3", [attempt("a", False)], blocked=True)
     write_run(tmp_path, "r4", [attempt("a", False)], purpose="entry_check")
     write_run(tmp_path, "r5", [attempt("a", True)], kind=RunKind.REPLAY)
-    prior = implicit_baseline(tmp_path, "m")
-    assert prior is not None and prior.record.run_id == "r1"
+    assert recent_runs(tmp_path, "m")[0].record.run_id == "r1"
     write_run(tmp_path, "r6", [attempt("a", False)], accepted=True)
-    prior = implicit_baseline(tmp_path, "m")
-    assert prior is not None and prior.record.run_id == "r6"  # waved through: a baseline
-    assert implicit_baseline(tmp_path, "m", exclude="r6").record.run_id == "r1"  # type: ignore[union-attr]
-    assert implicit_baseline(tmp_path, "nobody") is None
+    assert recent_runs(tmp_path, "m")[0].record.run_id == "r6"  # waved through: a baseline
+    assert recent_runs(tmp_path, "m", exclude="r6")[0].record.run_id == "r1"
+    assert recent_runs(tmp_path, "nobody") == ()
 
 
 def test_flaky_cases_come_from_eligible_runs_on_the_current_definition(tmp_path: Path) -> None:
@@ -101,8 +99,8 @@ def test_flaky_cases_come_from_eligible_runs_on_the_current_definition(tmp_path:
     write_run(tmp_path, "r3", [attempt("broken", False)], blocked=True)
     write_run(tmp_path, "r4", [attempt("entry", False)], purpose="entry_check")
     current = {("s", k): "v1" for k in ("old-def", "flaky", "broken", "entry")}
-    assert flaky_cases(tmp_path, "m", current) == {("s", "flaky")}
-    assert flaky_cases(tmp_path, "m", current, window=1) == frozenset()  # r2 only
+    assert failed_in(recent_runs(tmp_path, "m"), current) == {("s", "flaky")}
+    assert failed_in(recent_runs(tmp_path, "m", window=1), current) == frozenset()  # r2 only
 
 
 def test_a_flaky_case_breaking_is_a_note_not_a_reason() -> None:

@@ -13,9 +13,16 @@ from typing import Any
 
 import pytest
 
-from evaltape.recorder import Chunk, Exchange, Request, Response, decode_call, fold
-from evaltape.recorder._adapters import CallDecoder
-from evaltape.recorder._events import SessionStarted
+from evaltape.recorder import (
+    CallDecoder,
+    Chunk,
+    Exchange,
+    Request,
+    Response,
+    SessionStarted,
+    decode_call,
+    fold,
+)
 
 CHAT = "https://api.openai.com/v1/chat/completions"
 ANTHROPIC = "https://api.anthropic.com/v1/messages"

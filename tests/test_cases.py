@@ -11,20 +11,18 @@ import attrs
 import pytest
 
 from evaltape.scoring import (
-    AgentMode,
     Case,
     CaseError,
     CaseKind,
     FrozenMap,
-    KnownGap,
-    Problem,
     ScoringError,
     SelectionError,
     Suite,
     load_suites,
     select,
 )
-from evaltape.scoring.cases._validate import AGENT_MODES, MUTATING_MODES
+from evaltape.scoring.cases._cases import AgentMode, KnownGap, Problem
+from evaltape.scoring.cases._fields import AGENT_MODES, MUTATING_MODES
 
 DATA = Path(__file__).parent / "data" / "cases"
 GOOD = DATA / "good"

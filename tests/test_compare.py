@@ -13,16 +13,15 @@ from statsmodels.stats.proportion import proportion_confint
 
 from evaltape.scoring import (
     AttemptResult,
-    MoveKind,
     Verdict,
-    case_outcomes,
     compare,
     mcnemar_exact,
-    mcnemar_worse,
     render_comparison,
     sign_flip_test,
 )
-from evaltape.scoring.verdicts._compare import Method
+from evaltape.scoring.stats._stats import mcnemar_worse
+from evaltape.scoring.verdicts._compare import Method, MoveKind
+from evaltape.scoring.verdicts._outcomes import case_outcomes
 
 VERDICTS = {"P": Verdict.PASSED, "F": Verdict.FAILED, "E": Verdict.ERROR, "S": Verdict.SKIPPED}
 

@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from evaltape.scoring import PRICES_AS_OF, format_cost, read_record, resolve_run
+from evaltape.scoring import read_record, resolve_run
 from evaltape.scoring._cli.main import cli
+from evaltape.scoring.cost._pricing import PRICES_AS_OF, format_cost
 
 AGENTS = Path(__file__).parent / "agents"
 

@@ -15,17 +15,9 @@ import pytest
 from agents.chat_server import ChatServer
 from click.testing import CliRunner
 
-from evaltape.scoring import (
-    AttemptResult,
-    EntryVerdict,
-    RunKind,
-    Verdict,
-    entry_results,
-    read_record,
-    resolve_run,
-)
+from evaltape.scoring import AttemptResult, RunKind, Verdict, read_record, resolve_run
 from evaltape.scoring._cli.main import cli
-from evaltape.scoring.verdicts._entry_check import entry_exit_code
+from evaltape.scoring.verdicts._entry_check import EntryVerdict, entry_exit_code, entry_results
 
 AGENTS = Path(__file__).parent / "agents"
 REPO = Path(__file__).parent.parent

@@ -21,9 +21,9 @@ import pytest
 from agents.chat_server import ChatServer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from evaltape.scoring import ExportFailed, read_record, resolve_run
+from evaltape.scoring import read_record, resolve_run
 from evaltape.scoring.export._config import Target
-from evaltape.scoring.export._send import Backoff, Sender
+from evaltape.scoring.export._send import Backoff, ExportFailed, Sender
 
 AGENTS = Path(__file__).parent / "agents"
 REPO = Path(__file__).parent.parent

@@ -22,7 +22,9 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from evaltape.recorder import Session, TapeReader, fold
-from evaltape.scoring import ExportConfigError, export_config, read_record, resolve_run
+from evaltape.scoring import read_record, resolve_run
+from evaltape.scoring.export._config import ExportConfigError, export_config
+from evaltape.scoring.judge._role import judge_exchanges
 
 REPO = Path(__file__).parent.parent
 PUBLIC = "pk-lf-test-public"
@@ -371,7 +373,7 @@ def test_a_live_run_exports_one_linked_trace_per_attempt_and_scores_on_its_root(
     (judge,) = (s for s in children if s.name.startswith("judge"))
     j = attrs_of(judge)
     assert j["langfuse.observation.type"] == "evaluator"
-    (exchange,) = session.judge_exchanges
+    (exchange,) = judge_exchanges(session)
     assert close(judge.start_time_unix_nano, ns(started, exchange.at))
     assert j["gen_ai.usage.input_tokens"] > 0
 

@@ -21,10 +21,9 @@ from evaltape.recorder import (
     WorkspaceSnapshot,
     fold,
 )
-from evaltape.scoring import (
-    AttemptResult,
+from evaltape.scoring import AttemptResult, Verdict
+from evaltape.scoring.verdicts._flips import (
     FlipCause,
-    Verdict,
     effects_digest,
     flip_cause,
     flips_to_json,

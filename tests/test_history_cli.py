@@ -12,17 +12,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from evaltape.scoring import (
-    AttemptResult,
-    RunKind,
-    RunLog,
-    RunRecord,
-    RunState,
-    Verdict,
-    make_run_id,
-    write_record,
-)
+from evaltape.scoring import AttemptResult, RunKind, RunLog, RunRecord, RunState, Verdict
 from evaltape.scoring._cli.main import cli
+from evaltape.scoring.results._record_files import write_record
+from evaltape.scoring.results._records import make_run_id
 
 T0 = 1_796_000_000.0
 

@@ -50,7 +50,7 @@ from evaltape.scoring import (
     run_pool,
     score_session,
 )
-from evaltape.scoring.export._spans import attempt_scores
+from evaltape.scoring.export._span_scores import attempt_scores
 
 AGENTS_DIR = Path(__file__).parent / "agents"
 REPO_DIR = Path(__file__).parent.parent

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 from agents.chat_server import ChatServer
 
-from evaltape.recorder import JUDGE_ROLE, ROLE_HEADER, Mode, TapeReader, fold
+from evaltape.recorder import ROLE_HEADER, Mode, TapeReader, fold
 from evaltape.scoring import RunKind, RunRecord, Verdict, read_record
+from evaltape.scoring.judge._role import JUDGE_ROLE, judge_exchanges
 
 AGENTS = Path(__file__).parent / "agents"
 REPO = Path(__file__).parent.parent
@@ -317,7 +318,7 @@ def test_replay_asks_the_judge_only_with_allow_live_judge(project: Path) -> None
         fold(s.events) for s in TapeReader(tape).sessions() if s.session_id == attempt.session_id
     ]
     assert replayed.header.mode is Mode.REPLAY
-    assert len(replayed.judge_exchanges) == 1 and len(replayed.turns) == 1
+    assert len(judge_exchanges(replayed)) == 1 and len(replayed.turns) == 1
 
 
 def test_a_recorded_verdict_with_no_score_is_an_error_in_live_rescore_and_replay(

@@ -18,7 +18,7 @@ from evaltape.replay import (
     normalize,
     resolve_mode,
 )
-from evaltape.replay._match import Matcher
+from evaltape.replay._matcher import Matcher
 
 CHAT = "https://api.openai.com/v1/chat/completions"
 MESSAGES = "https://api.anthropic.com/v1/messages"

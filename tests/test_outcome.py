@@ -29,14 +29,8 @@ from evaltape.recorder import (
     fold,
     open_session,
 )
-from evaltape.scoring import (
-    Case,
-    Score,
-    informative_line,
-    load_suites,
-    outcome_checks,
-    score_session,
-)
+from evaltape.scoring import Case, Score, load_suites, score_session
+from evaltape.scoring.checks._outcome import informative_line, outcome_checks
 
 CHAT = "https://api.openai.com/v1/chat/completions"
 HEADER = SessionStarted(session_id="ef" * 8, started_at=1_700_000_000.0, case_id="c", model="m")

@@ -7,6 +7,7 @@ line, and evaltape only through its own wheel.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -36,9 +37,13 @@ def test_every_package_folder_is_listed_in_pyproject() -> None:
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv with evaltape installed from a wheel of this checkout."""
     work = tmp_path_factory.mktemp("pkg")
+    # Built from a copy, so the build leaves nothing (build/, *.egg-info) in the checkout.
+    source = work / "src"
+    skip = shutil.ignore_patterns(".*venv", ".git", "build", "*.egg-info", "__*__", ".*_cache")
+    shutil.copytree(ROOT, source, symlinks=True, ignore=skip)
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-         "-w", str(work / "dist"), str(ROOT)],
+         "-w", str(work / "dist"), str(source)],
         check=True, capture_output=True, timeout=300,
     )  # fmt: skip
     wheel = next((work / "dist").glob("evaltape-*.whl"))

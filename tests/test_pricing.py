@@ -10,7 +10,6 @@ import attrs
 import pytest
 
 from evaltape.recorder import (
-    JUDGE_ROLE,
     ROLE_HEADER,
     Chunk,
     Exchange,
@@ -24,7 +23,6 @@ from evaltape.recorder import (
     decode_call,
     fold,
 )
-from evaltape.scoring import PRICES_AS_OF, Price, PricingError, call_cost, format_cost, load_prices
 from evaltape.scoring.cost._costs import (
     CostBreakdown,
     CostRow,
@@ -35,7 +33,16 @@ from evaltape.scoring.cost._costs import (
     total,
     usage_block,
 )
-from evaltape.scoring.cost._pricing import resolve_prices
+from evaltape.scoring.cost._pricing import (
+    PRICES_AS_OF,
+    Price,
+    PricingError,
+    call_cost,
+    format_cost,
+    load_prices,
+    resolve_prices,
+)
+from evaltape.scoring.judge._role import JUDGE_ROLE
 
 JSON = (("content-type", "application/json"),)
 

@@ -19,14 +19,12 @@ from evaltape.scoring import (
     RunLog,
     RunRecord,
     RunState,
-    Standing,
     Verdict,
-    history_records,
     load_suites,
-    quarantine_report,
     wilson,
 )
 from evaltape.scoring._cli.main import cli
+from evaltape.scoring.verdicts._quarantine import Standing, history_records, quarantine_report
 
 REPO = Path(__file__).parent.parent
 P, F, E = Verdict.PASSED, Verdict.FAILED, Verdict.ERROR

@@ -22,18 +22,13 @@ from evaltape.scoring import (
     RunRecord,
     RunState,
     Verdict,
-    append_history,
-    entry_from_record,
-    git_commit,
-    inconsistent_cases,
-    make_run_id,
     read_history,
     read_record,
-    record_from_json,
-    record_to_json,
-    tally,
-    write_record,
 )
+from evaltape.scoring.results._history import append_history, entry_from_record
+from evaltape.scoring.results._record_files import write_record
+from evaltape.scoring.results._record_json import record_from_json, record_to_json
+from evaltape.scoring.results._records import git_commit, inconsistent_cases, make_run_id, tally
 
 T0 = 1_796_000_000.0  # 2026-11-29T...Z
 
@@ -264,7 +259,7 @@ import sys
 from pathlib import Path
 import attrs
 from evaltape.scoring import AttemptResult, RunKind, RunRecord, RunState, Verdict
-from evaltape.scoring import append_history, entry_from_record
+from evaltape.scoring.results._history import append_history, entry_from_record
 
 results, tag = Path(sys.argv[1]), sys.argv[2]
 flips = tuple(

@@ -22,27 +22,25 @@ from statsmodels.stats.proportion import proportion_confint, proportions_ztest
 from evaltape.scoring import (
     benjamini_hochberg,
     cases_needed,
-    clustered_se,
     cohens_h,
-    effect_label,
     mcnemar_exact,
-    mcnemar_worse,
     pass_at_k,
     pass_hat_k,
     sign_flip_test,
     suite_interval,
     suite_rate,
-    two_proportion_z,
     wilson,
 )
+from evaltape.scoring.stats._power import binomial_diff_sd, paired_power
+from evaltape.scoring.stats._signflip import MONTE_CARLO_DRAWS, SignFlipMethod
 from evaltape.scoring.stats._stats import (
-    MONTE_CARLO_DRAWS,
-    SignFlipMethod,
     bh_adjusted,
-    binomial_diff_sd,
+    clustered_se,
+    effect_label,
     fisher_exact,
-    paired_power,
+    mcnemar_worse,
     paired_t_interval,
+    two_proportion_z,
 )
 
 COUNTS = [(0, 1), (1, 1), (0, 10), (10, 10), (3, 7), (17, 20), (93, 100), (1, 1000)]

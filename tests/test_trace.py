@@ -22,7 +22,8 @@ from evaltape.recorder import (
     Status,
     open_session,
 )
-from evaltape.scoring import AttemptResult, RunKind, RunRecord, RunState, Verdict, write_record
+from evaltape.scoring import AttemptResult, RunKind, RunRecord, RunState, Verdict
+from evaltape.scoring.results._record_files import write_record
 
 REPO = Path(__file__).parent.parent
 URL = "http://127.0.0.1:9/v1/chat/completions"

@@ -31,12 +31,11 @@ from evaltape.scoring import (
     FrozenMap,
     Score,
     Scorer,
-    args_mismatch,
     load_suites,
     make_scorer,
     score_session,
-    trajectory_checks,
 )
+from evaltape.scoring.checks._trajectory import args_mismatch, trajectory_checks
 
 CHAT = "https://api.openai.com/v1/chat/completions"
 HEADER = SessionStarted(session_id="cd" * 8, started_at=1_700_000_000.0, case_id="c", model="m")

@@ -23,7 +23,7 @@ from evaltape.scoring._config import Config, display_path
 from evaltape.scoring.results import _baselines as baselines
 from evaltape.scoring.results._baselines import Baseline, BaselineError
 from evaltape.scoring.results._records import RunRecord, Verdict
-from evaltape.scoring.verdicts._compare import render_comparison
+from evaltape.scoring.verdicts._compare_render import render_comparison
 from evaltape.scoring.verdicts._gate import GateState
 from evaltape.scoring.verdicts._gate_flow import (
     GATE_TRIALS,

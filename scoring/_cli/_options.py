@@ -16,7 +16,8 @@ from typing import Any, TypeVar
 
 import click
 
-from evaltape.scoring._config import SETTINGS, ConfigError, Setting, SettingKind, load_config
+from evaltape.scoring._config import ConfigError, load_config
+from evaltape.scoring._settings import SETTINGS, Setting, SettingKind
 
 R = TypeVar("R")
 

@@ -12,7 +12,8 @@ from evaltape.scoring.results._records import Verdict
 from evaltape.scoring.run._ab import ABOutcome
 from evaltape.scoring.run._jobs import JobResult
 from evaltape.scoring.verdicts._ab import BASELINE, CANDIDATE, Variant, render_cases, variant_of
-from evaltape.scoring.verdicts._compare import Comparison, render_comparison
+from evaltape.scoring.verdicts._compare import Comparison
+from evaltape.scoring.verdicts._compare_render import render_comparison
 
 
 class ABProgress:

@@ -11,15 +11,9 @@ from evaltape.scoring._config import display_path
 from evaltape.scoring.cost._costs import CostRow, case_lines, compare_table, cost_line, usage_block
 from evaltape.scoring.cost._costs import total as costs_total
 from evaltape.scoring.cost._pricing import Prices, built_in_prices
-from evaltape.scoring.judge._judge import (
-    DEFAULT_FLOORS,
-    Floors,
-    Judge,
-    JudgeState,
-    JudgeStatus,
-    case_floors,
-    judge_status,
-)
+from evaltape.scoring.judge._floors import case_floors, judge_status
+from evaltape.scoring.judge._judge import Judge
+from evaltape.scoring.judge._judgement import DEFAULT_FLOORS, Floors, JudgeState, JudgeStatus
 from evaltape.scoring.results._records import Verdict, tally
 from evaltape.scoring.run._jobs import JobResult
 from evaltape.scoring.run._live import LiveOutcome

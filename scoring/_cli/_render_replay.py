@@ -9,15 +9,9 @@ from evaltape.recorder import Usage
 from evaltape.scoring.cost._costs import cost_line
 from evaltape.scoring.cost._costs import total as costs_total
 from evaltape.scoring.cost._pricing import Prices, built_in_prices
-from evaltape.scoring.judge._judge import (
-    DEFAULT_FLOORS,
-    Floors,
-    Judge,
-    JudgeState,
-    JudgeStatus,
-    case_floors,
-    judge_status,
-)
+from evaltape.scoring.judge._floors import case_floors, judge_status
+from evaltape.scoring.judge._judge import Judge
+from evaltape.scoring.judge._judgement import DEFAULT_FLOORS, Floors, JudgeState, JudgeStatus
 from evaltape.scoring.run._pool import PoolOutcome
 from evaltape.scoring.verdicts._replay_report import Row, decision_line, report
 

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import click
 
-from evaltape.scoring.judge._judge import (
-    DEFAULT_FLOORS,
-    Floors,
-    JudgeStatus,
-    case_floors,
-    judge_check,
-    judge_status,
-)
+from evaltape.scoring.judge._floors import case_floors, judge_check, judge_status
+from evaltape.scoring.judge._judgement import DEFAULT_FLOORS, Floors, JudgeStatus
 from evaltape.scoring.run._rescore import Flip, Rescored, RescoreOutcome
 from evaltape.scoring.run._rescore_tapes import flips, summarize
 

@@ -11,7 +11,8 @@ from evaltape.scoring._cli._boundary import EXIT_REFUSED, boundary, fail
 from evaltape.scoring._cli._options import config_options
 from evaltape.scoring._config import Config, display_path
 from evaltape.scoring._errors import ScoringError
-from evaltape.scoring.cases._harvest import append_case, harvest
+from evaltape.scoring.cases._append import append_case
+from evaltape.scoring.cases._harvest import harvest
 
 
 @click.command(name="add")

@@ -19,8 +19,10 @@ from evaltape.scoring._cli._options import config_options
 from evaltape.scoring._config import Config, display_path
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.results import _baselines as baselines
-from evaltape.scoring.results._records import AttemptResult, read_record, resolve_run
-from evaltape.scoring.verdicts._compare import compare, render_comparison
+from evaltape.scoring.results._record_files import read_record, resolve_run
+from evaltape.scoring.results._records import AttemptResult
+from evaltape.scoring.verdicts._compare import compare
+from evaltape.scoring.verdicts._compare_render import render_comparison
 
 BASELINE_PREFIX = "baseline:"
 

@@ -16,7 +16,8 @@ from evaltape.recorder import Session
 from evaltape.scoring._cli._boundary import boundary, fail
 from evaltape.scoring._cli._options import config_options
 from evaltape.scoring._config import Config, display_path
-from evaltape.scoring.cases._cases import CaseError, load_suites
+from evaltape.scoring.cases._cases import CaseError
+from evaltape.scoring.cases._load import load_suites
 from evaltape.scoring.checks._score import Score
 from evaltape.scoring.cost._pricing import resolve_prices
 from evaltape.scoring.export._config import ExportConfigError, export_config
@@ -26,18 +27,10 @@ from evaltape.scoring.export._exporter import (
     ExportReport,
     Rescore,
 )
-from evaltape.scoring.export._spans import TraceOptions
-from evaltape.scoring.judge._judge import JudgeError, Judgement
-from evaltape.scoring.results._records import (
-    AttemptResult,
-    RunKind,
-    RunState,
-    Verdict,
-    attempt_key,
-    read_record,
-    resolve_run,
-    write_record,
-)
+from evaltape.scoring.export._span_model import TraceOptions
+from evaltape.scoring.judge._judgement import JudgeError, Judgement
+from evaltape.scoring.results._record_files import read_record, resolve_run, write_record
+from evaltape.scoring.results._records import AttemptResult, RunKind, RunState, Verdict, attempt_key
 from evaltape.scoring.run._judge_step import default_scorer
 from evaltape.scoring.run._rescore import locate_tape, rescore_session
 

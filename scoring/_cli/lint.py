@@ -13,8 +13,14 @@ from pathlib import Path
 
 import click
 
-from evaltape.recorder import Note, Redactor, TapeError, TapeReader, default_redactor
-from evaltape.recorder._redact import preview
+from evaltape.recorder import (
+    Note,
+    Redactor,
+    TapeError,
+    TapeReader,
+    default_redactor,
+    secret_preview,
+)
 
 EXIT_SECRET = 1
 EXIT_UNREADABLE = 2
@@ -126,6 +132,6 @@ def _lint_one(path: str, redactor: Redactor) -> tuple[int, int, int, bool]:
                 found += 1
                 click.echo(
                     f"{path}: session {session.session_id} event {index}: "
-                    f"{hit.kind} at {hit.where}: {preview(hit.secret)}"
+                    f"{hit.kind} at {hit.where}: {secret_preview(hit.secret)}"
                 )
     return found, sessions, events, bad

@@ -6,11 +6,10 @@ import json
 
 import click
 
-from evaltape.recorder import Note, TapeReader
-from evaltape.recorder._adapters import CallDecoder
-from evaltape.recorder._describe import describe_event, describe_session
-from evaltape.recorder._jsonview import event_json
+from evaltape.recorder import CallDecoder, Note, TapeReader
 from evaltape.scoring._cli._boundary import boundary
+from evaltape.scoring._cli._describe import describe_event, describe_session
+from evaltape.scoring._cli._jsonview import event_json
 
 
 @click.command()

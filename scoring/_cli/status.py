@@ -11,15 +11,8 @@ from evaltape.scoring._cli._boundary import boundary, fail
 from evaltape.scoring._cli._options import config_options
 from evaltape.scoring._cli.history import format_time
 from evaltape.scoring._config import Config
-from evaltape.scoring.results._records import (
-    RunRecord,
-    RunState,
-    UnknownRun,
-    Verdict,
-    read_record,
-    resolve_run,
-    tally,
-)
+from evaltape.scoring.results._record_files import UnknownRun, read_record, resolve_run
+from evaltape.scoring.results._records import RunRecord, RunState, Verdict, tally
 from evaltape.scoring.verdicts._flips import flips_to_json, render_flips, summarize_flips
 
 

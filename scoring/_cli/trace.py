@@ -10,9 +10,9 @@ from evaltape.scoring._cli._options import config_options
 from evaltape.scoring._cli.validate import load_or_report
 from evaltape.scoring._config import Config, display_path
 from evaltape.scoring._errors import ScoringError
-from evaltape.scoring.cases._validate import suggest
+from evaltape.scoring.cases._fields import suggest
 from evaltape.scoring.checks._scorers import make_scorer
-from evaltape.scoring.results._records import read_record, resolve_run
+from evaltape.scoring.results._record_files import read_record, resolve_run
 from evaltape.scoring.results._trace import Cut, format_case_lines, run_cases, trace_case
 
 

@@ -8,7 +8,8 @@ import click
 
 from evaltape.scoring._cli._options import config_options
 from evaltape.scoring._config import Config, display_path
-from evaltape.scoring.cases._cases import CaseError, CaseKind, Problem, Suite, load_suites
+from evaltape.scoring.cases._cases import CaseError, CaseKind, Problem, Suite
+from evaltape.scoring.cases._load import load_suites
 
 
 def _plural(n: int, word: str) -> str:

@@ -14,7 +14,7 @@ from evaltape.scoring.cases._cases import Case
 from evaltape.scoring.checks._outcome import outcome_checks
 from evaltape.scoring.checks._score import Check, Score, Scorer
 from evaltape.scoring.checks._trajectory import trajectory_checks
-from evaltape.scoring.judge._judge import NOT_CONFIGURED
+from evaltape.scoring.judge._judgement import NOT_CONFIGURED
 
 DEFAULT_HANG_LIMIT = 300.0
 """Seconds a model call may stay open before the attempt counts as hung."""

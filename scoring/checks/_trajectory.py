@@ -27,7 +27,8 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 
 from evaltape.recorder import Failure, Session, ToolCallRecord
-from evaltape.scoring.cases._cases import Case, FrozenMap, JsonValue, thaw
+from evaltape.scoring.cases._cases import Case
+from evaltape.scoring.cases._frozen import FrozenMap, JsonValue, thaw
 from evaltape.scoring.checks._score import Check
 
 BASH_TOOL = "bash"

@@ -20,6 +20,7 @@ import attrs
 
 from evaltape.recorder import ModelCall, Session, Usage, decode_call
 from evaltape.scoring.cost._pricing import Prices, format_cost, table_cost, uncached_tokens
+from evaltape.scoring.judge._role import judge_exchanges
 from evaltape.scoring.stats._stats import wilson
 
 
@@ -173,7 +174,7 @@ def _priced(prices: Prices, model: str, call: ModelCall) -> CostBreakdown:
 def judge_cost_of_session(prices: Prices, session: Session) -> CostBreakdown:
     """The judge's calls in ``session``: grading cost, kept apart from the agent's."""
     parts = []
-    for exchange in session.judge_exchanges:
+    for exchange in judge_exchanges(session):
         call = decode_call(exchange)
         if call is None:
             parts.append(call_breakdown(prices, "", Usage.unknown()))

@@ -30,9 +30,10 @@ from evaltape.scoring.cost._pricing import Prices
 from evaltape.scoring.export._config import ExportConfig
 from evaltape.scoring.export._langfuse import post_scores
 from evaltape.scoring.export._send import DEFAULT_BACKOFF, Backoff, ExportFailed, Sender
-from evaltape.scoring.export._spans import AttemptTrace, TraceOptions, attempt_trace
+from evaltape.scoring.export._span_model import AttemptTrace, TraceOptions
+from evaltape.scoring.export._spans import attempt_trace
 from evaltape.scoring.export._wire import CONTENT_TYPE, encode_spans
-from evaltape.scoring.judge._judge import Judgement
+from evaltape.scoring.judge._judgement import Judgement
 from evaltape.scoring.results._records import AttemptResult
 
 DEFAULT_CLOSE_TIMEOUT = 30.0

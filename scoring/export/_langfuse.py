@@ -14,7 +14,7 @@ import json
 
 from evaltape.scoring.export._config import Target
 from evaltape.scoring.export._send import Sender
-from evaltape.scoring.export._spans import AttemptTrace, score_id
+from evaltape.scoring.export._span_model import AttemptTrace, score_id
 
 
 def score_bodies(trace: AttemptTrace) -> tuple[dict[str, object], ...]:

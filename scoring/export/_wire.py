@@ -21,7 +21,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, St
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
 from evaltape.recorder import VERSION
-from evaltape.scoring.export._spans import Attrs, AttrValue, Span
+from evaltape.scoring.export._span_model import Attrs, AttrValue, Span
 
 CONTENT_TYPE = "application/x-protobuf"
 """The body's media type on the wire."""

@@ -8,7 +8,7 @@ baseline holds one model's attempts, each with its case, verdict and the
 case definition's fingerprint, so a comparison is paired case by case.
 
 Without a saved name, the gate's baseline is implicit: the last finished live
-run on the same model that did not close the gate (``implicit_baseline``).
+run on the same model that did not close the gate, the newest of ``recent_runs``.
 """
 
 from __future__ import annotations
@@ -23,20 +23,15 @@ from pathlib import Path
 import attrs
 
 from evaltape.scoring.results._history import read_history
+from evaltape.scoring.results._record_files import read_json, read_record, record_path, write_atomic
+from evaltape.scoring.results._record_json import Fields, attempt_from_json, attempt_to_json
 from evaltape.scoring.results._records import (
     AttemptResult,
-    Fields,
     RecordError,
     RunKind,
     RunRecord,
     RunState,
     Verdict,
-    attempt_from_json,
-    attempt_to_json,
-    read_json,
-    read_record,
-    record_path,
-    write_atomic,
 )
 
 SCHEMA = 1
@@ -244,7 +239,7 @@ class Prior:
 
 
 FLAKY_WINDOW = 10
-"""How many baseline-eligible runs ``flaky_cases`` looks back over."""
+"""How many baseline-eligible runs ``recent_runs`` looks back over for flaky cases."""
 
 
 def eligible_runs(
@@ -282,37 +277,6 @@ def eligible_runs(
         yield Prior(record=record, attempts=tuple(a for a in record.attempts if a.model == model))
 
 
-def implicit_baseline(
-    results: Path,
-    model: str,
-    *,
-    exclude: str = "",
-    on_problem: Callable[[str], None] | None = None,
-) -> Prior | None:
-    """The last finished live run with ``model`` that did not close the gate, or None."""
-    return next(eligible_runs(results, model, exclude=exclude, on_problem=on_problem), None)
-
-
-def flaky_cases(
-    results: Path,
-    model: str,
-    fingerprints: Mapping[tuple[str, str], str],
-    *,
-    exclude: str = "",
-    window: int = FLAKY_WINDOW,
-    on_problem: Callable[[str], None] | None = None,
-) -> frozenset[tuple[str, str]]:
-    """Cases that failed at least once in the last ``window`` baseline-eligible runs.
-
-    Only attempts on the case's current definition count (``fingerprints``
-    maps ``(suite, case)`` to it); tainted and skipped attempts do not.
-    Blocked runs are not eligible, so a case broken by a real regression
-    never becomes "flaky" by failing again in the run the gate blocked.
-    """
-    runs = recent_runs(results, model, exclude=exclude, window=window, on_problem=on_problem)
-    return failed_in(runs, fingerprints)
-
-
 def recent_runs(
     results: Path,
     model: str,
@@ -323,8 +287,8 @@ def recent_runs(
 ) -> tuple[Prior, ...]:
     """The last ``window`` baseline-eligible runs, newest first, read once.
 
-    The first is the implicit baseline (``implicit_baseline``); all of them
-    feed ``failed_in`` (``flaky_cases``), so a gate reads each record once.
+    The first is the implicit baseline; all of them feed ``failed_in`` (the
+    cases that are flaky), so a gate reads each record once.
     """
     runs = eligible_runs(results, model, exclude=exclude, on_problem=on_problem)
     return tuple(itertools.islice(runs, window))

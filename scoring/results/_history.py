@@ -18,9 +18,10 @@ from typing import Any
 
 import attrs
 
+from evaltape.scoring.results._record_files import record_path, write_record
+from evaltape.scoring.results._record_json import Fields
 from evaltape.scoring.results._records import (
     AttemptResult,
-    Fields,
     Inconsistency,
     ModelTally,
     RecordError,
@@ -28,9 +29,7 @@ from evaltape.scoring.results._records import (
     RunRecord,
     RunState,
     inconsistent_cases,
-    record_path,
     tally,
-    write_record,
 )
 
 HISTORY_FILE = "history.jsonl"

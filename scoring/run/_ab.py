@@ -16,7 +16,11 @@ import attrs
 
 from evaltape.recorder import VERSION, Source, Usage
 from evaltape.scoring._config import Config
-from evaltape.scoring.judge._judge import Floors, Judge, JudgeStatus, judge_status
+from evaltape.scoring.judge._floors import judge_status
+from evaltape.scoring.judge._judge import Judge
+from evaltape.scoring.judge._judgement import Floors, JudgeStatus
+from evaltape.scoring.results._record_files import write_atomic
+from evaltape.scoring.results._record_json import record_to_json
 from evaltape.scoring.results._records import (
     AttemptResult,
     RunKind,
@@ -24,8 +28,6 @@ from evaltape.scoring.results._records import (
     RunState,
     git_commit,
     make_run_id,
-    record_to_json,
-    write_atomic,
 )
 from evaltape.scoring.run._host import SILENT, Host, Reporter
 from evaltape.scoring.run._jobs import JobEnv, JobResult, LiveWire

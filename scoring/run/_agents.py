@@ -34,8 +34,7 @@ from typing import Any
 import attrs
 import httpx
 
-from evaltape.recorder import HarnessEvent, RecordingTransport, recording_client
-from evaltape.recorder._events import Scalar
+from evaltape.recorder import HarnessEvent, RecordingTransport, Scalar, recording_client
 from evaltape.replay import TapeProxy, Upstreams, run_program
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.cases._cases import Case

@@ -27,7 +27,8 @@ from evaltape.recorder import (
 )
 from evaltape.replay import ReplayTransport
 from evaltape.scoring.cost._costs import cost_of_session, judge_cost_of_session
-from evaltape.scoring.judge._judge import JudgeState, judge_usage, rejudge_offline
+from evaltape.scoring.judge._judgement import JudgeState
+from evaltape.scoring.judge._reuse import judge_usage, rejudge_offline
 from evaltape.scoring.results._records import Verdict
 from evaltape.scoring.run._agents import AttemptSetup, RetryingTransport
 from evaltape.scoring.run._jobs import Job, JobEnv, JobResult, LiveWire

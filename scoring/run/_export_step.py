@@ -15,7 +15,7 @@ from evaltape.scoring.cost._pricing import Prices
 from evaltape.scoring.export._config import export_config
 from evaltape.scoring.export._exporter import DEFAULT_CLOSE_TIMEOUT, Exporter, ExportJob
 from evaltape.scoring.export._send import ExportFailed
-from evaltape.scoring.export._spans import TraceOptions
+from evaltape.scoring.export._span_model import TraceOptions
 from evaltape.scoring.results._history import RunLog
 from evaltape.scoring.run._host import Reporter
 from evaltape.scoring.run._jobs import JobResult

@@ -20,7 +20,8 @@ from evaltape.scoring.cases._cases import Case
 from evaltape.scoring.checks._score import Score, Scorer
 from evaltape.scoring.cost._costs import CostBreakdown
 from evaltape.scoring.cost._pricing import Prices, built_in_prices
-from evaltape.scoring.judge._judge import Floors, Judge, Judgement
+from evaltape.scoring.judge._judge import Judge
+from evaltape.scoring.judge._judgement import Floors, Judgement
 from evaltape.scoring.results._records import AttemptResult, RunKind, Verdict
 from evaltape.scoring.run._agents import AgentSpec
 from evaltape.scoring.run._stop import Stop

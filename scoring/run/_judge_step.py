@@ -6,16 +6,10 @@ from evaltape.recorder import Session, Status
 from evaltape.scoring.cases._cases import Case
 from evaltape.scoring.checks._score import Check, Score, Scorer
 from evaltape.scoring.checks._scorers import score_session
-from evaltape.scoring.judge._judge import (
-    JudgeError,
-    Judgement,
-    JudgeState,
-    judge_request,
-    read_rubric,
-    reuse_judgement,
-    reused_event,
-    with_judgement,
-)
+from evaltape.scoring.judge._floors import with_judgement
+from evaltape.scoring.judge._judge import judge_request, read_rubric, reused_event
+from evaltape.scoring.judge._judgement import JudgeError, Judgement, JudgeState
+from evaltape.scoring.judge._reuse import reuse_judgement
 from evaltape.scoring.run._jobs import Job, JobEnv
 from evaltape.scoring.run._tee import Tee
 

@@ -17,7 +17,9 @@ from evaltape.recorder import VERSION
 from evaltape.scoring._config import Config, display_path
 from evaltape.scoring.cost._pricing import Prices
 from evaltape.scoring.export._config import ExportConfigError
-from evaltape.scoring.judge._judge import Floors, Judge, JudgeStatus, judge_status
+from evaltape.scoring.judge._floors import judge_status
+from evaltape.scoring.judge._judge import Judge
+from evaltape.scoring.judge._judgement import Floors, JudgeStatus
 from evaltape.scoring.results._history import RunLog
 from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
 from evaltape.scoring.run._export_step import finish_export, start_export, submit

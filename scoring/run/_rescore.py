@@ -37,13 +37,8 @@ from evaltape.recorder import (
 )
 from evaltape.scoring.cases._cases import Case
 from evaltape.scoring.checks._score import Score, Scorer
-from evaltape.scoring.judge._judge import (
-    DEFAULT_FLOORS,
-    Floors,
-    Judgement,
-    JudgeState,
-    rejudge_offline,
-)
+from evaltape.scoring.judge._judgement import DEFAULT_FLOORS, Floors, Judgement, JudgeState
+from evaltape.scoring.judge._reuse import rejudge_offline
 from evaltape.scoring.results._records import (
     AttemptResult,
     RunKind,

@@ -17,17 +17,11 @@ from evaltape.recorder import TapeError
 from evaltape.scoring._config import Config, display_path
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.checks._scorers import make_scorer
-from evaltape.scoring.judge._judge import Floors, JudgeStatus, judge_status
+from evaltape.scoring.judge._floors import judge_status
+from evaltape.scoring.judge._judgement import Floors, JudgeStatus
 from evaltape.scoring.results._history import RunLog
-from evaltape.scoring.results._records import (
-    RunKind,
-    RunRecord,
-    RunState,
-    git_commit,
-    make_run_id,
-    read_record,
-    resolve_run,
-)
+from evaltape.scoring.results._record_files import read_record, resolve_run
+from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
 from evaltape.scoring.run._host import Host
 from evaltape.scoring.run._rescore import RescoreOutcome, rescore_run
 from evaltape.scoring.run._rescore_tapes import rescore_tapes

@@ -15,14 +15,9 @@ import attrs
 from evaltape.recorder import Mode, RecordedSession, TapeError, TapeReader, fold
 from evaltape.scoring.cases._cases import Case
 from evaltape.scoring.checks._score import Scorer
-from evaltape.scoring.judge._judge import DEFAULT_FLOORS, Floors
-from evaltape.scoring.results._records import (
-    AttemptResult,
-    RecordError,
-    Verdict,
-    read_record,
-    record_path,
-)
+from evaltape.scoring.judge._judgement import DEFAULT_FLOORS, Floors
+from evaltape.scoring.results._record_files import read_record, record_path
+from evaltape.scoring.results._records import AttemptResult, RecordError, Verdict
 from evaltape.scoring.run._rescore import (
     Flip,
     Rescored,

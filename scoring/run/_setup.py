@@ -13,16 +13,11 @@ import attrs
 from evaltape.recorder import Source
 from evaltape.scoring._config import Config, display_path
 from evaltape.scoring._errors import ScoringError
-from evaltape.scoring.cases._cases import (
-    CaseError,
-    Problem,
-    SelectionError,
-    Suite,
-    load_suites,
-    select,
-)
+from evaltape.scoring.cases._cases import CaseError, Problem, SelectionError, Suite, select
+from evaltape.scoring.cases._load import load_suites
 from evaltape.scoring.cost._pricing import Prices, PricingError, resolve_prices
-from evaltape.scoring.judge._judge import Judge, JudgeError, JudgeStatus, resolve_judge
+from evaltape.scoring.judge._judge import Judge, resolve_judge
+from evaltape.scoring.judge._judgement import JudgeError, JudgeStatus
 from evaltape.scoring.results._history import RunLog
 from evaltape.scoring.results._records import RunRecord, RunState
 from evaltape.scoring.run._agents import AgentError, AgentSpec, load_agent, parse_agent

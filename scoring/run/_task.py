@@ -18,7 +18,7 @@ from typing import Protocol
 import attrs
 import httpx
 
-from evaltape.recorder._events import Scalar
+from evaltape.recorder import Scalar
 
 
 class QuestionKind(enum.Enum):

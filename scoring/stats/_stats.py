@@ -11,47 +11,12 @@ global random state (the Monte Carlo fallback takes its seed as an argument).
 
 from __future__ import annotations
 
-import enum
 import math
-from collections import Counter
 from collections.abc import Sequence
-from fractions import Fraction
-from types import ModuleType
-from typing import Any
 
 import attrs
 
-
-def _special() -> Any:
-    """``scipy.special``, imported on first use: scipy costs ~1 s to import, and most
-    ``evaltape`` commands never compute a statistic."""
-    from scipy import special  # type: ignore[import-untyped]
-
-    return special
-
-
-def _scipy_stats() -> Any:
-    """``scipy.stats``, imported on first use."""
-    from scipy import stats
-
-    return stats
-
-
-def _numpy() -> ModuleType:
-    """``numpy``, imported on first use."""
-    import numpy
-
-    return numpy
-
-
-DEFAULT_SEED = 20240917
-"""Seed of the Monte Carlo sign-flip test; fixed so the same data give the same p-value."""
-
-MONTE_CARLO_DRAWS = 200_000
-"""Random sign assignments drawn when exact enumeration would be too large."""
-
-EXACT_WORK_LIMIT = 50_000_000
-"""Above this many array updates the sign-flip test switches to Monte Carlo."""
+from evaltape.scoring.stats._lazy import scipy_special, scipy_stats
 
 LOW_N_CASES = 10
 """Below this many common cases the unpaired z-test falls back to a points threshold."""
@@ -63,7 +28,7 @@ DEFAULT_THRESHOLD_POINTS = 5.0
 def _z(confidence: float) -> float:
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
-    return float(_special().ndtri(1.0 - (1.0 - confidence) / 2.0))
+    return float(scipy_special().ndtri(1.0 - (1.0 - confidence) / 2.0))
 
 
 def _check_counts(passed: int, total: int) -> None:
@@ -141,7 +106,7 @@ def suite_interval(
     if math.isnan(se):
         return (0.0, 1.0)
     mean = suite_rate(per_case)
-    t = float(_special().stdtrit(len(per_case) - 1, 1.0 - (1.0 - confidence) / 2.0))
+    t = float(scipy_special().stdtrit(len(per_case) - 1, 1.0 - (1.0 - confidence) / 2.0))
     return (max(0.0, mean - t * se), min(1.0, mean + t * se))
 
 
@@ -248,7 +213,7 @@ def mcnemar_exact(b: int, c: int) -> float:
         raise ValueError("discordant counts cannot be negative")
     if b + c == 0:
         return 1.0
-    return float(_scipy_stats().binomtest(b, b + c, 0.5, alternative="two-sided").pvalue)
+    return float(scipy_stats().binomtest(b, b + c, 0.5, alternative="two-sided").pvalue)
 
 
 def mcnemar_worse(b: int, c: int) -> float:
@@ -257,105 +222,7 @@ def mcnemar_worse(b: int, c: int) -> float:
         raise ValueError("discordant counts cannot be negative")
     if b + c == 0:
         return 1.0
-    return float(_scipy_stats().binomtest(b, b + c, 0.5, alternative="greater").pvalue)
-
-
-class SignFlipMethod(enum.Enum):
-    """How the sign-flip test's p-values were obtained."""
-
-    EXACT = "exact"
-    """Every one of the 2^n sign assignments counted (by dynamic programming)."""
-    MONTE_CARLO = "monte carlo"
-    """A fixed-seed sample of sign assignments; deterministic, but an estimate."""
-
-
-@attrs.frozen(kw_only=True)
-class SignFlip:
-    """The result of a paired sign-flip permutation test."""
-
-    p_worse: float
-    """One-sided: chance of a sum of differences at most the observed one."""
-    p_two_sided: float
-    """Chance of a sum at least as far from zero as the observed one."""
-    nonzero: int
-    """Cases whose difference was not zero (the others cannot move the statistic)."""
-    method: SignFlipMethod
-    """Exact enumeration or Monte Carlo."""
-
-
-def _as_integers(diffs: Sequence[float | Fraction]) -> list[int]:
-    fractions = [
-        d if isinstance(d, Fraction) else Fraction(d).limit_denominator(10**4) for d in diffs
-    ]
-    scale = math.lcm(1, *(f.denominator for f in fractions))
-    return [int(f * scale) for f in fractions]
-
-
-def sign_flip_test(diffs: Sequence[float | Fraction], *, seed: int = DEFAULT_SEED) -> SignFlip:
-    """Paired sign-flip permutation test of per-case differences (current - baseline).
-
-    Under "no change" each case's difference is as likely to have either
-    sign, so the observed sum is compared with the sums of all 2^n sign
-    assignments.  Differences take few distinct values (with 3 trials a side:
-    multiples of 1/3), so the distribution is built exactly by convolving one
-    binomial per distinct magnitude; when that would be too much work a
-    Monte Carlo sample with ``seed`` stands in.  With one trial a side it is
-    exactly McNemar's exact test.
-    """
-    ints = [x for x in _as_integers(diffs) if x != 0]
-    if not ints:
-        return SignFlip(p_worse=1.0, p_two_sided=1.0, nonzero=0, method=SignFlipMethod.EXACT)
-    observed = sum(ints)
-    span = sum(abs(x) for x in ints)
-    groups = Counter(abs(x) for x in ints)
-    work = (2 * span + 1) * sum(m + 1 for m in groups.values())
-    if work > EXACT_WORK_LIMIT:
-        return _sign_flip_monte_carlo(ints, observed, seed)
-    np: Any = _numpy()
-    dist = np.zeros(2 * span + 1)
-    dist[span] = 1.0
-    for value, m in groups.items():
-        weights = [math.comb(m, j) / 2.0**m for j in range(m + 1)]
-        new = np.zeros_like(dist)
-        for negatives, w in enumerate(weights):
-            shift = value * (m - 2 * negatives)
-            if shift >= 0:
-                new[shift:] += w * dist[: dist.size - shift]
-            else:
-                new[:shift] += w * dist[-shift:]
-        dist = new
-    sums = np.arange(-span, span + 1)
-    p_worse = float(dist[sums <= observed].sum())
-    p_two = float(dist[np.abs(sums) >= abs(observed)].sum())
-    return SignFlip(
-        p_worse=min(1.0, p_worse),
-        p_two_sided=min(1.0, p_two),
-        nonzero=len(ints),
-        method=SignFlipMethod.EXACT,
-    )
-
-
-def _sign_flip_monte_carlo(ints: list[int], observed: int, seed: int) -> SignFlip:
-    np: Any = _numpy()
-    rng = np.random.default_rng(seed)
-    values = np.array(ints, dtype=np.int64)
-    worse = far = 0
-    remaining = MONTE_CARLO_DRAWS
-    while remaining:
-        batch = min(remaining, 10_000)
-        signs = rng.integers(0, 2, size=(batch, values.size), dtype=np.int64) * 2 - 1
-        sums = signs @ values
-        worse += int((sums <= observed).sum())
-        far += int((np.abs(sums) >= abs(observed)).sum())
-        remaining -= batch
-    # Counting the observed assignment itself keeps the estimate a valid p-value.
-    n = MONTE_CARLO_DRAWS + 1
-    return SignFlip(
-        p_worse=(worse + 1) / n,
-        p_two_sided=(far + 1) / n,
-        nonzero=len(ints),
-        method=SignFlipMethod.MONTE_CARLO,
-    )
+    return float(scipy_stats().binomtest(b, b + c, 0.5, alternative="greater").pvalue)
 
 
 def paired_t_interval(
@@ -374,7 +241,7 @@ def paired_t_interval(
     if n < 2:
         return (mean, math.nan, math.nan)
     sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
-    t = float(_special().stdtrit(n - 1, 1.0 - (1.0 - confidence) / 2.0))
+    t = float(scipy_special().stdtrit(n - 1, 1.0 - (1.0 - confidence) / 2.0))
     half = t * sd / math.sqrt(n)
     return (mean, mean - half, mean + half)
 
@@ -428,7 +295,7 @@ def two_proportion_z(
         z, p = math.nan, 1.0
     else:
         z = (p_b - p_c) / se
-        p = float(_special().ndtr(-z))
+        p = float(scipy_special().ndtr(-z))
     drop = (p_b - p_c) * 100.0
     low_n = (min(b_total, c_total) if cases is None else cases) < LOW_N_CASES
     flagged = drop >= threshold_points if low_n else p < alpha
@@ -440,45 +307,3 @@ def two_proportion_z(
         threshold_points=threshold_points,
         flagged=flagged,
     )
-
-
-# -- power -------------------------------------------------------------------------------
-
-
-def binomial_diff_sd(baseline_rate: float, current_rate: float, trials: int) -> float:
-    """Standard deviation of one case's rate difference when both rates are known and equal
-    across cases: ``sqrt(pb(1-pb)/t + pc(1-pc)/t)``.  A planning value when no data exist."""
-    if trials < 1:
-        raise ValueError("trials must be at least 1")
-    return math.sqrt(
-        (baseline_rate * (1 - baseline_rate) + current_rate * (1 - current_rate)) / trials
-    )
-
-
-def paired_power(drop: float, sd: float, cases: int, *, alpha: float = 0.05) -> float:
-    """Approximate power of a one-sided paired test to see a mean drop of ``drop`` (a rate).
-
-    Normal approximation: ``Phi(|drop|·sqrt(n)/sd - z_(1-alpha))``.
-    """
-    if cases < 1:
-        raise ValueError("need at least one case")
-    if sd <= 0.0:
-        raise ValueError("the standard deviation of differences must be positive")
-    z_a = float(_special().ndtri(1.0 - alpha))
-    return float(_special().ndtr(abs(drop) * math.sqrt(cases) / sd - z_a))
-
-
-def cases_needed(drop: float, sd: float, *, alpha: float = 0.05, power: float = 0.8) -> int:
-    """Cases a one-sided paired test needs to detect a mean per-case drop of ``drop``.
-
-    ``drop`` is a rate (0.05 = 5 points), ``sd`` the standard deviation of
-    per-case differences (observed, or ``binomial_diff_sd`` for planning).
-    Normal approximation ``((z_(1-alpha) + z_power)·sd / drop)^2``, rounded up.
-    """
-    if drop == 0.0:
-        raise ValueError("a drop of zero cannot be detected")
-    if sd <= 0.0:
-        raise ValueError("the standard deviation of differences must be positive")
-    z_a = float(_special().ndtri(1.0 - alpha))
-    z_b = float(_special().ndtri(power))
-    return max(2, math.ceil(((z_a + z_b) * sd / abs(drop)) ** 2))

@@ -39,7 +39,7 @@ from evaltape.scoring.cases._cases import Case, Suite
 from evaltape.scoring.results._records import AttemptResult, RunKind
 from evaltape.scoring.run._jobs import Job
 from evaltape.scoring.stats._stats import fisher_exact
-from evaltape.scoring.verdicts._compare import CaseKey, CaseOutcome, case_outcomes
+from evaltape.scoring.verdicts._outcomes import CaseKey, CaseOutcome, case_outcomes
 
 ENV_PREFIX = "env:"
 """The one kind of variant: environment overrides."""

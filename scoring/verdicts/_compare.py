@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from fractions import Fraction
 
 import attrs
 
-from evaltape.scoring.results._records import AttemptResult, Verdict
+from evaltape.scoring.results._records import AttemptResult
+from evaltape.scoring.stats._signflip import SignFlipMethod, sign_flip_test
 from evaltape.scoring.stats._stats import (
-    SignFlipMethod,
     ZTest,
     bh_adjusted,
     clustered_se,
@@ -31,92 +31,11 @@ from evaltape.scoring.stats._stats import (
     paired_t_interval,
     pass_at_k,
     pass_hat_k,
-    sign_flip_test,
     suite_interval,
     two_proportion_z,
     wilson,
 )
-
-CaseKey = tuple[str, str]
-"""(suite, case id)."""
-
-
-@attrs.frozen(kw_only=True)
-class CaseOutcome:
-    """One case's trials with one model in one run, SKIPPED and tainted attempts left out."""
-
-    suite: str
-    """The case's suite."""
-    case_id: str
-    """The case's id."""
-    model: str
-    """The model under test."""
-    passed: int
-    """Trials that passed."""
-    total: int
-    """Trials that count (passed, failed or errored, and not tainted)."""
-    quarantined: bool = False
-    """Reported, kept out of the test and the gate."""
-    known_gap: bool = False
-    """Expected to fail today: reported, kept out of the test and the gate."""
-
-    @property
-    def rate(self) -> float:
-        """Share of trials that passed; NaN with no trials."""
-        return self.passed / self.total if self.total else math.nan
-
-    @property
-    def green(self) -> bool:
-        """Every trial passed (and there was at least one)."""
-        return self.passed == self.total > 0
-
-    @property
-    def consistent(self) -> bool:
-        """All trials agreed: all passed or none did."""
-        return self.passed in (0, self.total)
-
-    @property
-    def excluded(self) -> bool:
-        """Quarantined or a known gap: never part of the test."""
-        return self.quarantined or self.known_gap
-
-
-def case_outcomes(attempts: Iterable[AttemptResult]) -> dict[CaseKey, CaseOutcome]:
-    """One outcome per (suite, case id); the attempts must all be of one model.
-
-    SKIPPED and tainted attempts are left out of the counts (a case whose
-    every attempt was left out has ``total == 0``).  A case is quarantined or
-    a known gap when any of its attempts says so.  Raises ``ValueError`` when
-    the attempts name more than one model.
-    """
-    counts: dict[CaseKey, list[int]] = {}
-    flags: dict[CaseKey, tuple[bool, bool]] = {}
-    models: set[str] = set()
-    for a in attempts:
-        models.add(a.model)
-        key = (a.suite, a.case_id)
-        row = counts.setdefault(key, [0, 0])
-        q, g = flags.get(key, (False, False))
-        flags[key] = (q or a.quarantined, g or a.known_gap)
-        if a.verdict is Verdict.SKIPPED or a.tainted:
-            continue
-        row[0] += a.verdict is Verdict.PASSED
-        row[1] += 1
-    if len(models) > 1:
-        raise ValueError(f"attempts of more than one model: {', '.join(sorted(models))}")
-    model = next(iter(models), "")
-    return {
-        key: CaseOutcome(
-            suite=key[0],
-            case_id=key[1],
-            model=model,
-            passed=p,
-            total=t,
-            quarantined=flags[key][0],
-            known_gap=flags[key][1],
-        )
-        for key, (p, t) in sorted(counts.items())
-    }
+from evaltape.scoring.verdicts._outcomes import CaseKey, CaseOutcome, case_outcomes
 
 
 class Method(enum.Enum):
@@ -426,103 +345,3 @@ def compare(
         moves=_moves(pairs),
         ztest=ztest,
     )
-
-
-# -- the report ------------------------------------------------------------------------
-
-
-def _pct(x: float) -> str:
-    return "n/a" if math.isnan(x) else f"{x * 100:.1f}%"
-
-
-def _pts(x: float) -> str:
-    return "n/a" if math.isnan(x) else f"{x:+.1f}"
-
-
-def _p(x: float) -> str:
-    return f"{x:.4f}" if x >= 0.0001 else f"{x:.1e}"
-
-
-def _name(key: CaseKey) -> str:
-    return f"{key[0]}/{key[1]}"
-
-
-def _side_line(label: str, s: RunSide) -> str:
-    se = "n/a" if math.isnan(s.clustered_se) else f"{s.clustered_se * 100:.1f} points"
-    return (
-        f"  {label}: {s.passed}/{s.total} trials passed, per-case mean {_pct(s.rate)} "
-        f"(Wilson 95% {_pct(s.wilson_low)}-{_pct(s.wilson_high)}; clustered SE {se})"
-    )
-
-
-def render_comparison(c: Comparison, *, baseline_label: str, current_label: str) -> list[str]:
-    """The regression report: statistical evidence, then aggregate deltas, then per-case moves.
-
-    Plain text, no colour; cases in (suite, id) order, so two renderings of
-    one comparison are identical.
-    """
-    t = c.test
-    lines = [
-        f"Comparison: {current_label} ({c.current.model}) against "
-        f"{baseline_label} ({c.baseline.model}), {t.cases} common cases tested, "
-        f"alpha {c.alpha:g}",
-        "Statistical evidence:",
-    ]
-    if t.method is Method.NONE:
-        lines.append("  no common cases to test")
-    else:
-        verdict = "significant regression" if c.significant else "not significant"
-        lines.append(
-            f"  {t.method.value}: {t.moved} of {t.cases} cases moved; "
-            f"p(current worse) = {_p(t.p_worse)}, two-sided p = {_p(t.p_two_sided)} ({verdict})"
-        )
-        ci = "n/a" if math.isnan(t.ci_low) else f"{t.ci_low:+.1f} to {t.ci_high:+.1f}"
-        lines.append(
-            f"  effect: {_pts(t.effect_points)} points "
-            f"(95% CI {ci}, paired t on per-case differences); "
-            f"Cohen's h = {c.cohens_h:+.2f} ({c.effect})"
-        )
-    lines.append("Pass rates:")
-    if t.method is not Method.NONE:
-        lines.append(_side_line(baseline_label, c.baseline))
-        lines.append(_side_line(current_label, c.current))
-        lines.append(f"  delta: {_pts((c.current.rate - c.baseline.rate) * 100)} points")
-        for sign, attr in (("@", "pass_at_k"), ("^", "pass_hat_k")):
-            if min(c.baseline.k, c.current.k) > 1:
-                lines.append(
-                    f"  pass{sign}k: {baseline_label} {_pct(getattr(c.baseline, attr))} "
-                    f"(k={c.baseline.k}), {current_label} {_pct(getattr(c.current, attr))} "
-                    f"(k={c.current.k})"
-                )
-    if c.ztest is not None:
-        z = c.ztest
-        zs = "n/a" if math.isnan(z.z) else f"{z.z:.2f}"
-        extra = (
-            f"; fewer than 10 cases, so the {z.threshold_points:g}-point rule "
-            f"{'flags' if z.flagged else 'does not flag'} it"
-            if z.low_n
-            else ""
-        )
-        lines.append(
-            f"  unpaired z-test (trials as independent; shown for comparison, never decides): "
-            f"z = {zs}, p = {_p(z.p_worse)}{extra}"
-        )
-    lines.append(f"Per-case moves ({len(c.moves)}; Fisher exact p, BH-adjusted over the moves):")
-    if not c.moves:
-        lines.append("  none")
-    for m in c.moves:
-        b, n = m.baseline, m.current
-        tag = "" if m.gated else "  [quarantined/known gap: not gated]"
-        lines.append(
-            f"  {m.kind.value:<9} {_name(m.key)}: {b.passed}/{b.total} -> {n.passed}/{n.total}"
-            f"  p = {_p(m.p_value)}, adjusted {_p(m.p_adjusted)}{tag}"
-        )
-    for label, keys in (
-        (f"only in {baseline_label} (ignored)", c.only_baseline),
-        (f"only in {current_label} (ignored)", c.only_current),
-        ("no countable trial on one side (ignored)", c.unusable),
-        ("quarantined or known gap (reported, not tested)", c.excluded),
-    ):
-        if keys:
-            lines.append(f"Cases {label}: {len(keys)}: {', '.join(_name(k) for k in keys)}")
-    return lines

@@ -26,10 +26,11 @@ from collections.abc import Collection, Sequence
 
 import attrs
 
-from evaltape.scoring.judge._judge import JudgeStatus
+from evaltape.scoring.judge._judgement import JudgeStatus
 from evaltape.scoring.results._records import AttemptResult
-from evaltape.scoring.stats._stats import binomial_diff_sd, cases_needed, paired_power
-from evaltape.scoring.verdicts._compare import Comparison, case_outcomes, compare
+from evaltape.scoring.stats._power import binomial_diff_sd, cases_needed, paired_power
+from evaltape.scoring.verdicts._compare import Comparison, compare
+from evaltape.scoring.verdicts._outcomes import case_outcomes
 
 MIN_GREEN_TRIALS = 3
 """Trials a case needs on both sides before a green-to-broken move closes the gate.

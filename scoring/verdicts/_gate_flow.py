@@ -15,7 +15,8 @@ from typing import Any
 
 import attrs
 
-from evaltape.scoring.judge._judge import Floors, JudgeStatus, case_floors
+from evaltape.scoring.judge._floors import case_floors
+from evaltape.scoring.judge._judgement import Floors, JudgeStatus
 from evaltape.scoring.results import _baselines as baselines
 from evaltape.scoring.results._baselines import BaselineError
 from evaltape.scoring.results._records import AttemptResult, RunRecord

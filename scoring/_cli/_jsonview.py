@@ -9,8 +9,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from evaltape.recorder._codec import to_plain
-from evaltape.recorder._events import Event
+from evaltape.recorder import Event, to_plain
 
 
 def _jsonable(value: Any) -> Any:

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from evaltape.recorder._adapters import CallDecoder, ModelCall, Usage, decode_call
-from evaltape.recorder._events import (
+from evaltape.recorder import (
+    CallDecoder,
     Event,
     Exchange,
     HarnessEvent,
+    ModelCall,
+    RecordedSession,
     RunnerFact,
     SessionEnded,
     SessionStarted,
+    Usage,
     WorkspaceSnapshot,
+    decode_call,
 )
-from evaltape.recorder._reader import RecordedSession
 
 
 def _size(n: int) -> str:

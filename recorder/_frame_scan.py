@@ -1,0 +1,228 @@
+"""Finding a tape's frames: the file header, each frame's checks, and resynchronising.
+
+A region that fails its checks is noted (``NoteLog``): a frame cut short by
+its writer stopping mid-write is ``truncated``, any other damage ``corrupt``,
+and reading resumes at the next frame whose CRC checks.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from evaltape.recorder._errors import NewerFormat, NotATape, TapeError
+from evaltape.recorder._frames import (
+    FILE_FIXED_SIZE,
+    FORMAT_MAJOR,
+    FORMAT_MINOR,
+    FRAME_HEADER_SIZE,
+    MAGIC,
+    MAX_EVENT_BYTES,
+    SYNC,
+    FileHeader,
+    FrameHeader,
+    file_header_size,
+    frame_crc,
+    parse_file_header,
+    parse_frame_header,
+    with_comp_len,
+)
+from evaltape.recorder._tape_notes import NoteLog
+
+_READ = 1 << 16
+
+Suspects = dict[tuple[bytes, int], int]
+"""(session, seq) named by refused frame headers -> the frame's offset."""
+
+
+def open_tape(path: str) -> BinaryIO:
+    """The tape file, opened for reading; ``TapeError`` if it cannot be."""
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise TapeError(f"{path}: cannot open: {exc.strerror}") from exc
+
+
+def read_file_header(log: NoteLog) -> FileHeader | None:
+    """The file header of ``log.path``; None for an empty file or one cut inside its header.
+
+    Raises ``NotATape`` for another kind of file and ``NewerFormat`` for a
+    newer major format; a damaged header is noted (``_salvage``).
+    """
+    with open_tape(log.path) as f:
+        head = f.read(FILE_FIXED_SIZE)
+        if not head:
+            return None
+        # A magic with a byte or two wrong is a damaged tape, not another file.
+        damaged = sum(a != b for a, b in zip(head, MAGIC, strict=False))
+        if damaged > (2 if len(head) >= len(MAGIC) else 0):
+            raise NotATape(f"{log.path}: not an evaltape tape (bad magic)")
+        if damaged:
+            return _salvage(log, f, "file header is damaged (bad magic)")
+        if len(head) < FILE_FIXED_SIZE:
+            log.note("truncated", "file ends inside its header; it holds no events", 0)
+            return None
+        head += f.read(file_header_size(head) - FILE_FIXED_SIZE)
+        try:
+            header = parse_file_header(head)
+        except ValueError as exc:
+            return _salvage(log, f, str(exc))
+        if header is None:
+            if resync(f, len(MAGIC)) is not None:
+                return _salvage(log, f, "file header claims more bytes than it has")
+            log.note("truncated", "file ends inside its header; it holds no events", 0)
+            return None
+    if header.major > FORMAT_MAJOR:
+        raise NewerFormat(
+            f"{log.path}: written by {header.writer} (tape format {header.major}."
+            f"{header.minor}); this evaltape reads format {FORMAT_MAJOR}.x; upgrade evaltape"
+        )
+    if header.major < 1:
+        return _salvage(log, None, f"file header names format {header.major}, which is none")
+    return header
+
+
+def _salvage(log: NoteLog, f: BinaryIO | None, problem: str) -> FileHeader:
+    """A damaged file header: corrupt in strict mode, else read the frames
+    after it as if it named this version's format."""
+    log.corrupt(problem, 0)
+    if f is None:
+        f = open_tape(log.path)
+    with f:
+        first = resync(f, len(MAGIC))
+        size = os.fstat(f.fileno()).st_size
+    return FileHeader(
+        major=FORMAT_MAJOR,
+        minor=FORMAT_MINOR,
+        writer="an unknown writer (damaged file header)",
+        size=size if first is None else first,
+    )
+
+
+def crc_checks(f: BinaryIO, at: int, head: bytes, fh: FrameHeader) -> bool:
+    """Whether the frame at ``at`` passes its CRC, read in pieces (no big buffers)."""
+    f.seek(at + FRAME_HEADER_SIZE)
+    crc = zlib.crc32(head[len(SYNC) : FRAME_HEADER_SIZE - 4])
+    left = fh.comp_len
+    while left:
+        piece = f.read(min(left, _READ))
+        if not piece:
+            return False
+        crc = zlib.crc32(piece, crc)
+        left -= len(piece)
+    return crc == fh.crc
+
+
+def resync(f: BinaryIO, start: int) -> int | None:
+    """Offset of the next frame at or after ``start`` whose CRC checks."""
+    size = os.fstat(f.fileno()).st_size
+    pos = start
+    while True:
+        f.seek(pos)
+        block = f.read(_READ)
+        if len(block) < len(SYNC):
+            return None
+        i = block.find(SYNC)
+        if i < 0:
+            pos += len(block) - len(SYNC) + 1
+            continue
+        candidate = pos + i
+        f.seek(candidate)
+        head = f.read(FRAME_HEADER_SIZE)
+        if len(head) == FRAME_HEADER_SIZE:
+            fh = parse_frame_header(head)
+            if (
+                fh.comp_len <= MAX_EVENT_BYTES
+                and fh.raw_len <= MAX_EVENT_BYTES
+                and candidate + FRAME_HEADER_SIZE + fh.comp_len <= size
+                and crc_checks(f, candidate, head, fh)
+            ):
+                return candidate
+        pos = candidate + 1
+
+
+def torn_session(f: BinaryIO, offset: int, head: bytes, end: int) -> str | None:
+    """If the bad frame at ``offset`` is the start of a frame whose writer
+    stopped mid-write (the region up to ``end``, the next good frame or the
+    end of the file, is shorter than the frame claims), its session id."""
+    if end - offset < FRAME_HEADER_SIZE:
+        return "" if head[: min(len(SYNC), end - offset)] == SYNC[: end - offset] else None
+    try:
+        fh = parse_frame_header(head)
+    except ValueError:
+        return None
+    if (
+        fh.comp_len > MAX_EVENT_BYTES
+        or fh.raw_len > MAX_EVENT_BYTES
+        or offset + FRAME_HEADER_SIZE + fh.comp_len <= end
+    ):
+        return None
+    # A damaged length field, not a torn write, if the frame checks with
+    # the length the region actually has.
+    fixed = with_comp_len(head, end - offset - FRAME_HEADER_SIZE)
+    f.seek(offset + FRAME_HEADER_SIZE)
+    if frame_crc(fixed, f.read(end - offset - FRAME_HEADER_SIZE)) == fh.crc:
+        return None
+    return fh.session.hex()
+
+
+def frames(
+    f: BinaryIO, header: FileHeader, log: NoteLog, suspects: Suspects
+) -> Iterator[tuple[int, FrameHeader, bytes]]:
+    """Yield (offset, header, payload) for each frame after ``header`` that passes its checks.
+
+    Bad regions are noted; the (session, seq) a refused frame's header
+    names goes into ``suspects`` so that the gap it leaves in its session
+    is not reported a second time.
+    """
+    size = os.fstat(f.fileno()).st_size
+    offset = header.size
+    f.seek(offset)
+    while offset < size:
+        head = f.read(FRAME_HEADER_SIZE)
+        bad = ""
+        fh: FrameHeader | None = None
+        if len(head) < FRAME_HEADER_SIZE:
+            bad = "file ends inside a frame header"
+        else:
+            try:
+                fh = parse_frame_header(head)
+            except ValueError:
+                bad = "no frame starts here (bad sync bytes)"
+            else:
+                if fh.comp_len > MAX_EVENT_BYTES or fh.raw_len > MAX_EVENT_BYTES:
+                    bad = (
+                        f"frame claims {max(fh.comp_len, fh.raw_len)} bytes, "
+                        f"over the {MAX_EVENT_BYTES}-byte limit"
+                    )
+                elif offset + FRAME_HEADER_SIZE + fh.comp_len > size:
+                    bad = "frame runs past the end of the file"
+                else:
+                    payload = f.read(fh.comp_len)
+                    if frame_crc(head, payload) == fh.crc:
+                        yield offset, fh, payload
+                        offset += FRAME_HEADER_SIZE + fh.comp_len
+                        continue
+                    bad = "frame fails its CRC-32"
+        nxt = resync(f, offset + 1)
+        end = size if nxt is None else nxt
+        torn = torn_session(f, offset, head, end)
+        if torn is not None:
+            what = "file ends" if nxt is None else "a frame appended later starts"
+            log.note(
+                "truncated",
+                f"{what} inside a frame; {end - offset} bytes of an unfinished event "
+                "dropped (its writer stopped mid-write)",
+                offset,
+                torn,
+            )
+        else:
+            if fh is not None:
+                suspects[fh.session, fh.seq] = offset
+            log.corrupt(f"{bad}; {end - offset} bytes skipped", offset)
+        if nxt is None:
+            return
+        offset = nxt
+        f.seek(offset)

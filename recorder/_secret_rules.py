@@ -1,0 +1,157 @@
+"""The built-in secret rules and the header names whose values are always redacted."""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen(kw_only=True)
+class SecretRule:
+    """One kind of secret, recognised by a regular expression.
+
+    If the pattern has a group named ``s`` only that group is the secret (the
+    rest is context such as ``Bearer`` or a JSON key); otherwise the whole
+    match is.
+    """
+
+    kind: str
+    """What the secret is, for reports, e.g. "OpenAI API key"."""
+    pattern: str
+    """Regular expression (Python syntax) matched against the raw bytes."""
+    ignore_case: bool = False
+    """Match letters in either case."""
+    lowercase: bool = False
+    """Match against an ASCII-lowercased copy of the data (the pattern is
+    written in lower case): case-insensitive and much faster than
+    ``ignore_case`` on large bodies."""
+    generic: bool = False
+    """A loose pattern: the secret must also look random (length >= 16, letters
+    and digits, at least 3.5 bits of entropy per character)."""
+
+
+_TOKEN = r"[A-Za-z0-9_-]"
+
+DEFAULT_RULES: tuple[SecretRule, ...] = (
+    SecretRule(
+        kind="private key (PEM)",
+        pattern=(
+            r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----"
+            r"(?:(?!-----END)(?:[A-Za-z0-9+/=\s:,.-]|\\[nrt])){0,65536}"
+            r"(?:-----END[A-Z ]{0,40}PRIVATE KEY-----)?"
+        ),
+    ),
+    SecretRule(kind="Anthropic API key", pattern=rf"sk-ant-{_TOKEN}{{20,}}"),
+    SecretRule(kind="Langfuse key", pattern=r"pk-lf-[A-Za-z0-9-]{8,}"),
+    SecretRule(kind="Langfuse key", pattern=r"sk-lf-[A-Za-z0-9-]{8,}"),
+    SecretRule(
+        kind="OpenAI API key",
+        pattern=rf"sk-(?:proj-|svcacct-|admin-|None-)?{_TOKEN}{{20,}}",
+    ),
+    SecretRule(
+        kind="AWS access key id",
+        pattern=r"A(?:KIA|SIA|BIA|CCA)[0-9A-Z]{16}(?![0-9A-Z])",
+    ),
+    SecretRule(kind="GitHub token", pattern=r"gh[pousr]_[A-Za-z0-9]{30,}"),
+    SecretRule(kind="GitHub token", pattern=r"github_pat_[A-Za-z0-9_]{22,}"),
+    SecretRule(kind="Google API key", pattern=rf"AIza{_TOKEN}{{35}}"),
+    SecretRule(kind="Slack token", pattern=r"xox[abposre]-[A-Za-z0-9-]{10,}"),
+    SecretRule(
+        kind="JWT",
+        pattern=rf"eyJ{_TOKEN}{{8,}}\.eyJ{_TOKEN}{{8,}}\.{_TOKEN}*",
+    ),
+    SecretRule(
+        kind="bearer token",
+        pattern=r"bearer\s+(?P<s>[a-z0-9._~+/=-]{16,})",
+        lowercase=True,
+    ),
+    SecretRule(
+        kind="URL credential parameter",
+        pattern=(
+            r"[?&;](?:key|api[_-]?key|apikey|access[_-]?token|token|auth|secret|"
+            r"client[_-]?secret|password|sig|signature|x-goog-api-key)="
+            r"(?P<s>[^&#\s\"'\\<>]{8,})"
+        ),
+        lowercase=True,
+    ),
+    SecretRule(
+        kind="secret-named JSON value",
+        pattern=(
+            r"(?:api[_-]?key|apikey|token|secret|password|passwd|credential|private[_-]?key)"
+            r"\\?\"\s*:\s*\\?\"(?P<s>[^\"\\]{16,512})\\?\""
+        ),
+        lowercase=True,
+        generic=True,
+    ),
+    SecretRule(
+        kind="secret-named assignment",
+        pattern=(
+            r"(?:api[_-]?key|apikey|secret[_-]?key|access[_-]?token|auth[_-]?token|"
+            r"client[_-]?secret|password)\s*[=:]\s*['\"]?(?P<s>[a-z0-9_./+=-]{16,512})"
+        ),
+        lowercase=True,
+        generic=True,
+    ),
+)
+"""The built-in secret shapes, most specific first (the first rule covering a
+span names it in reports)."""
+
+RULE_ANCHORS: dict[tuple[str, bool, bool], tuple[bytes, ...]] = {
+    (rule.pattern, rule.lowercase, rule.ignore_case): anchors
+    for rule, anchors in zip(
+        DEFAULT_RULES,
+        (
+            (b"-----BEGIN",),
+            (b"sk-",),
+            (b"pk-lf-",),
+            (b"sk-",),
+            (b"sk-",),
+            (),  # "A" then a few letters: the regex engine's own prefix search is as fast
+            (),  # "gh", common in text: likewise
+            (),
+            (b"AIza",),
+            (b"xox",),
+            (b"eyJ",),
+            (b"bearer",),
+            (b"?", b"&", b";"),
+            (b"api", b"token", b"secret", b"passw", b"credential", b"private"),
+            (b"api", b"secret", b"access", b"auth", b"client", b"password"),
+        ),
+        strict=True,
+    )
+}
+"""For built-in rules: literals one of which every match starts with.
+
+Kept in step with ``DEFAULT_RULES`` by position: a rule whose pattern changes
+needs its anchors checked (tests/test_redact_speed.py compares the results
+with plain regex scans).
+
+Python's regular expressions try an alternation of words at every position
+of the data; finding these literals with ``bytes.find`` (once per literal
+for all rules) and trying the pattern only there gives the same matches many
+times faster."""
+
+DEFAULT_HEADER_NAMES: frozenset[str] = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "cookie",
+        "set-cookie",
+        "openai-organization",
+        "openai-project",
+        "x-goog-api-key",
+        "anthropic-admin-key",
+        "anthropic-admin-api-key",
+        "x-amz-security-token",
+    }
+)
+"""Headers whose whole value is replaced by ``[REDACTED]``."""
+
+DEFAULT_HEADER_NAME_PATTERN = (
+    r"(?:^|[-_])(?:api[-_]?key|key|token|access[-_]?token|auth[-_]?token|secret|"
+    r"password|credentials?|session[-_]?id|admin[-_]?key)$"
+)
+"""Further header names redacted whole: any name ending in a key-like word
+(``anthropic-admin-key``, ``x-auth-token``; ``x-ratelimit-remaining-tokens``
+does not match)."""

@@ -1,0 +1,178 @@
+"""The secret scanner: rules compiled into one pass over the data, and what it finds."""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+import attrs
+
+from evaltape.recorder._errors import RedactionError
+from evaltape.recorder._events import (
+    Chunk,
+    Headers,
+    Scalar,
+)
+from evaltape.recorder._redact_bodies import (
+    decode_body,
+    header_value,
+)
+from evaltape.recorder._secret_rules import (
+    RULE_ANCHORS,
+    SecretRule,
+)
+
+
+@attrs.frozen(kw_only=True)
+class Finding:
+    """A secret-shaped span of some data."""
+
+    kind: str
+    """The rule's kind."""
+    start: int
+    """Byte offset where the secret starts."""
+    end: int
+    """Byte offset just past the secret."""
+
+
+def _entropy(data: bytes) -> float:
+    counts = Counter(data)
+    n = len(data)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def looks_random(data: bytes) -> bool:
+    return (
+        len(data) >= 16
+        and any(48 <= b <= 57 for b in data)
+        and any(65 <= (b | 32) <= 122 for b in data)
+        and _entropy(data) >= 3.5
+    )
+
+
+class Scanner:
+    """One rule's compiled pattern and the fastest exact way to run it."""
+
+    def __init__(self, regex: re.Pattern[bytes], anchors: tuple[bytes, ...], shortest: int):
+        self.regex = regex
+        self.anchors = anchors  # every match starts with one of these; () if unknown
+        self.shortest = shortest  # no match is shorter
+
+    def finditer(self, data: bytes, found: dict[bytes, list[int]]) -> Iterator[re.Match[bytes]]:
+        """The matches ``regex.finditer(data)`` gives; ``found`` caches where
+        each anchor occurs in ``data``."""
+        if len(data) < self.shortest:
+            return
+        if not self.anchors:
+            yield from self.regex.finditer(data)
+            return
+        starts: list[int] = []
+        for anchor in self.anchors:
+            places = found.get(anchor)
+            if places is None:
+                places = found[anchor] = _occurrences(data, anchor)
+            starts += places
+        if not starts:
+            return
+        pos = 0
+        for start in sorted(set(starts)):  # as finditer: leftmost match, then on past it
+            if start >= pos:
+                m = self.regex.match(data, start)
+                if m is not None:
+                    yield m
+                    pos = m.end()
+
+
+def _occurrences(data: bytes, literal: bytes) -> list[int]:
+    out = []
+    at = data.find(literal)
+    while at >= 0:
+        out.append(at)
+        at = data.find(literal, at + 1)
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _shortest(pattern: bytes, flags: int) -> int:
+    """Fewest bytes a match of ``pattern`` spans (0 if the parser cannot tell).
+
+    Cached like ``re.compile`` caches: every recording builds a redactor."""
+    try:
+        low = re._parser.parse(pattern, flags).getwidth()[0]  # type: ignore[attr-defined]
+    except Exception:  # a private parser: any surprise means "no bound"
+        return 0
+    return low if isinstance(low, int) and low > 0 else 0
+
+
+def compile_rules(rule: SecretRule) -> Scanner:
+    if not rule.kind:
+        raise RedactionError(f"redaction rule {rule.pattern!r} has no kind")
+    try:
+        regex = re.compile(rule.pattern.encode(), re.IGNORECASE if rule.ignore_case else 0)
+    except (re.error, UnicodeEncodeError) as exc:
+        raise RedactionError(f"redaction rule {rule.kind!r}: bad pattern: {exc}") from exc
+    anchors = RULE_ANCHORS.get((rule.pattern, rule.lowercase, rule.ignore_case), ())
+    return Scanner(regex, anchors, _shortest(regex.pattern, regex.flags))
+
+
+def compile_allow(patterns: tuple[str, ...]) -> tuple[re.Pattern[bytes], ...]:
+    out = []
+    for p in patterns:
+        try:
+            out.append(re.compile(p.encode()))
+        except (re.error, UnicodeEncodeError) as exc:
+            raise RedactionError(f"allow-list pattern {p!r}: {exc}") from exc
+    return tuple(out)
+
+
+def compile_header_pattern(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern, re.IGNORECASE)
+    except re.error as exc:
+        raise RedactionError(f"header name pattern {pattern!r}: {exc}") from exc
+
+
+def scan_pairs(
+    text: Callable[[str, object], None], label: str, pairs: tuple[tuple[str, Scalar], ...]
+) -> None:
+    for key, value in pairs:
+        text(f"{label} {key!r} (name)", key)
+        text(f"{label} {key!r}", value)
+
+
+def scan_body(
+    data: Callable[[str | Callable[[int], str], bytes], None],
+    label: str,
+    chunks: tuple[Chunk, ...],
+    headers: Headers,
+) -> None:
+    joined = b"".join(c.data for c in chunks)
+    if not joined:
+        return
+    encoding = header_value(headers, "content-encoding")
+    decoded = decode_body(joined, encoding)
+    if decoded is not None and decoded is not joined:
+        data(f"{label} (decoded {encoding.strip().lower()})", decoded)
+    if len(chunks) == 1:
+        data(label, joined)
+        return
+    ends: list[int] = []
+    total = 0
+    for c in chunks:
+        total += len(c.data)
+        ends.append(total)
+
+    def where(offset: int) -> str:
+        lo, hi = 0, len(ends)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if ends[mid] <= offset:
+                lo = mid + 1
+            else:
+                hi = mid
+        return f"{label} chunk {lo}"
+
+    data(where, joined)

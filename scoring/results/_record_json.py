@@ -1,0 +1,270 @@
+"""The JSON form of run records, written and read with a schema version."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, TypeVar
+
+from evaltape.recorder import VERSION, Usage
+from evaltape.scoring.results._records import (
+    AttemptResult,
+    RecordError,
+    RunKind,
+    RunRecord,
+    RunState,
+    Verdict,
+)
+
+SCHEMA = 1
+"""Version of the run-record JSON this evaltape writes and the newest it reads."""
+
+E = TypeVar("E", bound=enum.Enum)
+
+
+def _usage_json(u: Usage) -> dict[str, object]:
+    return {
+        "input": u.input_tokens,
+        "output": u.output_tokens,
+        "cache_read": u.cache_read_tokens,
+        "cache_write": u.cache_write_tokens,
+        "reasoning": u.reasoning_tokens,
+        "reported": u.reported,
+    }
+
+
+def attempt_to_json(a: AttemptResult) -> dict[str, object]:
+    """The plain-dict form of an attempt, as stored in a run record."""
+    return {
+        "case": a.case_id,
+        "suite": a.suite,
+        "model": a.model,
+        "attempt": a.attempt,
+        "verdict": a.verdict.value,
+        "reason": a.reason,
+        "usage": _usage_json(a.usage),
+        "duration": a.duration,
+        "tape": a.tape,
+        "session": a.session_id,
+        "mode": a.mode.value,
+        "tainted": a.tainted,
+        "quarantined": a.quarantined,
+        "known_gap": a.known_gap,
+        "rescored": a.rescored.value if a.rescored else None,
+        "replayed": a.replayed.value if a.replayed else None,
+        "cost": a.cost,
+        "judge_usage": _usage_json(a.judge_usage),
+        "judge_cost": a.judge_cost,
+        "judge_score": a.judge_score,
+        "fingerprint": a.fingerprint,
+        "outputs_digest": a.outputs_digest,
+        "effects_digest": a.effects_digest,
+    }
+
+
+def record_to_json(r: RunRecord) -> dict[str, object]:
+    """The plain-dict form of a run record, with its schema version."""
+    return {
+        "schema": SCHEMA,
+        "run_id": r.run_id,
+        "kind": r.kind.value,
+        "state": r.state.value,
+        "started_at": r.started_at,
+        "finished_at": r.finished_at,
+        "updated_at": r.updated_at,
+        "commit": r.commit,
+        "version": r.version,
+        "models": list(r.models),
+        "suites": list(r.suites),
+        "trials": r.trials,
+        "total": r.total,
+        "completed": r.completed,
+        "attempts": [attempt_to_json(a) for a in r.attempts],
+        "notes": list(r.notes),
+        "purpose": r.purpose,
+        "gate": r.gate,
+        "gate_blocked": r.gate_blocked,
+        "baseline_accepted": r.baseline_accepted,
+        "baseline": r.baseline,
+        "exported": list(r.exported),
+    }
+
+
+class Fields:
+    """Typed access to one decoded JSON object; every refusal names ``where`` and the field."""
+
+    def __init__(self, data: object, where: str) -> None:
+        if not isinstance(data, dict):
+            raise RecordError(f"{where}: expected a JSON object, got {_type(data)}")
+        self.data: dict[str, Any] = data
+        self.where = where
+
+    def _get(self, name: str, types: tuple[type, ...], what: str, optional: bool) -> Any:
+        if name not in self.data:
+            raise RecordError(f'{self.where}: missing field "{name}"')
+        value = self.data[name]
+        if value is None and optional:
+            return None
+        ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+        if not ok:
+            raise RecordError(f'{self.where}: field "{name}": expected {what}, got {_type(value)}')
+        return value
+
+    def text(self, name: str) -> str:
+        """A string field."""
+        value: str = self._get(name, (str,), "a string", False)
+        return value
+
+    def whole(self, name: str) -> int:
+        """A whole-number field."""
+        value: int = self._get(name, (int,), "a whole number", False)
+        return value
+
+    def number(self, name: str, *, optional: bool = False) -> float | None:
+        """A number field (``None`` allowed when ``optional``)."""
+        value = self._get(name, (int, float), "a number", optional)
+        return None if value is None else float(value)
+
+    def flag(self, name: str) -> bool:
+        """A boolean field."""
+        value: bool = self._get(name, (bool,), "true or false", False)
+        return value
+
+    def texts(self, name: str) -> tuple[str, ...]:
+        """An array of strings."""
+        items: list[Any] = self._get(name, (list,), "an array", False)
+        for i, item in enumerate(items):
+            if not isinstance(item, str):
+                raise RecordError(
+                    f'{self.where}: field "{name}[{i}]": expected a string, got {_type(item)}'
+                )
+        return tuple(items)
+
+    def array(self, name: str) -> list[Any]:
+        """An array, items unchecked."""
+        items: list[Any] = self._get(name, (list,), "an array", False)
+        return items
+
+    def member(self, name: str, cls: type[E], *, optional: bool = False) -> E | None:
+        """A string naming a member of ``cls``."""
+        value = self._get(name, (str,), "a string", optional)
+        if value is None:
+            return None
+        try:
+            return cls(value)
+        except ValueError:
+            choices = ", ".join(str(m.value) for m in cls)
+            raise RecordError(
+                f'{self.where}: field "{name}": expected one of {choices}, got "{value}"'
+            ) from None
+
+    def schema(self, newest: int, what: str) -> None:
+        """Refuse a missing, malformed or newer schema version."""
+        version = self.whole("schema")
+        if version > newest:
+            raise RecordError(
+                f"{self.where}: {what} schema {version} is newer than this evaltape "
+                f"({VERSION}) reads (up to {newest}); upgrade evaltape"
+            )
+        if version < 1:
+            raise RecordError(f'{self.where}: field "schema": must be at least 1, got {version}')
+
+
+def _type(value: object) -> str:
+    if value is None:
+        return "null"
+    names: dict[type, str] = {
+        bool: "boolean",
+        int: "integer",
+        float: "number",
+        str: "string",
+        list: "array",
+        dict: "object",
+    }
+    return names.get(type(value), "value")
+
+
+def _req(value: E | None) -> E:
+    assert value is not None
+    return value
+
+
+def _usage_from(data: object, where: str) -> Usage:
+    f = Fields(data, where)
+    return Usage(
+        input_tokens=f.whole("input"),
+        output_tokens=f.whole("output"),
+        cache_read_tokens=f.whole("cache_read"),
+        cache_write_tokens=f.whole("cache_write"),
+        reasoning_tokens=f.whole("reasoning"),
+        reported=f.flag("reported"),
+    )
+
+
+def attempt_from_json(data: object, where: str) -> AttemptResult:
+    """Read one attempt; ``where`` prefixes every error (``runs/X.json: attempts[3]``)."""
+    f = Fields(data, where)
+    return AttemptResult(
+        case_id=f.text("case"),
+        suite=f.text("suite"),
+        model=f.text("model"),
+        attempt=f.whole("attempt"),
+        verdict=_req(f.member("verdict", Verdict)),
+        reason=f.text("reason"),
+        usage=_usage_from(f.data.get("usage"), f"{where}: usage"),
+        duration=_req_float(f.number("duration")),
+        tape=f.text("tape"),
+        session_id=f.text("session"),
+        mode=_req(f.member("mode", RunKind)),
+        tainted=f.flag("tainted"),
+        quarantined=f.flag("quarantined"),
+        known_gap=f.flag("known_gap"),
+        rescored=f.member("rescored", Verdict, optional=True),
+        replayed=f.member("replayed", Verdict, optional=True),
+        cost=f.number("cost", optional=True) if "cost" in f.data else None,
+        judge_usage=(
+            _usage_from(f.data["judge_usage"], f"{where}: judge_usage")
+            if "judge_usage" in f.data
+            else Usage()
+        ),
+        judge_cost=f.number("judge_cost", optional=True) if "judge_cost" in f.data else None,
+        judge_score=f.number("judge_score", optional=True) if "judge_score" in f.data else None,
+        fingerprint=f.text("fingerprint") if "fingerprint" in f.data else "",
+        outputs_digest=f.text("outputs_digest") if "outputs_digest" in f.data else "",
+        effects_digest=f.text("effects_digest") if "effects_digest" in f.data else "",
+    )
+
+
+def _req_float(value: float | None) -> float:
+    assert value is not None
+    return value
+
+
+def record_from_json(data: object, where: str) -> RunRecord:
+    """Read a run record's plain-dict form; ``RecordError`` names ``where`` and the field."""
+    f = Fields(data, where)
+    f.schema(SCHEMA, "run record")
+    return RunRecord(
+        run_id=f.text("run_id"),
+        kind=_req(f.member("kind", RunKind)),
+        state=_req(f.member("state", RunState)),
+        started_at=_req_float(f.number("started_at")),
+        finished_at=f.number("finished_at", optional=True),
+        updated_at=f.number("updated_at", optional=True),
+        commit=f.text("commit"),
+        version=f.text("version"),
+        models=f.texts("models"),
+        suites=f.texts("suites"),
+        trials=f.whole("trials"),
+        total=f.whole("total"),
+        attempts=tuple(
+            attempt_from_json(item, f"{where}: attempts[{i}]")
+            for i, item in enumerate(f.array("attempts"))
+        ),
+        notes=f.texts("notes"),
+        purpose=f.text("purpose") if "purpose" in f.data else "",
+        gate=f.text("gate") if "gate" in f.data else "",
+        gate_blocked=f.flag("gate_blocked") if "gate_blocked" in f.data else False,
+        baseline_accepted=(f.flag("baseline_accepted") if "baseline_accepted" in f.data else False),
+        baseline=f.text("baseline") if "baseline" in f.data else "",
+        exported=f.texts("exported") if "exported" in f.data else (),
+    )
