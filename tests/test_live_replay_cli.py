@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -82,10 +81,7 @@ def end_status(session: RecordedSession) -> Status:
     return end.status
 
 
-@pytest.fixture
-def server() -> Iterator[ChatServer]:
-    with ChatServer(hang=4.0) as s:
-        yield s
+pytestmark = pytest.mark.chat_server(hang=4.0)
 
 
 MIXED = [

@@ -10,7 +10,6 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import anthropic
@@ -66,12 +65,6 @@ except urllib.error.HTTPError as exc:
     print("status", exc.code, json.load(exc)["error"]["type"])
     sys.exit(3)
 '''
-
-
-@pytest.fixture
-def api() -> Iterator[FakeAPI]:
-    with FakeAPI() as server:
-        yield server
 
 
 @pytest.fixture

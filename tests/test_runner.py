@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -79,12 +78,6 @@ def env_for(server: ChatServer, **overrides: object) -> JobEnv:
         "retry_delay": 0.05,
     }
     return JobEnv(**(options | overrides))
-
-
-@pytest.fixture
-def server() -> Iterator[ChatServer]:
-    with ChatServer() as s:
-        yield s
 
 
 def only_case(suites: tuple[Suite, ...]) -> Case:
