@@ -72,7 +72,7 @@ def section(rows: list[tuple[int, int, float, float]], reps: int, command: str) 
         "| growth of baseline |",
         "|---:|---:|---:|---:|---:|---:|",
     ]
-    for n, size, redact, base in rows:
+    for _n, size, redact, base in rows:
         lines.append(
             f"| {kb(size)} | {redact * 1000:,.2f} ms | {base * 1000:,.2f} ms "
             f"| {redact / base:,.1f}x | {redact / first[2]:,.1f}x | {base / first[3]:,.1f}x |"
