@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -123,12 +122,6 @@ def verdicts(stdout: str) -> dict[str, list[str]]:
             name, *rest = line.split()
             rows[name.removeprefix("basic/")] = rest
     return rows
-
-
-@pytest.fixture
-def api() -> Iterator[FakeAPI]:
-    with FakeAPI() as server:
-        yield server
 
 
 def test_ab_interleaves_abba_and_gives_per_case_verdicts(tmp_path: Path, api: FakeAPI) -> None:

@@ -17,9 +17,7 @@ from agents.chat_server import ChatServer
 
 from evaltape.recorder import Mode, Source, TapeReader
 from evaltape.scoring import (
-    Change,
     Host,
-    JobResult,
     LiveRequest,
     ReplayRequest,
     RunKind,
@@ -31,6 +29,8 @@ from evaltape.scoring import (
     run_live,
     run_replay,
 )
+from evaltape.scoring.run._jobs import JobResult
+from evaltape.scoring.verdicts._replaycheck import Change
 
 AGENT = """
 def run(task):

@@ -4,10 +4,8 @@ server on 127.0.0.1, real run records, history and baseline files."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from agents.chat_server import ChatServer
 from test_live_replay_cli import case, evaltape, make_project
 
@@ -15,12 +13,6 @@ from evaltape.scoring import read_record, resolve_run
 
 CASES = [case(f"c{n}", f"say {n}") for n in range(6)]
 BROKEN = {"CHAT_AGENT_VARIANT": "fail_after"}
-
-
-@pytest.fixture
-def server() -> Iterator[ChatServer]:
-    with ChatServer() as s:
-        yield s
 
 
 def latest(project: Path) -> object:

@@ -19,38 +19,34 @@ from typing import Any
 import httpx
 import pytest
 
-from evaltape.recorder import JUDGE_ROLE, ROLE_HEADER, Mode, TapeReader, fold
+from evaltape.recorder import ROLE_HEADER, Mode, TapeReader, fold
 from evaltape.scoring import (
     Case,
-    Change,
     ConfigError,
     Floors,
     JobEnv,
-    JobResult,
-    Judge,
     JudgeError,
-    JudgeState,
-    JudgeStatus,
-    LiveWire,
-    Stop,
     Suite,
     Verdict,
     judge_floors,
-    judge_status,
-    load_agent,
     load_config,
     load_suites,
-    parse_agent,
-    parse_verdict,
-    plan_live,
-    plan_replay,
     read_record,
     rejudge_offline,
-    resolve_judge,
-    run_pool,
     score_session,
 )
 from evaltape.scoring.export._span_scores import attempt_scores
+from evaltape.scoring.judge._floors import judge_status
+from evaltape.scoring.judge._judge import Judge, resolve_judge
+from evaltape.scoring.judge._judgement import JudgeState, JudgeStatus
+from evaltape.scoring.judge._prompt import parse_verdict
+from evaltape.scoring.judge._role import JUDGE_ROLE
+from evaltape.scoring.run._agents import load_agent, parse_agent
+from evaltape.scoring.run._jobs import JobResult, LiveWire
+from evaltape.scoring.run._plan import plan_live, plan_replay
+from evaltape.scoring.run._pool import run_pool
+from evaltape.scoring.run._stop import Stop
+from evaltape.scoring.verdicts._replaycheck import Change
 
 AGENTS_DIR = Path(__file__).parent / "agents"
 REPO_DIR = Path(__file__).parent.parent

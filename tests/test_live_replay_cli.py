@@ -8,8 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -83,10 +81,7 @@ def end_status(session: RecordedSession) -> Status:
     return end.status
 
 
-@pytest.fixture
-def server() -> Iterator[ChatServer]:
-    with ChatServer(hang=4.0) as s:
-        yield s
+pytestmark = pytest.mark.chat_server(hang=4.0)
 
 
 MIXED = [
@@ -237,8 +232,11 @@ def test_a_refused_api_key_stops_the_run_with_one_line(tmp_path: Path, server: C
 
 
 def test_ctrl_c_keeps_every_finished_attempt(tmp_path: Path, server: ChatServer) -> None:
-    server.slow = 0.4
-    cases = [case(f"slow-{n}", f"[slow] number {n}") for n in range(8)]
+    # Two attempts are answered; the server holds every later one, so Ctrl-C
+    # always lands while attempts are in flight, however busy the machine is.
+    server.hold_after = 2
+    server.hang = 60.0
+    cases = [case(f"slow-{n}", f"[hold] number {n}") for n in range(8)]
     project = make_project(
         tmp_path, cases, agent="chat_agent:run", base_url=server.url, concurrency=2
     )
@@ -251,11 +249,10 @@ def test_ctrl_c_keeps_every_finished_attempt(tmp_path: Path, server: ChatServer)
         text=True,
     )
     assert process.stderr is not None
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        line = process.stderr.readline()
+    for line in process.stderr:
         if line.startswith("[2/"):
             break
+    server.wait_holding(2)
     process.send_signal(signal.SIGINT)
     _out, err = process.communicate(timeout=20)
     assert process.returncode == 130, err

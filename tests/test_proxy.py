@@ -10,7 +10,6 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import anthropic
@@ -66,12 +65,6 @@ except urllib.error.HTTPError as exc:
     print("status", exc.code, json.load(exc)["error"]["type"])
     sys.exit(3)
 '''
-
-
-@pytest.fixture
-def api() -> Iterator[FakeAPI]:
-    with FakeAPI() as server:
-        yield server
 
 
 @pytest.fixture
@@ -277,7 +270,7 @@ def test_a_program_past_its_timeout_is_killed_with_its_children(tmp_path: Path) 
         result = run_program([sys.executable, "-c", script], cwd=tmp_path, proxy=proxy, timeout=1.0)
     assert result.timed_out and result.exit_code == -9
     assert result.stdout == "started\n"
-    assert result.duration < 10
+    assert result.duration >= 1.0  # killed once the timeout passed, not at its end (-9)
     child = int((tmp_path / "child.pid").read_text())
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and _alive(child):

@@ -5,11 +5,18 @@ get the same behaviour whatever order they arrive in:
 
 - ``[500]``: HTTP 500 every time;
 - ``[429]``: HTTP 429 with ``retry-after: 0.05`` the first time this prompt is seen, then a reply;
-- ``[hang]``: waits ``hang`` seconds before answering;
+- ``[hang]``: waits ``hang`` seconds, or until ``release()``, before answering;
+- ``[hold]``: the first ``hold_after`` of these answer at once, later ones wait
+  like ``[hang]`` (so a test knows how many attempts finish before it acts);
 - ``[malformed]``: HTTP 200 whose body is not JSON;
 - ``[401]``: HTTP 401;
 - ``[slow]``: waits ``slow`` seconds before answering;
 - anything else: ``echo: <prompt>`` with usage, after ``latency`` seconds.
+
+With ``meet=n`` every request waits (at most ``hang`` seconds) until ``n``
+requests are in flight at once: proof of concurrency that does not depend on
+how fast the machine is.  ``peak`` is the most requests ever in flight and
+``holding`` the number waiting now; ``wait_holding(n)`` blocks until ``n`` wait.
 """
 
 from __future__ import annotations
@@ -27,13 +34,28 @@ from typing import Any
 class ChatServer:
     """Start with ``with ChatServer() as server:``; ``server.url`` ends in ``/v1``."""
 
-    def __init__(self, *, latency: float = 0.0, hang: float = 5.0, slow: float = 0.3) -> None:
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        hang: float = 5.0,
+        slow: float = 0.3,
+        hold_after: int = 0,
+        meet: int = 0,
+    ) -> None:
         self.latency = latency
         self.slow = slow
         self.hang = hang
+        self.hold_after = hold_after
+        self.meet = meet
         self.requests: list[dict[str, Any]] = []
         self.seen: set[str] = set()
+        self.in_flight = 0
+        self.peak = 0
+        self.holding = 0
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._released = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._open: set[socket.socket] = set()
         self.port = 0
@@ -42,7 +64,8 @@ class ChatServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def _answer(self, raw: bytes) -> tuple[int, bytes, dict[str, str], float]:
+    def _answer(self, raw: bytes) -> tuple[int, bytes, dict[str, str], float | None]:
+        """Status, body, headers and the seconds to wait first (None: hold like ``[hang]``)."""
         try:
             body = json.loads(raw)
         except ValueError:
@@ -64,7 +87,12 @@ class ChatServer:
                 return 429, error, {"retry-after": "0.05"}, 0
         if "[malformed]" in prompt:
             return 200, b'{"choices": [ {"message": ', {}, 0
-        delay = self.hang if "[hang]" in prompt else self.latency
+        held = "[hang]" in prompt
+        if "[hold]" in prompt:
+            with self._lock:
+                self.hold_after -= 1
+                held = self.hold_after < 0
+        delay: float | None = None if held else self.latency
         if "[slow]" in prompt:
             delay = self.slow
         text = "echo: " + prompt
@@ -83,6 +111,37 @@ class ChatServer:
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
         }
         return 200, json.dumps(reply).encode(), {}, delay
+
+    def release(self) -> None:
+        """Answer every ``[hang]`` request now, and every later one at once."""
+        self._released.set()
+
+    def wait_holding(self, count: int, timeout: float = 30.0) -> bool:
+        """Block until ``count`` requests are held (``[hang]``); False after ``timeout``."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self.holding >= count, timeout)
+
+    def _hold(self, seconds: float) -> None:
+        with self._changed:
+            self.holding += 1
+            self._changed.notify_all()
+        self._released.wait(seconds)
+        with self._changed:
+            self.holding -= 1
+            self._changed.notify_all()
+
+    def _enter(self) -> None:
+        with self._changed:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+            self._changed.notify_all()
+            if self.meet:
+                self._changed.wait_for(lambda: self.peak >= self.meet, self.hang)
+
+    def _leave(self) -> None:
+        with self._changed:
+            self.in_flight -= 1
+            self._changed.notify_all()
 
     def start(self) -> ChatServer:
         owner = self
@@ -107,8 +166,17 @@ class ChatServer:
 
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+                owner._enter()
+                try:
+                    self._reply(raw)
+                finally:
+                    owner._leave()
+
+            def _reply(self, raw: bytes) -> None:
                 status, data, headers, delay = owner._answer(raw)
-                if delay:
+                if delay is None:
+                    owner._hold(owner.hang)
+                elif delay:
                     time.sleep(delay)
                 try:
                     self.send_response(status)
@@ -133,6 +201,7 @@ class ChatServer:
         return self
 
     def stop(self) -> None:
+        self._released.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
