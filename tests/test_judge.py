@@ -40,7 +40,7 @@ from evaltape.scoring.judge._floors import judge_status
 from evaltape.scoring.judge._judge import Judge, resolve_judge
 from evaltape.scoring.judge._judgement import JudgeState, JudgeStatus
 from evaltape.scoring.judge._prompt import parse_verdict
-from evaltape.scoring.judge._role import JUDGE_ROLE
+from evaltape.scoring.judge._role import JUDGE_ROLE, judge_exchanges
 from evaltape.scoring.run._agents import load_agent, parse_agent
 from evaltape.scoring.run._jobs import JobResult, LiveWire
 from evaltape.scoring.run._plan import plan_live, plan_replay
@@ -354,7 +354,7 @@ def test_a_live_judged_attempt_is_graded_and_the_judge_call_recorded_apart_from_
     assert JUDGE_KEY.encode() not in tape.read_bytes()
     (recorded,) = TapeReader(tape).sessions()
     session = fold(recorded.events)
-    assert len(session.turns) == 1 and len(session.judge_exchanges) == 1
+    assert len(session.turns) == 1 and len(judge_exchanges(session)) == 1
     assert session.reply == "echo: [judge=4] explain gate.py"
     assert (session.usage.input_tokens, session.usage.output_tokens) == (7, 3)
     assert (result.usage.input_tokens, result.usage.output_tokens) == (7, 3)
@@ -419,7 +419,7 @@ def test_an_unreachable_judge_leaves_trials_unscored_without_failing_the_agents_
     (recorded,) = TapeReader(tmp_path / "cassettes" / "judged" / "good.tape").sessions()
     session = fold(recorded.events)
     assert session.errors == () and len(session.turns) == 1
-    assert len(session.judge_exchanges) == 1 and session.judge_exchanges[0].error is not None
+    assert len(judge_exchanges(session)) == 1 and judge_exchanges(session)[0].error is not None
     assert judge_status([result.judgement]) is JudgeStatus.UNSCORED
     assert not JudgeStatus.UNSCORED.gate_open
 

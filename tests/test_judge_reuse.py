@@ -280,7 +280,7 @@ def test_replay_reuses_the_verdict_and_prints_judge_status_with_every_server_sto
     assert (
         "judged explain [agent-1]: PASS mean 4.00 >= 3.5, lowest 4 >= 2 (1 scored trial)" in lines
     )
-    assert lines[-1] == "judge_status: graded"
+    assert lines[-2:] == ["judge_status: graded", "OK: 1 attempt replayed, harness unchanged"]
     record = record_of(project, done)
     assert record.kind is RunKind.REPLAY
     assert [a.verdict for a in record.attempts] == [Verdict.PASSED]
@@ -293,7 +293,7 @@ def test_replay_asks_the_judge_only_with_allow_live_judge(project: Path) -> None
         offline, _ = evaltape(project, "replay", "--judge-base-url", judge_api.url)
         assert offline.returncode == 0, offline.stdout + offline.stderr
         assert judge_api.requests == []  # default: never a live judge
-        assert offline.stdout.splitlines()[-1] == "judge_status: not re-judged"
+        assert offline.stdout.splitlines()[-2] == "judge_status: not re-judged"
 
         live, _ = evaltape(
             project, "replay", "--allow-live-judge", "--judge-base-url", judge_api.url
@@ -307,7 +307,7 @@ def test_replay_asks_the_judge_only_with_allow_live_judge(project: Path) -> None
         "grading by judge-1 @ 127.0.0.1: 1 asked live, 0 recorded verdicts reused · "
         "100 tokens (90 in, 10 out), not counted above"
     ) in lines
-    assert lines[-1] == "judge_status: graded"
+    assert lines[-2:] == ["judge_status: graded", "OK: 1 attempt replayed, harness unchanged"]
     assert "judge: judge-1 @ 127.0.0.1 (asked only when no recorded verdict matches)" in live.stderr
     record = record_of(project, live)
     assert record.notes == ("judge: judge-1 @ 127.0.0.1", "judge_status: graded")
@@ -342,7 +342,7 @@ def test_a_recorded_verdict_with_no_score_is_an_error_in_live_rescore_and_replay
     (attempt,) = record_of(tmp_path, replayed).attempts
     assert attempt.verdict is Verdict.ERROR and attempt.reason.startswith(reason)
     assert "judged explain [agent-1]: FAIL no trial was scored (1 unscored)" in replayed.stdout
-    assert replayed.stdout.splitlines()[-1] == "judge_status: unscored"
+    assert replayed.stdout.splitlines()[-2] == "judge_status: unscored"
 
 
 # -- refusals --------------------------------------------------------------------------------

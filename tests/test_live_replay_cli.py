@@ -123,7 +123,11 @@ def test_live_records_every_failure_kind_and_replay_offline_is_unchanged(
     cassettes = project / "cassettes" / "basic"
     retried = fold(sessions(cassettes / "rate-limited.tape")[0].events)
     assert retried.header.source is Source.SIMULATED
-    assert dict(retried.header.metadata) == {"suite": "basic", "run_id": record.run_id}
+    assert dict(retried.header.metadata) == {
+        "suite": "basic",
+        "run_id": record.run_id,
+        "base_url": server.url,
+    }
     notes = [
         e for e in sessions(cassettes / "rate-limited.tape")[0].events if isinstance(e, RunnerFact)
     ]
@@ -143,7 +147,7 @@ def test_live_records_every_failure_kind_and_replay_offline_is_unchanged(
     assert replay.returncode == 0, replay.stdout + replay.stderr
     assert "hangs" in replay.stderr and "skipped" in replay.stderr
     board = [line.split() for line in replay.stdout.splitlines() if line.startswith("basic")]
-    assert board == [["basic", "5", "5", "3/5", "3/5", "0", "0", "0"]]
+    assert board == [["basic", "5", "5", "3/5", "3/5", "0", "0", "0", "0", "0"]]
     assert "$0.00 spent" in replay.stdout
     assert replay.stdout.splitlines()[-1] == "judge_status: not needed"  # as live prints it
     assert len(server.requests) == requests_before
@@ -176,7 +180,7 @@ def test_a_command_agent_is_recorded_through_the_proxy_and_replayed(
     server.stop()
     replay = evaltape(project, "replay", "--latest")
     assert replay.returncode == 0, replay.stdout + replay.stderr
-    assert ["basic", "2", "4", "4/4", "4/4", "0", "0", "0"] in [
+    assert ["basic", "2", "4", "4/4", "4/4", "0", "0", "0", "0", "0"] in [
         line.split() for line in replay.stdout.splitlines()
     ]
 
@@ -204,8 +208,12 @@ def test_a_harness_change_shows_as_stale_or_regression(tmp_path: Path, server: C
 
     changed = evaltape(project, "replay", env={"CHAT_AGENT_VARIANT": "changed_request"})
     assert changed.returncode == 3, changed.stdout + changed.stderr
-    assert "STALE basic/hello" in changed.stdout
-    assert "messages[0].content" in changed.stdout
+    assert "STALE system prompt changed (1 distinct edit): 1 attempt, suite basic" in changed.stdout
+    example = (
+        "  e.g. basic/hello fake-1 (attempt 1): system prompt changed (at messages[0].content)"
+    )
+    assert example in changed.stdout.splitlines()
+    assert "      +You are a test agent. Answer briefly. Also be polite." in changed.stdout
 
     broken = evaltape(project, "replay", env={"CHAT_AGENT_VARIANT": "fail_after"})
     assert broken.returncode == 1, broken.stdout + broken.stderr
@@ -302,6 +310,6 @@ def test_compare_runs_both_models_through_one_pool_and_replays_with_the_recorded
     server.stop()
     replay = evaltape(project, "replay")  # no --seed: the recorded one is used
     assert replay.returncode == 0, replay.stdout + replay.stderr
-    assert ["basic", "2", "8", "8/8", "8/8", "0", "0", "0"] in [
+    assert ["basic", "2", "8", "8/8", "8/8", "0", "0", "0", "0", "0"] in [
         line.split() for line in replay.stdout.splitlines()
     ]

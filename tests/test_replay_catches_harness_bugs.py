@@ -7,7 +7,8 @@ wrong file but answers exactly as before: every request the agent sends is
 byte-for-byte the recorded one, so the tape serves the whole attempt, and
 only the rescored end state (the case's ``verify``) shows the bug, as a
 REGRESSION.  A tool whose answer changes instead makes the requests differ,
-which replay reports as a STALE recording at the first differing JSON path.
+which replay reports as a harness change (the tool's result changed), never
+as a stale recording to re-record.
 """
 
 from __future__ import annotations
@@ -185,7 +186,7 @@ def test_replay_of_the_intact_harness_is_unchanged_and_repeatable(
     second = evaltape(project, "replay")
     for result in (first, second):
         assert result.returncode == 0, result.stdout + result.stderr
-        assert board(result) == [[SUITE, "1", "1", "1/1", "1/1", "0", "0", "0"]]
+        assert board(result) == [[SUITE, "1", "1", "1/1", "1/1", "0", "0", "0", "0", "0"]]
         assert not report_lines(result, "REGRESSION") and not report_lines(result, "STALE")
     assert first.stdout == second.stdout
     assert len(recorded.server.requests) == seen
@@ -211,7 +212,7 @@ def test_an_edit_written_to_the_wrong_file_is_a_regression(
     assert "verify exited 1" in replayed
     assert verify_failure(recorded.fixture, tmp_path) in replayed
     assert not report_lines(result, "STALE")
-    assert board(result) == [[SUITE, "1", "1", "1/1", "0/1", "1", "0", "0"]]
+    assert board(result) == [[SUITE, "1", "1", "1/1", "0/1", "1", "0", "0", "0", "0"]]
     # The tape served the whole attempt; the fix went to the wrong file.
     (attempt,) = read_record(resolve_run(project / "results")).attempts
     (session,) = TapeReader(project / "results" / attempt.tape).sessions()
@@ -222,16 +223,27 @@ def test_an_edit_written_to_the_wrong_file_is_a_regression(
     assert files["calc.py.new"] == recorded.fixture["calc.py"].replace("a - b", "a + b")
 
 
-def test_a_changed_tool_answer_is_a_stale_recording(recorded: Recorded, project: Path) -> None:
+def test_a_changed_tool_answer_is_a_harness_change_not_a_stale_recording(
+    recorded: Recorded, project: Path
+) -> None:
     break_tool(project, 'return f"edited {self._rel(real)}"', 'return f"edited {self._rel(real)}!"')
     result = evaltape(project, "replay")
-    assert result.returncode == 3, result.stdout + result.stderr
-    (line,) = report_lines(result, "STALE")
-    assert line.startswith(f"STALE {SUITE}/{CASE_ID} {MODEL} (attempt 1):")
+    assert result.returncode == 1, result.stdout + result.stderr
+    (group,) = report_lines(result, "HARNESS")
+    assert (
+        group
+        == f"HARNESS CHANGED tool result changed: edit (1 distinct edit): 1 attempt, suite {SUITE}"
+    )
     # The first request after the edit carries its result: the first "tool" message.
     after_edit = recorded.server.requests[2]["messages"]
     index = next(n for n, m in enumerate(after_edit) if m["role"] == "tool")
-    assert f"at messages[{index}].content" in line
-    assert after_edit[index]["content"] in line  # the recorded tool result, quoted
-    assert not report_lines(result, "REGRESSION")
-    assert board(result) == [[SUITE, "1", "1", "1/1", "0/1", "0", "0", "1"]]
+    (example,) = [ln for ln in result.stdout.splitlines() if ln.startswith("  e.g. ")]
+    assert example.startswith(
+        f"  e.g. {SUITE}/{CASE_ID} {MODEL} (attempt 1): tool result changed: edit"
+    )
+    assert f"(at messages[{index}].content)" in example
+    diff = [ln.strip() for ln in result.stdout.splitlines()]
+    assert f"-{after_edit[index]['content']}" in diff  # the recorded tool result
+    assert f"+{after_edit[index]['content']}!" in diff  # what the tool says now
+    assert not report_lines(result, "STALE") and not report_lines(result, "REGRESSION")
+    assert board(result) == [[SUITE, "1", "1", "1/1", "0/1", "0", "0", "1", "0", "0"]]

@@ -22,7 +22,13 @@ from evaltape.scoring.run._plan import plan_live, plan_replay
 from evaltape.scoring.run._pool import run_pool
 from evaltape.scoring.run._stop import Stop, StopKind
 from evaltape.scoring.run._workspace import make_workspace, remove_workspace, snapshot_workspace
-from evaltape.scoring.verdicts._replaycheck import Change, decide, replay_exit_code, scoreboard
+from evaltape.scoring.verdicts._replaycheck import (
+    Change,
+    HarnessChange,
+    decide,
+    replay_exit_code,
+    scoreboard,
+)
 
 AGENTS = Path(__file__).parent / "agents"
 
@@ -222,7 +228,8 @@ FAIL = Score(passed=False, reason="bad")
         (PASS, FAIL, "", Change.REGRESSION),
         (FAIL, PASS, "", Change.IMPROVEMENT),
         (PASS, PASS, "diverged at messages[0]", Change.STALE),
-        (PASS, None, "", Change.STALE),
+        (PASS, None, "", Change.UNTESTED),
+        (FAIL, None, "", Change.UNTESTED),
     ],
 )
 def test_the_replay_decision_table(
@@ -245,3 +252,24 @@ def test_exit_codes_and_scoreboard_count_each_change() -> None:
     assert replay_exit_code(d.change for _, _, d in rows) == 1
     assert replay_exit_code([Change.STALE, Change.IMPROVEMENT]) == 3
     assert replay_exit_code([Change.UNCHANGED]) == 0
+    assert replay_exit_code([Change.CHANGED, Change.STALE]) == 1
+    assert replay_exit_code([Change.UNTESTED, Change.STALE]) == 2
+    assert replay_exit_code([Change.UNTESTED, Change.REGRESSION]) == 1
+    assert replay_exit_code([]) == 0
+
+
+def test_a_harness_change_outranks_both_verdicts_and_an_assumption_keeps_the_outcome() -> None:
+    changed = HarnessChange(
+        change=Change.CHANGED, what="tool result", label="tool result changed: read",
+        summary="tool result changed: read {}", edit_key="k",
+    )  # fmt: skip
+    strict = decide(PASS, None, harness=changed)
+    assert (strict.change, strict.assumed, strict.detail) == (
+        Change.CHANGED, None, "tool result changed: read {}",
+    )  # fmt: skip
+    assumed = decide(PASS, FAIL, harness=changed, assumed=True)
+    assert (assumed.change, assumed.assumed) == (Change.CHANGED, Change.REGRESSION)
+    untested = decide(PASS, PASS, untested="the workspace could not be made")
+    assert (untested.change, untested.detail) == (
+        Change.UNTESTED, "the workspace could not be made",
+    )  # fmt: skip

@@ -180,9 +180,7 @@ def run_job(job: Job, env: JobEnv) -> JobResult:
     unscored = judgement is not None and judgement.state is JudgeState.UNSCORED
     if broken or stale:
         verdict = Verdict.ERROR
-        why = (
-            f"{miss.change.value}: {stale}" if miss and not broken else f"{status.value}: {reason}"
-        )
+        why = stale if stale and not broken else f"{status.value}: {reason}"
     elif unscored and judgement is not None:
         verdict = Verdict.ERROR
         why = f"the judge gave no score: {judgement.problem}"

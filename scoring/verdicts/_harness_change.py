@@ -91,5 +91,6 @@ def harness_change(
         summary=found.summary,
         edit_key=first.edit_key,
         diff=first.diff,
+        path=first.path,
         detail=detail,
     )

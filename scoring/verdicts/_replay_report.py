@@ -157,7 +157,8 @@ def groups(rows: Sequence[Row], verbose: bool = False) -> tuple[str, ...]:
                     h = r.decision.harness
                     assert h is not None
                     lead = "  " if verbose else "  e.g. "
-                    lines.append(f"{lead}{r.where}: {h.summary}{_assumed(r.decision)}")
+                    at = f" (at {h.path})" if h.path else ""
+                    lines.append(f"{lead}{r.where}: {h.summary}{at}{_assumed(r.decision)}")
                 first = same[0].decision.harness
                 assert first is not None
                 lines.extend(f"      {d}" for d in first.diff)

@@ -86,6 +86,8 @@ class HarnessChange:
     """Equal for the same edit in different attempts; groups distinct edits."""
     diff: tuple[str, ...] = ()
     """A short recorded-vs-now diff (``-`` recorded, ``+`` now)."""
+    path: str = ""
+    """The first differing JSON path of the request body, when known."""
     detail: str = ""
     """The replay error as raised (first differing JSON path, nearest recorded request)."""
 
