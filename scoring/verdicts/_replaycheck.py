@@ -265,7 +265,9 @@ class Found:
     """Tapes or sessions that could not be read (corrupt, cut short, no end): one line
     each.  Something recorded could not be tested, so the replay cannot pass."""
     unrecorded: tuple[str, ...] = ()
-    """Selected case ids with no replayable recording, in suite order."""
+    """Selected case ids of which the tapes hold no session at all, in suite order (a case
+    whose only sessions are unreplayable is in ``notes``; an unreadable one, in
+    ``unreadable``)."""
     not_live: tuple[str, ...] = ()
     """One line per session that is not a live recording (a script's, a replay's)."""
 
@@ -301,6 +303,7 @@ def find_recorded(
     notes: list[str] = []
     unreadable: list[str] = []
     not_live: list[str] = []
+    seen: set[str] = set()
     for tape in tapes:
 
         def note(n: Note) -> None:
@@ -316,6 +319,7 @@ def find_recorded(
             continue
         for session in sessions:
             header = session.header
+            seen.add(header.case_id)
             if header.mode is not Mode.LIVE:
                 not_live.append(
                     f"{tape}: session {session.session_id} is a {header.mode.value} session, "
@@ -353,12 +357,11 @@ def find_recorded(
                 newest[key] = r
         keep = {id(r) for r in newest.values()}
         recorded = [r for r in recorded if id(r) in keep]
-    have = {r.case.id for r in recorded}
     return Found(
         recorded=tuple(recorded),
         orphans=tuple(orphans),
         notes=tuple(notes),
         unreadable=tuple(unreadable),
-        unrecorded=tuple(c.id for s in suites for c in s.cases if c.id not in have),
+        unrecorded=tuple(c.id for s in suites for c in s.cases if c.id not in seen),
         not_live=tuple(not_live),
     )
