@@ -247,3 +247,29 @@ def test_a_changed_tool_answer_is_a_harness_change_not_a_stale_recording(
     assert f"+{after_edit[index]['content']}!" in diff  # what the tool says now
     assert not report_lines(result, "STALE") and not report_lines(result, "REGRESSION")
     assert board(result) == [[SUITE, "1", "1", "1/1", "0/1", "0", "0", "1", "0", "0"]]
+
+
+def test_assume_same_model_says_the_change_then_fails_verify(
+    recorded: Recorded, project: Path
+) -> None:
+    # The edit is not saved and says so: the request differs, so strict replay stops at it;
+    # assuming the model answered as recorded, the attempt goes on and verify fails.
+    break_tool(
+        project,
+        'with open(real, "w", encoding="utf-8") as f:\n'
+        "            f.write(text.replace(old, new, 1))\n"
+        '        return f"edited {self._rel(real)}"',
+        'return f"edited {self._rel(real)} (dry run)"',
+    )
+    strict = evaltape(project, "replay")
+    assert strict.returncode == 1, strict.stdout + strict.stderr
+    assert "assuming" not in strict.stdout
+    result = evaltape(project, "replay", "--assume-same-model")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "--assume-same-model: where a request no longer matched" in result.stdout
+    (example,) = [ln for ln in result.stdout.splitlines() if ln.startswith("  e.g. ")]
+    assert "tool result changed: edit" in example
+    assert "; assuming the model answered as recorded: REGRESSION (" in example
+    assert "verify exited 1" in example
+    record = read_record(resolve_run(project / "results"))
+    assert "assume-same-model" in record.notes

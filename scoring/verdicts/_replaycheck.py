@@ -304,6 +304,7 @@ def find_recorded(
     unreadable: list[str] = []
     not_live: list[str] = []
     seen: set[str] = set()
+    damaged: set[str] = set()
     for tape in tapes:
 
         def note(n: Note) -> None:
@@ -315,7 +316,9 @@ def find_recorded(
         try:
             sessions = list(TapeReader(tape, strict=False, on_note=note).sessions())
         except (TapeError, OSError) as exc:
-            unreadable.append(f"{tape}: {exc}")
+            text = str(exc)
+            unreadable.append(text if str(tape) in text else f"{tape}: {text}")
+            damaged.add(tape.stem)  # cassettes are <suite>/<case id>.tape
             continue
         for session in sessions:
             header = session.header
@@ -362,6 +365,8 @@ def find_recorded(
         orphans=tuple(orphans),
         notes=tuple(notes),
         unreadable=tuple(unreadable),
-        unrecorded=tuple(c.id for s in suites for c in s.cases if c.id not in seen),
+        unrecorded=tuple(
+            c.id for s in suites for c in s.cases if c.id not in seen and c.id not in damaged
+        ),
         not_live=tuple(not_live),
     )
