@@ -10,7 +10,6 @@ from evaltape.scoring._config import Config, ConfigError, load_config
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring._settings import SETTINGS
 from evaltape.scoring.cases._cases import Case, CaseError, CaseKind, SelectionError, Suite, select
-from evaltape.scoring.cases._frozen import FrozenMap
 from evaltape.scoring.cases._load import load_suites
 from evaltape.scoring.checks._score import Check, Score, Scorer
 from evaltape.scoring.checks._scorers import make_scorer, score_session
@@ -18,7 +17,7 @@ from evaltape.scoring.cost._costs import CostBreakdown, cost_of_session
 from evaltape.scoring.judge._floors import judge_floors
 from evaltape.scoring.judge._judgement import Floors, JudgeError, Judgement
 from evaltape.scoring.judge._reuse import rejudge_offline
-from evaltape.scoring.results._history import HistoryEntry, RunLog, read_history
+from evaltape.scoring.results._history import RunLog, read_history
 from evaltape.scoring.results._record_files import read_record, resolve_run
 from evaltape.scoring.results._records import (
     AttemptResult,
@@ -29,19 +28,15 @@ from evaltape.scoring.results._records import (
     Verdict,
 )
 from evaltape.scoring.run._ab import ABOutcome, ABRequest, run_ab
-from evaltape.scoring.run._host import SILENT, Host, Reporter
-from evaltape.scoring.run._jobs import JobEnv
+from evaltape.scoring.run._host import Host, Reporter
 from evaltape.scoring.run._live import LiveOutcome, LiveRequest, run_live
 from evaltape.scoring.run._replay import ReplayOutcome, ReplayRequest, run_replay
 from evaltape.scoring.run._rescore_entry import RescoreRequest, RescoreRunOutcome, run_rescore
 from evaltape.scoring.run._rescore_tapes import rescore_tapes
 from evaltape.scoring.run._setup import RunRefused
 from evaltape.scoring.run._task import Answer, Question, QuestionKind, Task, answer_headlessly
-from evaltape.scoring.stats._power import cases_needed
-from evaltape.scoring.stats._signflip import SignFlip, sign_flip_test
+from evaltape.scoring.stats._signflip import sign_flip_test
 from evaltape.scoring.stats._stats import (
-    benjamini_hochberg,
-    cohens_h,
     mcnemar_exact,
     pass_at_k,
     pass_hat_k,
@@ -55,7 +50,6 @@ from evaltape.scoring.verdicts._gate import GateDecision, GateState, decide_gate
 
 __all__: list[str] = [
     "SETTINGS",
-    "SILENT",
     "ABOutcome",
     "ABRequest",
     "Answer",
@@ -69,12 +63,9 @@ __all__: list[str] = [
     "ConfigError",
     "CostBreakdown",
     "Floors",
-    "FrozenMap",
     "GateDecision",
     "GateState",
-    "HistoryEntry",
     "Host",
-    "JobEnv",
     "JudgeError",
     "Judgement",
     "LiveOutcome",
@@ -96,14 +87,10 @@ __all__: list[str] = [
     "Scorer",
     "ScoringError",
     "SelectionError",
-    "SignFlip",
     "Suite",
     "Task",
     "Verdict",
     "answer_headlessly",
-    "benjamini_hochberg",
-    "cases_needed",
-    "cohens_h",
     "compare",
     "cost_of_session",
     "decide_gate",

@@ -14,7 +14,6 @@ from evaltape.scoring import (
     Case,
     CaseError,
     CaseKind,
-    FrozenMap,
     ScoringError,
     SelectionError,
     Suite,
@@ -23,6 +22,7 @@ from evaltape.scoring import (
 )
 from evaltape.scoring.cases._cases import AgentMode, KnownGap, Problem
 from evaltape.scoring.cases._fields import AGENT_MODES, MUTATING_MODES
+from evaltape.scoring.cases._frozen import FrozenMap
 
 DATA = Path(__file__).parent / "data" / "cases"
 GOOD = DATA / "good"

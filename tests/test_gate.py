@@ -7,9 +7,9 @@ import math
 import pytest
 from test_compare import cases, run
 
-from evaltape.scoring import GateState, cases_needed, decide_gate
+from evaltape.scoring import GateState, decide_gate
 from evaltape.scoring.judge._judgement import JudgeStatus
-from evaltape.scoring.stats._power import binomial_diff_sd
+from evaltape.scoring.stats._power import binomial_diff_sd, cases_needed
 from evaltape.scoring.verdicts._gate import MIN_GREEN_TRIALS, decide
 
 HEALTHY = cases(20, "PPP")

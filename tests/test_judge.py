@@ -24,7 +24,6 @@ from evaltape.scoring import (
     Case,
     ConfigError,
     Floors,
-    JobEnv,
     JudgeError,
     Suite,
     Verdict,
@@ -42,7 +41,7 @@ from evaltape.scoring.judge._judgement import JudgeState, JudgeStatus
 from evaltape.scoring.judge._prompt import parse_verdict
 from evaltape.scoring.judge._role import JUDGE_ROLE, judge_exchanges
 from evaltape.scoring.run._agents import load_agent, parse_agent
-from evaltape.scoring.run._jobs import JobResult, LiveWire
+from evaltape.scoring.run._jobs import JobEnv, JobResult, LiveWire
 from evaltape.scoring.run._plan import plan_live, plan_replay
 from evaltape.scoring.run._pool import run_pool
 from evaltape.scoring.run._stop import Stop

@@ -12,12 +12,12 @@ import pytest
 from agents.chat_server import ChatServer
 
 from evaltape.recorder import FactKind, RunnerFact, Source, Status, TapeReader, fold
-from evaltape.scoring import Case, JobEnv, Score, Suite, Verdict, load_suites
+from evaltape.scoring import Case, Score, Suite, Verdict, load_suites
 from evaltape.scoring._cli._progress import Progress
 from evaltape.scoring.checks._score import completed_without_error
 from evaltape.scoring.run._agents import AgentKind, load_agent, parse_agent, retry_delay
 from evaltape.scoring.run._attempt import run_job
-from evaltape.scoring.run._jobs import JobResult, LiveWire
+from evaltape.scoring.run._jobs import JobEnv, JobResult, LiveWire
 from evaltape.scoring.run._plan import plan_live, plan_replay
 from evaltape.scoring.run._pool import run_pool
 from evaltape.scoring.run._stop import Stop, StopKind

@@ -20,9 +20,6 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint, proportions_ztest
 
 from evaltape.scoring import (
-    benjamini_hochberg,
-    cases_needed,
-    cohens_h,
     mcnemar_exact,
     pass_at_k,
     pass_hat_k,
@@ -31,11 +28,13 @@ from evaltape.scoring import (
     suite_rate,
     wilson,
 )
-from evaltape.scoring.stats._power import binomial_diff_sd, paired_power
+from evaltape.scoring.stats._power import binomial_diff_sd, cases_needed, paired_power
 from evaltape.scoring.stats._signflip import MONTE_CARLO_DRAWS, SignFlipMethod
 from evaltape.scoring.stats._stats import (
+    benjamini_hochberg,
     bh_adjusted,
     clustered_se,
+    cohens_h,
     effect_label,
     fisher_exact,
     mcnemar_worse,

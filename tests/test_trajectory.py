@@ -25,16 +25,8 @@ from evaltape.recorder import (
     TransportError,
     fold,
 )
-from evaltape.scoring import (
-    Case,
-    Check,
-    FrozenMap,
-    Score,
-    Scorer,
-    load_suites,
-    make_scorer,
-    score_session,
-)
+from evaltape.scoring import Case, Check, Score, Scorer, load_suites, make_scorer, score_session
+from evaltape.scoring.cases._frozen import FrozenMap
 from evaltape.scoring.checks._trajectory import args_mismatch, trajectory_checks
 
 CHAT = "https://api.openai.com/v1/chat/completions"

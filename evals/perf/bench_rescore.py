@@ -37,7 +37,8 @@ if str(ROOT) not in sys.path:  # run as a script: make ``evals.perf`` importable
 from evals.perf._report import machine, replace_section  # noqa: E402
 from evals.perf.traffic import agent_session, write_session  # noqa: E402
 from evaltape.recorder import Exchange, TapeReader, fold  # noqa: E402
-from evaltape.scoring import Case, FrozenMap, make_scorer, rescore_tapes, score_session  # noqa: E402
+from evaltape.scoring import Case, make_scorer, rescore_tapes, score_session  # noqa: E402
+from evaltape.scoring.cases._frozen import FrozenMap  # noqa: E402
 
 HEADING = "## Rescoring throughput"
 DOC = ROOT / "docs" / "performance.md"

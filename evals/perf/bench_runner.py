@@ -40,10 +40,13 @@ if str(ROOT) not in sys.path:  # run as a script: make ``evals.perf`` importable
     sys.path.insert(0, str(ROOT))
 
 from evaltape.recorder import Source  # noqa: E402
-from evaltape.scoring import JobEnv, Task, load_suites, read_record, resolve_run  # noqa: E402
+from evaltape.scoring import Task, load_suites, read_record, resolve_run  # noqa: E402
 from evaltape.scoring.checks._score import completed_without_error  # noqa: E402
 from evaltape.scoring.run._agents import parse_agent  # noqa: E402
-from evaltape.scoring.run._jobs import LiveWire  # noqa: E402
+from evaltape.scoring.run._jobs import (  # noqa: E402
+    JobEnv,
+    LiveWire,
+)
 from evaltape.scoring.run._plan import plan_live  # noqa: E402
 from evaltape.scoring.run._pool import run_pool  # noqa: E402
 from evaltape.scoring.run._stop import Stop  # noqa: E402

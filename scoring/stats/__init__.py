@@ -1,1 +1,45 @@
-"""Statistics: pure functions over counts, on scipy."""
+"""Statistics: pure functions over counts, on scipy.
+
+``evaltape.scoring`` re-exports the few most programs need (``wilson``,
+``pass_at_k``, ``pass_hat_k``, ``suite_rate``, ``suite_interval``,
+``mcnemar_exact``, ``sign_flip_test``); the rest are public here.
+"""
+
+from evaltape.scoring.stats._power import cases_needed, paired_power
+from evaltape.scoring.stats._signflip import SignFlip, SignFlipMethod, sign_flip_test
+from evaltape.scoring.stats._stats import (
+    ZTest,
+    benjamini_hochberg,
+    clustered_se,
+    cohens_h,
+    fisher_exact,
+    mcnemar_exact,
+    paired_t_interval,
+    pass_at_k,
+    pass_hat_k,
+    suite_interval,
+    suite_rate,
+    two_proportion_z,
+    wilson,
+)
+
+__all__ = [
+    "SignFlip",
+    "SignFlipMethod",
+    "ZTest",
+    "benjamini_hochberg",
+    "cases_needed",
+    "clustered_se",
+    "cohens_h",
+    "fisher_exact",
+    "mcnemar_exact",
+    "paired_power",
+    "paired_t_interval",
+    "pass_at_k",
+    "pass_hat_k",
+    "sign_flip_test",
+    "suite_interval",
+    "suite_rate",
+    "two_proportion_z",
+    "wilson",
+]
