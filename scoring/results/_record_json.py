@@ -51,6 +51,8 @@ def attempt_to_json(a: AttemptResult) -> dict[str, object]:
         "known_gap": a.known_gap,
         "rescored": a.rescored.value if a.rescored else None,
         "replayed": a.replayed.value if a.replayed else None,
+        "change": a.change,
+        "change_detail": a.change_detail,
         "cost": a.cost,
         "judge_usage": _usage_json(a.judge_usage),
         "judge_cost": a.judge_cost,
@@ -220,6 +222,8 @@ def attempt_from_json(data: object, where: str) -> AttemptResult:
         known_gap=f.flag("known_gap"),
         rescored=f.member("rescored", Verdict, optional=True),
         replayed=f.member("replayed", Verdict, optional=True),
+        change=f.text("change") if "change" in f.data else "",
+        change_detail=f.text("change_detail") if "change_detail" in f.data else "",
         cost=f.number("cost", optional=True) if "cost" in f.data else None,
         judge_usage=(
             _usage_from(f.data["judge_usage"], f"{where}: judge_usage")

@@ -106,6 +106,12 @@ class AttemptResult:
     """Replay only: the recorded session scored with today's scorers."""
     replayed: Verdict | None = None
     """Replay only: the session today's harness produced from the recorded model outputs."""
+    change: str = ""
+    """Replay only: the decision (``unchanged``, ``regression``, ``improvement``,
+    ``changed``, ``stale``, ``untested``); empty for live and rescore attempts."""
+    change_detail: str = ""
+    """Replay only, for ``changed`` and ``stale``: what the harness changed, one line
+    (``tool result changed: read {"path": "a.txt"}``, ``system prompt changed``)."""
     cost: float | None = None
     """USD for the agent's model calls (provider-reported where given); None when unknown."""
     judge_usage: Usage = attrs.field(factory=Usage)

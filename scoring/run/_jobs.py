@@ -182,8 +182,10 @@ class JobResult:
             known_gap=self.job.case.known_gap is not None,
             rescored=_verdict(d.rescored) if d else None,
             replayed=_verdict(d.replayed)
-            if d and d.replayed and d.change is not Change.STALE
+            if d and d.replayed and d.change not in (Change.STALE, Change.CHANGED)
             else None,
+            change=d.change.value if d else "",
+            change_detail=d.detail if d and d.harness is not None else "",
             judge_usage=self.judge_usage,
             cost=self.cost.cost,
             judge_cost=self.judge_cost.cost if self.judge_cost.calls else None,
