@@ -21,4 +21,4 @@ CASSETTES="$WORK/cassettes" TRIALS=1 CASES="${CASES:-read-}" EVALTAPE="$EVALTAPE
 count=$(find "$WORK/cassettes" -name '*.tape' | wc -l)
 [ "$count" -gt 0 ] || { say "FAILED: no tape was recorded"; exit 1; }
 say "replaying $count tape(s) offline"
-"$EVALTAPE" replay --cassettes "$WORK/cassettes" --results "$WORK/results"
+"$EVALTAPE" replay --cassettes "$WORK/cassettes" --results "$WORK/results" --cases "${CASES:-read-}"
