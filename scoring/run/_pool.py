@@ -6,9 +6,12 @@ comparing two models takes about as long as running one.
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any
 
 import attrs
 
@@ -27,6 +30,36 @@ class PoolOutcome:
     """Why the run stopped early, None if every job ran."""
     reason: str
     """The stop's one-line reason."""
+
+
+class _CtrlC:
+    """Counts Ctrl-C presses while the pool runs, instead of raising ``KeyboardInterrupt``.
+
+    An exception raised at an arbitrary point of the waiting thread can leave a
+    future's lock held (inside ``concurrent.futures.wait``), and the worker that
+    finishes that future then blocks for ever.  While the pool runs, SIGINT only
+    counts; the loop turns the first press into the stop signal and a second one
+    into "stop waiting".  Off the main thread no handler can be installed, and a
+    ``KeyboardInterrupt`` is counted where it lands.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._previous: Any = None
+        self._installed = False
+
+    def _press(self, signum: int, frame: object) -> None:
+        self.count += 1
+
+    def __enter__(self) -> _CtrlC:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._press)
+            self._installed = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
 
 
 def _guarded(job: Job, env: JobEnv) -> JobResult | None:
@@ -67,22 +100,24 @@ def run_pool(
                 results.append(result)
                 on_result(result)
 
-    interrupts = 0
-    while pending:
-        try:
-            done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
-            collect(done)
-            if time_limit is not None and clock() - started > time_limit:
-                env.stop.set(StopKind.LIMIT, f"the overall time limit of {time_limit:g} s passed")
-            if env.stop.is_set():
-                for future in pending:
-                    future.cancel()
-        except KeyboardInterrupt:
-            interrupts += 1
-            env.stop.set(StopKind.INTERRUPT, "interrupted (Ctrl-C)")
-            for future in pending:
-                future.cancel()
-            if interrupts > 1:
-                break
-    pool.shutdown(wait=interrupts < 2, cancel_futures=True)
+    ctrl_c = _CtrlC()
+    with ctrl_c:
+        while pending:
+            try:
+                if ctrl_c.count:
+                    env.stop.set(StopKind.INTERRUPT, "interrupted (Ctrl-C)")
+                if ctrl_c.count > 1:
+                    break
+                done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+                collect(done)
+                if time_limit is not None and clock() - started > time_limit:
+                    env.stop.set(
+                        StopKind.LIMIT, f"the overall time limit of {time_limit:g} s passed"
+                    )
+                if env.stop.is_set():
+                    for future in pending:
+                        future.cancel()
+            except KeyboardInterrupt:  # no handler of ours (not the main thread)
+                ctrl_c.count += 1
+    pool.shutdown(wait=ctrl_c.count < 2, cancel_futures=True)
     return PoolOutcome(results=tuple(results), stopped=env.stop.kind, reason=env.stop.reason)
