@@ -11,13 +11,11 @@ from pathlib import Path
 
 import attrs
 import pytest
+from builders import chat_exchange
 
 from evaltape.recorder import (
-    Chunk,
     Exchange,
     Mode,
-    Request,
-    Response,
     SessionStarted,
     Status,
     TapeReader,
@@ -32,14 +30,7 @@ PROMPT = "Where is HANG_THRESHOLD_MS defined? Just tell me the file."
 
 
 def exchange(at: float, messages: list[dict[str, object]], reply: dict[str, object]) -> Exchange:
-    body = json.dumps({"model": "gpt-x", "messages": messages}).encode()
-    data = json.dumps({"model": "gpt-x", "choices": [{"message": reply}]}).encode()
-    return Exchange(
-        at=at,
-        duration=0.2,
-        request=Request(method="POST", url=URL, body=body),
-        response=Response(status=200, chunks=(Chunk(at=0.1, data=data),)),
-    )
+    return chat_exchange(at, messages, reply)
 
 
 def tool_turn(call_id: str, name: str, args: dict[str, object]) -> dict[str, object]:

@@ -12,13 +12,11 @@ import json
 from typing import Any
 
 import pytest
+from builders import json_exchange
 
 from evaltape.recorder import (
     CallDecoder,
-    Chunk,
     Exchange,
-    Request,
-    Response,
     SessionStarted,
     decode_call,
     fold,
@@ -31,16 +29,7 @@ REPLY = {"id": "r", "model": "m", "choices": [{"index": 0, "message": {"content"
 
 
 def _exchange(url: str, body: bytes, at: float = 0.0) -> Exchange:
-    return Exchange(
-        at=at,
-        duration=0.1,
-        request=Request(method="POST", url=url, body=body),
-        response=Response(
-            status=200,
-            headers=(("content-type", "application/json"),),
-            chunks=(Chunk(at=0.05, data=json.dumps(REPLY).encode()),),
-        ),
-    )
+    return json_exchange(url, body, REPLY, at=at, headers=(("content-type", "application/json"),))
 
 
 def _chat(messages: list[Any], **extra: Any) -> dict[str, Any]:

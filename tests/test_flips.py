@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
+from builders import json_exchange
 
 from evaltape.recorder import (
-    Chunk,
     Event,
     Exchange,
     FileEntry,
-    Request,
-    Response,
     Session,
     SessionEnded,
     SessionStarted,
@@ -43,16 +40,10 @@ def _exchange(at: float, request: dict[str, Any], message: dict[str, Any], rid: 
         "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }
-    return Exchange(
-        at=at,
-        duration=0.25 + at,
-        request=Request(method="POST", url=CHAT, body=json.dumps(request).encode()),
-        response=Response(
-            status=200,
-            headers=(("content-type", "application/json"),),
-            chunks=(Chunk(at=0.2, data=json.dumps(response).encode()),),
-        ),
-    )
+    return json_exchange(
+        CHAT, request, response, at=at, duration=0.25 + at, chunk_at=0.2,
+        headers=(("content-type", "application/json"),),
+    )  # fmt: skip
 
 
 def session(

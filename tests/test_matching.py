@@ -6,8 +6,9 @@ import json
 from typing import Any
 
 import pytest
+from builders import json_exchange
 
-from evaltape.recorder import Exchange, Request
+from evaltape.recorder import Exchange
 from evaltape.replay import (
     Action,
     Diverged,
@@ -30,11 +31,7 @@ def norm(url: str, body: Any, headers: tuple[tuple[str, str], ...] = ()) -> Any:
 
 
 def exchange(url: str, body: Any) -> Exchange:
-    return Exchange(
-        at=0.0,
-        duration=0.0,
-        request=Request(method="POST", url=url, body=json.dumps(body).encode()),
-    )
+    return json_exchange(url, body, duration=0.0)
 
 
 def test_key_order_host_and_volatile_headers_do_not_matter() -> None:

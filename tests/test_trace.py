@@ -10,14 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from builders import chat_exchange, tool_call
 
 from evaltape.recorder import (
-    Chunk,
     Exchange,
     HarnessEvent,
     Mode,
-    Request,
-    Response,
     SessionStarted,
     Status,
     open_session,
@@ -41,28 +39,15 @@ CASE = {
 
 
 def exchange(at: float, messages: list[dict[str, object]], reply: dict[str, object]) -> Exchange:
-    body = json.dumps({"model": "gpt-x", "messages": messages}).encode()
-    data = json.dumps(
-        {
-            "model": "gpt-x",
-            "choices": [{"message": reply, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 7, "completion_tokens": 3},
-        }
-    ).encode()
-    return Exchange(
-        at=at,
-        duration=0.5,
-        request=Request(method="POST", url=URL, body=body),
-        response=Response(status=200, chunks=(Chunk(at=0.4, data=data),)),
-    )
+    usage = {"prompt_tokens": 7, "completion_tokens": 3}
+    return chat_exchange(
+        at, messages, reply, duration=0.5, chunk_at=0.4,
+        extra={"finish_reason": "stop", "usage": usage},
+    )  # fmt: skip
 
 
 def call(call_id: str, name: str, args: dict[str, object]) -> dict[str, object]:
-    return {
-        "id": call_id,
-        "type": "function",
-        "function": {"name": name, "arguments": json.dumps(args)},
-    }
+    return tool_call(call_id, name, args)
 
 
 def write_session(tape: Path, session_id: str, pattern: str, *, judge: bool = False) -> None:

@@ -1,0 +1,79 @@
+"""Builders of recorded facts the tests share: exchanges and OpenAI chat turns.
+
+Values only; nothing here opens a socket.  Tests where the wire matters use
+the 127.0.0.1 servers of ``conftest.py`` instead.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from evaltape.recorder import Chunk, Exchange, Request, Response
+
+CHAT_URL = "http://127.0.0.1:9/v1/chat/completions"
+"""A Chat Completions URL on a port nothing listens on."""
+
+
+def json_exchange(
+    url: str,
+    request: Any,
+    response: Any | None = None,
+    *,
+    at: float = 0.0,
+    duration: float = 0.1,
+    chunk_at: float = 0.05,
+    status: int = 200,
+    headers: tuple[tuple[str, str], ...] = (),
+) -> Exchange:
+    """A POST of ``request`` (JSON, or raw bytes) answered by ``response`` in one chunk."""
+    body = request if isinstance(request, bytes) else json.dumps(request).encode()
+    answer = None
+    if response is not None:
+        data = response if isinstance(response, bytes) else json.dumps(response).encode()
+        answer = Response(status=status, headers=headers, chunks=(Chunk(at=chunk_at, data=data),))
+    return Exchange(
+        at=at,
+        duration=duration,
+        request=Request(method="POST", url=url, body=body),
+        response=answer,
+    )
+
+
+def chat_exchange(
+    at: float,
+    messages: list[dict[str, object]],
+    reply: dict[str, object],
+    *,
+    model: str = "gpt-x",
+    duration: float = 0.2,
+    chunk_at: float = 0.1,
+    extra: dict[str, object] | None = None,
+) -> Exchange:
+    """One Chat Completions call: ``messages`` sent, ``reply`` the first choice's message.
+
+    ``extra`` adds keys to the response (``usage``, ...); a ``finish_reason`` in it goes
+    on the choice.
+    """
+    choice: dict[str, object] = {"message": reply}
+    rest = dict(extra or {})
+    if "finish_reason" in rest:
+        choice["finish_reason"] = rest.pop("finish_reason")
+    response = {"model": model, "choices": [choice], **rest}
+    return json_exchange(
+        CHAT_URL,
+        {"model": model, "messages": messages},
+        response,
+        at=at,
+        duration=duration,
+        chunk_at=chunk_at,
+    )
+
+
+def tool_call(call_id: str, name: str, args: dict[str, object]) -> dict[str, object]:
+    """An assistant message's ``tool_calls`` entry."""
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(args)},
+    }
