@@ -158,7 +158,7 @@ def test_a_replay_with_a_broken_harness_reports_the_regression(
             host=host_at(project),
             models=("fake-1",),
             trials=1,
-            cases_prefix="hello",
+            cases=("hello",),
             source=Source.SIMULATED,
             export=False,
         )

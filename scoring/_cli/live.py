@@ -9,7 +9,7 @@ import click
 from evaltape.recorder import Source
 from evaltape.scoring._cli import _gate_flow
 from evaltape.scoring._cli._boundary import boundary, interruptible
-from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._cli._options import cases_option, config_options
 from evaltape.scoring._cli._progress import CliReporter
 from evaltape.scoring._cli._render_live import render_outcome
 from evaltape.scoring._config import Config
@@ -45,9 +45,7 @@ def models_of(model: str | None, compare: str | None, config: Config) -> tuple[s
     metavar="M1,M2",
     help="Run every case with each of these models, through one pool.",
 )
-@click.option(
-    "--cases", "cases_prefix", metavar="PREFIX", help="Only cases whose id starts with PREFIX."
-)
+@cases_option
 @click.option("--suite", metavar="NAME", help="Only the suite NAME (a suite file's stem).")
 @click.option(
     "--source",
@@ -115,7 +113,7 @@ def models_of(model: str | None, compare: str | None, config: Config) -> tuple[s
 def live(
     model: str | None,
     compare: str | None,
-    cases_prefix: str | None,
+    cases: tuple[str, ...],
     suite: str | None,
     source: str,
     source_detail: str,
@@ -148,7 +146,7 @@ def live(
         host=Host.of_process(),
         models=models_of(model, compare, config),
         trials=trials,
-        cases_prefix=cases_prefix,
+        cases=cases,
         suite=suite,
         source=Source(source),
         source_detail=source_detail,

@@ -74,8 +74,8 @@ class LiveRequest:
     """The models under test (more than one: every case with each, through one pool)."""
     trials: int
     """Attempts per case (``ENTRY_TRIALS`` replaces it for an entry check)."""
-    cases_prefix: str | None = None
-    """Only cases whose id starts with this."""
+    cases: tuple[str, ...] = ()
+    """Only these cases: each an exact case id or, when no id equals it, an id prefix."""
     suite: str | None = None
     """Only the suite of this name."""
     source: Source = Source.REAL_API
@@ -159,7 +159,7 @@ def run_live(request: LiveRequest) -> LiveOutcome:
         check_named_baseline(opts, folder, request.models)
     except BaselineError as exc:
         raise _refused(exc) from exc
-    selection = load_selection(config, host, request.cases_prefix, request.suite)
+    selection = load_selection(config, host, request.cases, request.suite)
     prices = prices_for(config, host.environ)
     chosen, trials = selection.chosen, request.trials
     if request.entry_check:
