@@ -595,7 +595,17 @@ def test_live_reports_grading_on_its_own_line_and_records_who_graded(
     tmp_path: Path, agent_api: Provider, judge_api: Provider
 ) -> None:
     project = _project(tmp_path, agent_api, judge_api)
-    done = _evaltape(project, "live", "-m", "agent-1", "--trials", "2", "--source", "simulated")
+    done = _evaltape(
+        project,
+        "live",
+        "--update-cassettes",
+        "-m",
+        "agent-1",
+        "--trials",
+        "2",
+        "--source",
+        "simulated",
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert "agent-1: 2/4 passed, 2 could not be judged · 40 tokens (28 in, 12 out)" in lines
@@ -635,7 +645,9 @@ def test_live_refuses_a_colliding_judge_before_any_model_call(
     if settings.get("judge_base_url") == "AGENT":
         settings = settings | {"judge_base_url": agent_api.url.replace("/v1", "/judge/v1")}
     project = _project(tmp_path, agent_api, judge_api, **settings)
-    done = _evaltape(project, "live", "-m", "agent-1", "--source", "simulated")
+    done = _evaltape(
+        project, "live", "--update-cassettes", "-m", "agent-1", "--source", "simulated"
+    )
     assert done.returncode == 2
     (line,) = done.stderr.splitlines()
     assert line.startswith("evaltape: error: judge refused: ") and message in line

@@ -146,7 +146,17 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         (project / "evaltape.toml").write_text(
             f'agent = "turns_agent:run"\nbase_url = "{server.url}"\n'
         )
-        live = run_cli(project, "live", "-m", "fake-1", "--trials", "2", "--source", "simulated")
+        live = run_cli(
+            project,
+            "live",
+            "--update-cassettes",
+            "-m",
+            "fake-1",
+            "--trials",
+            "2",
+            "--source",
+            "simulated",
+        )
         assert live.returncode == 0, live.stderr
         assert "fake-1: 6/6 passed" in live.stdout
     yield project
