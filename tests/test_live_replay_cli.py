@@ -267,7 +267,6 @@ def test_ctrl_c_keeps_every_finished_attempt(tmp_path: Path, server: ChatServer)
             "-m",
             "evaltape.scoring._cli",
             "live",
-            "--update-cassettes",
             "-m",
             "fake-1",
         ],
@@ -293,7 +292,8 @@ def test_ctrl_c_keeps_every_finished_attempt(tmp_path: Path, server: ChatServer)
     finished = {a.session_id for a in record.attempts if a.verdict is Verdict.PASSED}
     assert len(finished) >= 2
     on_tape = {}
-    for tape in (project / "cassettes" / "basic").glob("*.tape"):
+    assert not (project / "cassettes").exists()  # live leaves the cassettes alone by default
+    for tape in (project / ".evaltape" / "results" / "tapes").rglob("*.tape"):
         for s in sessions(tape):
             on_tape[s.session_id] = s
     for session_id in finished:
