@@ -79,14 +79,15 @@ def test_a_session_missing_from_the_source_is_refused_and_the_tape_unchanged(
 
 CHILD = textwrap.dedent(
     """
-    import sys, time
+    import os, sys, time
     from pathlib import Path
     from evaltape.recorder import rewrite_tape
 
     tape, source, drop, add, marker = sys.argv[1:]
 
     def written(tmp: Path) -> None:
-        Path(marker).write_text(str(tmp))
+        Path(marker + ".part").write_text(str(tmp))
+        os.replace(marker + ".part", marker)  # the parent never sees a half-written marker
         while True:
             time.sleep(60)
 
