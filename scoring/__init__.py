@@ -31,6 +31,7 @@ from evaltape.scoring.run._ab import ABOutcome, ABRequest, run_ab
 from evaltape.scoring.run._host import Host, Reporter
 from evaltape.scoring.run._live import LiveOutcome, LiveRequest, run_live
 from evaltape.scoring.run._replay import ReplayOutcome, ReplayRequest, run_replay
+from evaltape.scoring.run._rerecord import RerecordOutcome, RerecordRequest, run_rerecord
 from evaltape.scoring.run._rescore_entry import RescoreRequest, RescoreRunOutcome, run_rescore
 from evaltape.scoring.run._rescore_tapes import rescore_tapes
 from evaltape.scoring.run._setup import RunRefused
@@ -76,6 +77,8 @@ __all__: list[str] = [
     "ReplayOutcome",
     "ReplayRequest",
     "Reporter",
+    "RerecordOutcome",
+    "RerecordRequest",
     "RescoreRequest",
     "RescoreRunOutcome",
     "RunKind",
@@ -110,6 +113,7 @@ __all__: list[str] = [
     "run_ab",
     "run_live",
     "run_replay",
+    "run_rerecord",
     "run_rescore",
     "score_session",
     "select",

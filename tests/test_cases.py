@@ -20,7 +20,7 @@ from evaltape.scoring import (
     load_suites,
     select,
 )
-from evaltape.scoring.cases._cases import AgentMode, KnownGap, Problem
+from evaltape.scoring.cases._cases import AgentMode, KnownGap, Problem, split_cases
 from evaltape.scoring.cases._fields import AGENT_MODES, MUTATING_MODES
 from evaltape.scoring.cases._frozen import FrozenMap
 
@@ -313,21 +313,42 @@ def test_select_by_suite_and_case_prefix() -> None:
     suites = load_suites([GOOD], rubrics_dir=RUBRICS)
     everything = select(suites)
     assert everything == suites
-    chosen = select(suites, cases_prefix="f")
+    chosen = select(suites, cases=("f",))
     assert [(s.name, [c.id for c in s.cases]) for s in chosen] == [
         ("coding", ["fix-off-by-one"]),
         ("trajectory", ["find-symbol-uses-grep"]),
     ]
-    only = select(suites, suite="trajectory", cases_prefix="answer-")
+    only = select(suites, suite="trajectory", cases=("answer-",))
     assert [c.id for s in only for c in s.cases] == ["answer-without-tools"]
+    several = select(suites, cases=("fix-off-by-one", "answer-"))
+    assert [c.id for s in several for c in s.cases] == ["fix-off-by-one", "answer-without-tools"]
+
+
+def test_an_exact_id_wins_over_a_prefix(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path / "s.jsonl",
+        {**BASE, "id": "read", "expectTool": "x"},
+        {**BASE, "id": "read-more", "expectTool": "x"},
+    )
+    suites = load_suites([path], rubrics_dir=tmp_path)
+    assert [c.id for s in select(suites, cases=("read",)) for c in s.cases] == ["read"]
+    assert [c.id for s in select(suites, cases=("rea",)) for c in s.cases] == [
+        "read",
+        "read-more",
+    ]
+    assert split_cases(("a,b", " c ,", "a")) == ("a", "b", "c")
 
 
 def test_a_selection_of_nothing_is_an_error() -> None:
     suites = load_suites([GOOD], rubrics_dir=RUBRICS)
     with pytest.raises(SelectionError, match=r'no suite named "judge" \(did you mean "judged"\?\)'):
         select(suites, suite="judge")
-    with pytest.raises(SelectionError, match='no case id in suite "judged" starts with "fix"'):
-        select(suites, suite="judged", cases_prefix="fix")
+    with pytest.raises(
+        SelectionError, match='no case id in suite "judged" is or starts with "fix"'
+    ):
+        select(suites, suite="judged", cases=("fix",))
+    with pytest.raises(SelectionError, match="close ids: fix-off-by-one"):
+        select(suites, cases=("fix-of-by-one",))
 
 
 def test_the_documented_examples_are_valid_cases(tmp_path: Path) -> None:

@@ -175,6 +175,7 @@ def test_a_single_model_run_prints_cost_per_model_per_case_by_bucket_and_for_the
         inside,
         project,
         "live",
+        "--update-cassettes",
         "-m",
         "agent-x",
         "--source",
@@ -227,6 +228,7 @@ def test_compare_prints_one_row_per_model_and_never_prices_an_unknown_model_at_z
         inside,
         project,
         "live",
+        "--update-cassettes",
         "--compare",
         "agent-x,routed-1,mystery-1",
         "--source",
@@ -261,11 +263,15 @@ def test_the_override_file_comes_from_the_environment_when_no_flag_names_one(
     tmp_path: Path, api: ModelServer, inside: pytest.MonkeyPatch
 ) -> None:
     project = _project(tmp_path, api, judge=False)
-    plain = _evaltape(inside, project, "live", "-m", "agent-x", "--source", "simulated")
+    plain = _evaltape(
+        inside, project, "live", "--update-cassettes", "-m", "agent-x", "--source", "simulated"
+    )
     assert plain.exit_code == 0, plain.output
     assert "  cost: n/a (no price for agent-x) · 22,000 tokens" in plain.stdout
     inside.setenv("EVALTAPE_PRICING", str(project / "prices.json"))
-    priced = _evaltape(inside, project, "live", "-m", "agent-x", "--source", "simulated")
+    priced = _evaltape(
+        inside, project, "live", "--update-cassettes", "-m", "agent-x", "--source", "simulated"
+    )
     assert priced.exit_code == 0, priced.output
     assert f"  cost: {_money(2 * AGENT_CALL)} estimated · 22,000 tokens" in priced.stdout
 
@@ -279,6 +285,7 @@ def test_a_bad_override_is_refused_in_one_line_before_any_model_call(
         inside,
         project,
         "live",
+        "--update-cassettes",
         "-m",
         "agent-x",
         "--source",
@@ -298,7 +305,9 @@ def test_replay_shows_what_the_recorded_calls_cost_and_spends_nothing(
     tmp_path: Path, api: ModelServer, inside: pytest.MonkeyPatch
 ) -> None:
     project = _project(tmp_path, api, judge=False)
-    live = _evaltape(inside, project, "live", "-m", "agent-x", "--source", "simulated")
+    live = _evaltape(
+        inside, project, "live", "--update-cassettes", "-m", "agent-x", "--source", "simulated"
+    )
     assert live.exit_code == 0, live.output
     asked = len(api.requests)
     replayed = _evaltape(inside, project, "replay", "--pricing", "prices.json")

@@ -113,6 +113,7 @@ def test_a_live_run_then_a_replay_from_python(tmp_path: Path, server: ChatServer
             source=Source.SIMULATED,
             retries=0,
             export=False,
+            update_cassettes=True,
             reporter=live_reports,
         )
     )
@@ -126,8 +127,11 @@ def test_a_live_run_then_a_replay_from_python(tmp_path: Path, server: ChatServer
     assert live.record.run_id == live.run_id and len(live.record.attempts) == 2
     assert sorted(live_reports.attempts) == [("broken", 2), ("hello", 2)]
     assert live_reports.notes[0].startswith(f"run {live.run_id}: 2 attempts")
+    assert sorted(p.name for p in live.cassettes) == ["broken.tape", "hello.tape"]
     tape = config.cassettes / "basic" / "hello.tape"
     (recorded,) = TapeReader(tape).sessions()
+    (own,) = TapeReader(live.tapes / "basic" / "hello.tape").sessions()  # type: ignore[operator]
+    assert own.events == recorded.events
     assert recorded.header.mode is Mode.LIVE and recorded.header.source is Source.SIMULATED
     assert dict(recorded.header.metadata)["run_id"] == live.run_id
     calls = len(server.requests)
@@ -143,7 +147,10 @@ def test_a_live_run_then_a_replay_from_python(tmp_path: Path, server: ChatServer
     assert sorted(by_case) == ["broken", "hello"]  # the recorded 500 is served again
     replayed = by_case["hello"]
     assert replayed.verdict is Verdict.PASSED
-    (session,) = TapeReader(replayed.job.tape).sessions()
+    # both runs' clocks start alike here, so they share a run id and its tapes folder
+    (session,) = [
+        s for s in TapeReader(replayed.job.tape).sessions() if s.header.mode is Mode.REPLAY
+    ]
     assert session.header.mode is Mode.REPLAY and session.header.replay_of == recorded.session_id
 
 
@@ -158,9 +165,10 @@ def test_a_replay_with_a_broken_harness_reports_the_regression(
             host=host_at(project),
             models=("fake-1",),
             trials=1,
-            cases_prefix="hello",
+            cases=("hello",),
             source=Source.SIMULATED,
             export=False,
+            update_cassettes=True,
         )
     )
     assert [r.verdict for r in live.pool.results] == [Verdict.PASSED]

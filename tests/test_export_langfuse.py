@@ -295,6 +295,7 @@ def test_a_live_run_exports_one_linked_trace_per_attempt_and_scores_on_its_root(
     done = evaltape(
         project,
         "live",
+        "--update-cassettes",
         "-m",
         "agent-1",
         "--source",
@@ -444,6 +445,7 @@ def test_export_content_is_opt_in_with_one_switch(
     done = evaltape(
         project,
         "live",
+        "--update-cassettes",
         "-m",
         "agent-1",
         "--source",
@@ -472,6 +474,7 @@ def test_no_export_turns_exporting_off_and_replays_export_only_when_asked(
     done = evaltape(
         project,
         "live",
+        "--update-cassettes",
         "-m",
         "agent-1",
         "--source",

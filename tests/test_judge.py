@@ -206,7 +206,7 @@ def judge_at(judge_api: Provider) -> Judge:
 def run_live(
     root: Path, suites: tuple[Suite, ...], env: JobEnv, trials: int = 1
 ) -> dict[tuple[str, int], JobResult]:
-    jobs = plan_live(suites, ["agent-1"], trials, root / "cassettes", "run-live")
+    jobs = plan_live(suites, ["agent-1"], trials, root / "results", "run-live")
     outcome = run_pool(jobs, env, concurrency=2)
     return {(r.job.case.id, r.job.attempt): r for r in outcome.results}
 
@@ -349,7 +349,7 @@ def test_a_live_judged_attempt_is_graded_and_the_judge_call_recorded_apart_from_
     assert headers[ROLE_HEADER] == JUDGE_ROLE
 
     # on the tape: one agent turn, the judge's exchange kept apart, the key redacted
-    tape = tmp_path / "cassettes" / "judged" / "good.tape"
+    tape = tmp_path / "results" / "tapes" / "run-live" / "judged" / "good.tape"
     assert JUDGE_KEY.encode() not in tape.read_bytes()
     (recorded,) = TapeReader(tape).sessions()
     session = fold(recorded.events)
@@ -415,7 +415,9 @@ def test_an_unreachable_judge_leaves_trials_unscored_without_failing_the_agents_
     result = run_live(tmp_path, suites, env_for(agent_api, gone))[("good", 0)]
     assert result.verdict is Verdict.ERROR and result.tainted
     assert result.reason.startswith("the judge gave no score: judge call failed: ConnectError")
-    (recorded,) = TapeReader(tmp_path / "cassettes" / "judged" / "good.tape").sessions()
+    (recorded,) = TapeReader(
+        tmp_path / "results" / "tapes" / "run-live" / "judged" / "good.tape"
+    ).sessions()
     session = fold(recorded.events)
     assert session.errors == () and len(session.turns) == 1
     assert len(judge_exchanges(session)) == 1 and judge_exchanges(session)[0].error is not None
@@ -495,7 +497,7 @@ def _no_sockets(monkeypatch: pytest.MonkeyPatch) -> list[object]:
 def _replay(root: Path, suites: tuple[Suite, ...], env: JobEnv) -> dict[str, JobResult]:
     cases = {c.id: c for s in suites for c in s.cases}
     recorded = []
-    for tape in sorted((root / "cassettes").rglob("*.tape")):
+    for tape in sorted((root / "results").rglob("*.tape")):
         for session in TapeReader(tape).sessions():
             if session.header.mode is Mode.LIVE:
                 recorded.append((cases[session.header.case_id], session))
@@ -547,7 +549,9 @@ def test_a_changed_rubric_is_not_re_judged_and_counts_as_neither_pass_nor_fail(
     assert judge_status([replayed.judgement]) is JudgeStatus.NOT_REJUDGED
 
     # rescore: the same, from the tape alone
-    (recorded,) = TapeReader(tmp_path / "cassettes" / "judged" / "low.tape").sessions()
+    (recorded,) = TapeReader(
+        tmp_path / "results" / "tapes" / "run-live" / "judged" / "low.tape"
+    ).sessions()
     session = fold(recorded.events)
     case: Case = suites[0].cases[0]
     score, judgement = rejudge_offline(score_session(case, session), case, session)
@@ -595,7 +599,17 @@ def test_live_reports_grading_on_its_own_line_and_records_who_graded(
     tmp_path: Path, agent_api: Provider, judge_api: Provider
 ) -> None:
     project = _project(tmp_path, agent_api, judge_api)
-    done = _evaltape(project, "live", "-m", "agent-1", "--trials", "2", "--source", "simulated")
+    done = _evaltape(
+        project,
+        "live",
+        "--update-cassettes",
+        "-m",
+        "agent-1",
+        "--trials",
+        "2",
+        "--source",
+        "simulated",
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert "agent-1: 2/4 passed, 2 could not be judged · 40 tokens (28 in, 12 out)" in lines
@@ -635,7 +649,9 @@ def test_live_refuses_a_colliding_judge_before_any_model_call(
     if settings.get("judge_base_url") == "AGENT":
         settings = settings | {"judge_base_url": agent_api.url.replace("/v1", "/judge/v1")}
     project = _project(tmp_path, agent_api, judge_api, **settings)
-    done = _evaltape(project, "live", "-m", "agent-1", "--source", "simulated")
+    done = _evaltape(
+        project, "live", "--update-cassettes", "-m", "agent-1", "--source", "simulated"
+    )
     assert done.returncode == 2
     (line,) = done.stderr.splitlines()
     assert line.startswith("evaltape: error: judge refused: ") and message in line

@@ -176,7 +176,9 @@ def record_live(project: Path, verdict: str) -> subprocess.CompletedProcess[str]
         }
         (project / "settings.json").write_text(json.dumps(config))
         write_config(project, **config)
-        live, _ = evaltape(project, "live", "-m", "agent-1", "--source", "simulated")
+        live, _ = evaltape(
+            project, "live", "--update-cassettes", "-m", "agent-1", "--source", "simulated"
+        )
         assert live.returncode == 0, live.stderr
         assert len(judge_api.requests) == 1
         assert judge_api.requests[0][ROLE_HEADER] == JUDGE_ROLE

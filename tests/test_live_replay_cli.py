@@ -100,7 +100,17 @@ def test_live_records_every_failure_kind_and_replay_offline_is_unchanged(
     project = make_project(
         tmp_path, MIXED, agent="chat_agent:run", base_url=server.url, hang_limit=1.5
     )
-    live = evaltape(project, "live", "-m", "fake-1", "--source", "simulated", "--retries", "1")
+    live = evaltape(
+        project,
+        "live",
+        "--update-cassettes",
+        "-m",
+        "fake-1",
+        "--source",
+        "simulated",
+        "--retries",
+        "1",
+    )
     assert live.returncode == 0, live.stderr
     assert "fake-1: 3/6 passed, 2 could not be judged" in live.stdout
     assert f"{3 * 15} tokens" in live.stdout  # three answers with usage, 15 tokens each
@@ -170,7 +180,7 @@ def test_a_command_agent_is_recorded_through_the_proxy_and_replayed(
     project = make_project(
         tmp_path, [case("one", "first"), case("two", "second")], agent=agent, base_url=server.url
     )
-    live = evaltape(project, "live", "-m", "fake-1", "--trials", "2")
+    live = evaltape(project, "live", "--update-cassettes", "-m", "fake-1", "--trials", "2")
     assert live.returncode == 0, live.stderr
     assert "fake-1: 4/4 passed" in live.stdout
     assert len(server.requests) == 4
@@ -193,7 +203,7 @@ def test_a_malformed_suite_is_refused_before_any_model_call(
 ) -> None:
     bad = [json.dumps({"id": f"bad-{n}", "prompt": "x"}) for n in range(20)]
     project = make_project(tmp_path, bad, agent="chat_agent:run", base_url=server.url)
-    result = evaltape(project, "live", "-m", "fake-1")
+    result = evaltape(project, "live", "--update-cassettes", "-m", "fake-1")
     assert result.returncode == 2
     errors = [line for line in result.stderr.splitlines() if line.startswith("evals/basic.jsonl:")]
     assert len({line.split(":")[1] for line in errors}) == 20
@@ -206,7 +216,7 @@ def test_a_harness_change_shows_as_stale_or_regression(tmp_path: Path, server: C
     project = make_project(
         tmp_path, [case("hello", "say hello")], agent="chat_agent:run", base_url=server.url
     )
-    assert evaltape(project, "live", "-m", "fake-1").returncode == 0
+    assert evaltape(project, "live", "--update-cassettes", "-m", "fake-1").returncode == 0
     server.stop()
 
     changed = evaltape(project, "replay", env={"CHAT_AGENT_VARIANT": "changed_request"})
@@ -231,7 +241,7 @@ def test_a_refused_api_key_stops_the_run_with_one_line(tmp_path: Path, server: C
     project = make_project(
         tmp_path, cases, agent="chat_agent:run", base_url=server.url, concurrency=2
     )
-    result = evaltape(project, "live", "-m", "fake-1")
+    result = evaltape(project, "live", "--update-cassettes", "-m", "fake-1")
     assert result.returncode == 2, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("evaltape: error")]
     assert len(errors) == 1 and "HTTP 401" in errors[0]
@@ -252,7 +262,14 @@ def test_ctrl_c_keeps_every_finished_attempt(tmp_path: Path, server: ChatServer)
         tmp_path, cases, agent="chat_agent:run", base_url=server.url, concurrency=2
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "evaltape.scoring._cli", "live", "-m", "fake-1"],
+        [
+            sys.executable,
+            "-m",
+            "evaltape.scoring._cli",
+            "live",
+            "-m",
+            "fake-1",
+        ],
         cwd=project,
         env=agent_env(),
         stderr=subprocess.PIPE,
@@ -275,7 +292,8 @@ def test_ctrl_c_keeps_every_finished_attempt(tmp_path: Path, server: ChatServer)
     finished = {a.session_id for a in record.attempts if a.verdict is Verdict.PASSED}
     assert len(finished) >= 2
     on_tape = {}
-    for tape in (project / "cassettes" / "basic").glob("*.tape"):
+    assert not (project / "cassettes").exists()  # live leaves the cassettes alone by default
+    for tape in (project / ".evaltape" / "results" / "tapes").rglob("*.tape"):
         for s in sessions(tape):
             on_tape[s.session_id] = s
     for session_id in finished:
@@ -295,7 +313,9 @@ def test_compare_runs_both_models_through_one_pool_and_replays_with_the_recorded
         agent="chat_agent:run",
         base_url=server.url,
     )
-    live = evaltape(project, "live", "--compare", "m1,m2", "--trials", "2", "--seed", "7")
+    live = evaltape(
+        project, "live", "--update-cassettes", "--compare", "m1,m2", "--trials", "2", "--seed", "7"
+    )
     assert live.returncode == 0, live.stderr
     assert "m1: 4/4 passed" in live.stdout and "m2: 4/4 passed" in live.stdout
     assert {body["seed"] for body in server.requests} == {7, 8}

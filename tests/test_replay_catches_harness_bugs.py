@@ -123,6 +123,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
         live = evaltape(
             project,
             "live",
+            "--update-cassettes",
             "-m",
             MODEL,
             "--base-url",

@@ -105,8 +105,9 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         plan = [(name, args) for name, args in case["plan"]]  # type: ignore[attr-defined]
         with ForcedChatServer(plan, str(case["answer"])) as server:
             live = evaltape(
-                root, "live", "-m", MODEL, "--base-url", server.url, "--cases", str(case["id"]),
-                "--source", "simulated", "--source-detail", "tests/agents/forced_chat_server.py",
+                root, "live", "--update-cassettes", "-m", MODEL, "--base-url", server.url,
+                "--cases", str(case["id"]), "--source", "simulated",
+                "--source-detail", "tests/agents/forced_chat_server.py",
             )  # fmt: skip
         assert live.returncode == 0, live.stdout + live.stderr
     yield root

@@ -85,7 +85,9 @@ def recorded(tmp_path: Path) -> Path:
     """A project whose cases one and two are recorded live; the server is gone."""
     project = project_with(tmp_path / "p", "one", "two")
     with ChatServer() as server:
-        live = evaltape(project, "live", "-m", "fake-1", "--base-url", server.url)
+        live = evaltape(
+            project, "live", "--update-cassettes", "-m", "fake-1", "--base-url", server.url
+        )
     assert live.returncode == 0, live.stdout + live.stderr
     return project
 

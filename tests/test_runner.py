@@ -121,7 +121,7 @@ def test_retry_waits_follow_the_providers_hint_then_back_off() -> None:
 
 def test_two_models_take_about_as_long_as_one(tmp_path: Path) -> None:
     suites = suites_of(tmp_path, {f"case-{n}": f"question {n}" for n in range(4)})
-    jobs = plan_live(suites, ["m1", "m2"], 2, tmp_path / "cassettes", "run-1")
+    jobs = plan_live(suites, ["m1", "m2"], 2, tmp_path / "results", "run-1")
     assert len(jobs) == 16
     with ChatServer(meet=16, hang=30.0) as slow:  # each answer waits until all 16 are in
         outcome = run_pool(jobs, env_for(slow, hang_limit=60.0), concurrency=16)
@@ -131,14 +131,14 @@ def test_two_models_take_about_as_long_as_one(tmp_path: Path) -> None:
         (j.model, j.case.id, j.attempt) for j in jobs
     )
     assert all(r.verdict is Verdict.PASSED for r in outcome.results)
-    tape = tmp_path / "cassettes" / "suite" / "case-0.tape"
+    tape = tmp_path / "results" / "tapes" / "run-1" / "suite" / "case-0.tape"
     models = sorted(s.header.model for s in TapeReader(tape).sessions())
     assert models == ["m1", "m1", "m2", "m2"]
 
 
 def test_a_hung_python_agent_is_abandoned_at_the_hang_limit(tmp_path: Path) -> None:
     suites = suites_of(tmp_path, {"stuck": "[hang] wait"})
-    (job,) = plan_live(suites, ["m"], 1, tmp_path / "cassettes", "run")
+    (job,) = plan_live(suites, ["m"], 1, tmp_path / "results", "run")
     with ChatServer(hang=60.0) as hanging:  # held until the server stops
         result = run_job(job, env_for(hanging, hang_limit=0.4))
         assert hanging.holding == 1  # abandoned, not waited for
@@ -150,7 +150,7 @@ def test_a_hung_python_agent_is_abandoned_at_the_hang_limit(tmp_path: Path) -> N
 
 def test_the_overall_time_limit_stops_the_run_and_keeps_what_finished(tmp_path: Path) -> None:
     suites = suites_of(tmp_path, {f"s-{n}": f"[slow] {n}" for n in range(6)})
-    jobs = plan_live(suites, ["m"], 1, tmp_path / "cassettes", "run")
+    jobs = plan_live(suites, ["m"], 1, tmp_path / "results", "run")
     finished: list[JobResult] = []
 
     def clock() -> float:  # 0.3 s per finished job, whatever the machine's speed
@@ -173,7 +173,7 @@ def test_the_overall_time_limit_stops_the_run_and_keeps_what_finished(tmp_path: 
 def test_a_401_stops_the_pool_and_cancels_the_attempts_in_flight(tmp_path: Path) -> None:
     prompts = {"denied": "[401] key?"} | {f"s-{n}": f"[hang] {n}" for n in range(5)}
     suites = suites_of(tmp_path, prompts)
-    jobs = plan_live(suites, ["m"], 1, tmp_path / "cassettes", "run")
+    jobs = plan_live(suites, ["m"], 1, tmp_path / "results", "run")
     with ChatServer(hang=60.0) as s:  # held until the server stops
         outcome = run_pool(jobs, env_for(s, hang_limit=60.0), concurrency=2)
         assert s.holding == 1  # the attempt in flight was cancelled, not waited for
@@ -185,7 +185,7 @@ def test_a_401_stops_the_pool_and_cancels_the_attempts_in_flight(tmp_path: Path)
 
 def test_a_replay_job_reproduces_the_recorded_verdict(tmp_path: Path, server: ChatServer) -> None:
     suites = suites_of(tmp_path, {"hello": "hi", "broken": "[malformed] x"})
-    jobs = plan_live(suites, ["m"], 1, tmp_path / "cassettes", "live")
+    jobs = plan_live(suites, ["m"], 1, tmp_path / "results", "live")
     live = run_pool(jobs, env_for(server), concurrency=2)
     server.stop()
     recorded = []

@@ -46,8 +46,8 @@ def evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def live(project: Path, base_url: str) -> None:
     result = evaltape(
-        project, "live", "-m", "fake-1", "--base-url", base_url, "--source", "simulated",
-        "--source-detail", "tests/agents/chat_server.py",
+        project, "live", "--update-cassettes", "-m", "fake-1", "--base-url", base_url,
+        "--source", "simulated", "--source-detail", "tests/agents/chat_server.py",
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
 

@@ -18,6 +18,7 @@ import click
 
 from evaltape.scoring._config import ConfigError, load_config
 from evaltape.scoring._settings import SETTINGS, Setting, SettingKind
+from evaltape.scoring.cases._cases import split_cases
 
 R = TypeVar("R")
 
@@ -111,3 +112,24 @@ def config_options(*names: str) -> Callable[[Callable[..., R]], Callable[..., R]
         return decorated
 
     return decorate
+
+
+def _split_cases(ctx: click.Context, param: click.Parameter, given: tuple[str, ...]) -> object:
+    return split_cases(given)
+
+
+def cases_option(func: Callable[..., R]) -> Callable[..., R]:
+    """``--cases ID[,ID...]`` (repeatable), handed to the body as ``cases: tuple[str, ...]``.
+
+    Each value is an exact case id or, when no id equals it, an id prefix;
+    ``scoring.cases.select`` resolves them, the same for every command.
+    """
+    return click.option(
+        "--cases",
+        "cases",
+        multiple=True,
+        callback=_split_cases,
+        metavar="ID[,ID...]",
+        help="Only these cases: each an exact id or, when no id equals it, an id prefix. "
+        "Comma-separated and/or repeated.",
+    )(func)

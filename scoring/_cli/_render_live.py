@@ -161,6 +161,14 @@ def render_outcome(outcome: LiveOutcome, opts: GateOptions) -> int:
         f"record: {display_path(outcome.record_path)}",
         err=True,
     )
+    if outcome.cassettes:
+        click.echo(f"cassettes updated: {len(outcome.cassettes)} tape(s)", err=True)
+    if pool.not_started:
+        click.echo(
+            f"budget reached: {pool.not_started} attempt(s) not started; "
+            "finished attempts were kept",
+            err=True,
+        )
     if pool.stopped is StopKind.AUTH:
         fail(f"{pool.reason}; check OPENAI_API_KEY / ANTHROPIC_API_KEY", EXIT_AUTH)
     if pool.stopped is StopKind.LIMIT:

@@ -8,7 +8,7 @@ import click
 
 from evaltape.recorder import Source
 from evaltape.scoring._cli._boundary import EXIT_INTERRUPTED, boundary, fail, interruptible
-from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._cli._options import cases_option, config_options
 from evaltape.scoring._cli._progress import CliReporter
 from evaltape.scoring._cli._render_ab import ABProgress, print_report
 from evaltape.scoring._cli.live import SOURCES
@@ -40,9 +40,7 @@ EXIT_AUTH = 2
     help="Variant B: environment overrides for its attempts.",
 )
 @click.option("-m", "--model", "model", metavar="MODEL", help="The model under test (both sides).")
-@click.option(
-    "--cases", "cases_prefix", metavar="PREFIX", help="Only cases whose id starts with PREFIX."
-)
+@cases_option
 @click.option(
     "--alpha",
     type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
@@ -97,7 +95,7 @@ def ab(
     baseline_spec: str,
     candidate_spec: str,
     model: str | None,
-    cases_prefix: str | None,
+    cases: tuple[str, ...],
     alpha: float,
     source: str,
     source_detail: str,
@@ -128,7 +126,7 @@ def ab(
         baseline=baseline,
         candidate=candidate,
         model=chosen_model,
-        cases_prefix=cases_prefix,
+        cases=cases,
         suite=suite,
         alpha=alpha,
         source=Source(source),

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import click
 
-from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._cli._options import cases_option, config_options
 from evaltape.scoring._cli.validate import load_or_report
 from evaltape.scoring._config import Config
 from evaltape.scoring.cases._cases import SelectionError, select
 
 
 @click.command(name="list")
-@click.option(
-    "--cases", "cases_prefix", metavar="PREFIX", help="Only cases whose id starts with PREFIX."
-)
+@cases_option
 @click.option("--suite", metavar="NAME", help="Only the suite NAME (a suite file's stem).")
 @config_options("suites", "rubrics")
-def list_cases(cases_prefix: str | None, suite: str | None, config: Config) -> None:
+def list_cases(cases: tuple[str, ...], suite: str | None, config: Config) -> None:
     """List the selected cases: suite, id, kind, pinned model and markers.
 
     Markers: Q = quarantined (kept out of the gate), G = known gap (expected
@@ -24,7 +22,7 @@ def list_cases(cases_prefix: str | None, suite: str | None, config: Config) -> N
     """
     suites = load_or_report((), config)
     try:
-        chosen = select(suites, cases_prefix=cases_prefix, suite=suite)
+        chosen = select(suites, cases=cases, suite=suite)
     except SelectionError as exc:
         click.echo(f"evaltape: error: {exc}", err=True)
         raise SystemExit(2) from exc

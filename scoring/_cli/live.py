@@ -9,7 +9,7 @@ import click
 from evaltape.recorder import Source
 from evaltape.scoring._cli import _gate_flow
 from evaltape.scoring._cli._boundary import boundary, interruptible
-from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._cli._options import cases_option, config_options
 from evaltape.scoring._cli._progress import CliReporter
 from evaltape.scoring._cli._render_live import render_outcome
 from evaltape.scoring._config import Config
@@ -45,9 +45,7 @@ def models_of(model: str | None, compare: str | None, config: Config) -> tuple[s
     metavar="M1,M2",
     help="Run every case with each of these models, through one pool.",
 )
-@click.option(
-    "--cases", "cases_prefix", metavar="PREFIX", help="Only cases whose id starts with PREFIX."
-)
+@cases_option
 @click.option("--suite", metavar="NAME", help="Only the suite NAME (a suite file's stem).")
 @click.option(
     "--source",
@@ -83,6 +81,12 @@ def models_of(model: str | None, compare: str | None, config: Config) -> tuple[s
     help="Run only the new or edited cases, 3 times each; exit 1 when a case's attempts split.",
 )
 @click.option(
+    "--update-cassettes",
+    is_flag=True,
+    help="Also put each attempt's session into <cassettes>/<suite>/<case>.tape, replacing "
+    "the recording of the same case, model and attempt (never with --gate).",
+)
+@click.option(
     "--no-export",
     is_flag=True,
     help="Do not export traces, even when LANGFUSE_* or OTEL_EXPORTER_OTLP_* is set.",
@@ -115,7 +119,7 @@ def models_of(model: str | None, compare: str | None, config: Config) -> tuple[s
 def live(
     model: str | None,
     compare: str | None,
-    cases_prefix: str | None,
+    cases: tuple[str, ...],
     suite: str | None,
     source: str,
     source_detail: str,
@@ -123,12 +127,18 @@ def live(
     time_limit: float | None,
     retries: int,
     entry_check: bool,
+    update_cassettes: bool,
     no_export: bool,
     export_content: bool,
     config: Config,
     gate_opts: GateOptions,
 ) -> None:
-    """Run the selected cases live: every attempt recorded to <cassettes>/<suite>/<case>.tape.
+    """Run the selected cases live: every attempt recorded to the run's own tapes,
+    <results>/tapes/<run id>/<suite>/<case>.tape.
+
+    With --update-cassettes each session also replaces the recording of the same
+    case, model and attempt in <cassettes>/<suite>/<case>.tape (atomically), so
+    cassettes never hold duplicates; --gate never changes the cassettes.
 
     Suites are validated first (bad input: FILE:LINE errors, exit 2, no model
     call).  Prints one line per finished attempt on stderr and a per-model
@@ -148,7 +158,7 @@ def live(
         host=Host.of_process(),
         models=models_of(model, compare, config),
         trials=trials,
-        cases_prefix=cases_prefix,
+        cases=cases,
         suite=suite,
         source=Source(source),
         source_detail=source_detail,
@@ -156,6 +166,7 @@ def live(
         time_limit=time_limit,
         retries=retries,
         entry_check=entry_check,
+        update_cassettes=update_cassettes,
         export=not no_export,
         export_content=export_content,
         gate=gate_opts,

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from evaltape.scoring._cli._boundary import EXIT_INTERRUPTED, boundary, fail, interruptible
-from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._cli._options import cases_option, config_options
 from evaltape.scoring._cli._progress import CliReporter
 from evaltape.scoring._cli._render_replay import print_report
 from evaltape.scoring._config import Config, display_path
@@ -37,9 +37,7 @@ from evaltape.scoring.run._stop import StopKind
     help="A selected case with no recording is listed, not a failure.",
 )
 @click.option("-v", "--verbose", is_flag=True, help="One line per replayed attempt.")
-@click.option(
-    "--cases", "cases_prefix", metavar="PREFIX", help="Only cases whose id starts with PREFIX."
-)
+@cases_option
 @click.option("--suite", metavar="NAME", help="Only the suite NAME (a suite file's stem).")
 @click.option(
     "--allow-live-judge",
@@ -84,7 +82,7 @@ def replay(
     lenient: bool,
     allow_unrecorded: bool,
     verbose: bool,
-    cases_prefix: str | None,
+    cases: tuple[str, ...],
     suite: str | None,
     allow_live_judge: bool,
     export_traces: bool,
@@ -115,7 +113,7 @@ def replay(
             latest=latest,
             lenient=lenient,
             allow_unrecorded=allow_unrecorded,
-            cases_prefix=cases_prefix,
+            cases=cases,
             suite=suite,
             allow_live_judge=allow_live_judge,
             export=export_traces,

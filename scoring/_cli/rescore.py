@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from evaltape.scoring._cli._boundary import boundary, interruptible
-from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._cli._options import cases_option, config_options
 from evaltape.scoring._cli._render_rescore import print_report
 from evaltape.scoring._config import Config, display_path
 from evaltape.scoring.run._host import Host
@@ -26,9 +26,7 @@ LIVE_JUDGE_REFUSED = (
     is_flag=True,
     help="Tapes: rescore only the newest session per case, model and attempt.",
 )
-@click.option(
-    "--cases", "cases_prefix", metavar="PREFIX", help="Only cases whose id starts with PREFIX."
-)
+@cases_option
 @click.option("--suite", metavar="NAME", help="Only the suite NAME (a suite file's stem).")
 @click.option(
     "--allow-live-judge",
@@ -49,7 +47,7 @@ LIVE_JUDGE_REFUSED = (
 def rescore(
     sources: tuple[str, ...],
     latest: bool,
-    cases_prefix: str | None,
+    cases: tuple[str, ...],
     suite: str | None,
     allow_live_judge: bool,
     config: Config,
@@ -75,7 +73,7 @@ def rescore(
         host=Host.of_process(),
         sources=sources,
         latest=latest,
-        cases_prefix=cases_prefix,
+        cases=cases,
         suite=suite,
     )
     done = run_rescore(request)

@@ -8,8 +8,9 @@ before any agent or model is called.
 
 from __future__ import annotations
 
+import difflib
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import attrs
 
@@ -180,12 +181,14 @@ class SelectionError(ScoringError):
 
 
 def select(
-    suites: Iterable[Suite], *, cases_prefix: str | None = None, suite: str | None = None
+    suites: Iterable[Suite], *, cases: Sequence[str] = (), suite: str | None = None
 ) -> tuple[Suite, ...]:
-    """The suites and cases a run would use: ``suite`` by name, cases by id prefix.
+    """The suites and cases a run would use: ``suite`` by name, ``cases`` by id.
 
-    Suites left with no case are dropped.  Raises ``SelectionError`` when the
-    suite name is unknown or nothing is selected, so a typo never runs zero
+    Each value of ``cases`` is an exact case id or, when no id equals it, an
+    id prefix; empty selects every case.  Suites left with no case are
+    dropped.  Raises ``SelectionError`` when the suite name is unknown or a
+    value selects nothing (naming the close ids), so a typo never runs zero
     cases and reports success.
     """
     suites = tuple(suites)
@@ -195,16 +198,32 @@ def select(
             f'no suite named "{suite}"{suggest(suite, names)}; the suites are '
             + (", ".join(names) or "none")
         )
-    chosen: list[Suite] = []
-    for candidate in suites:
-        if suite is not None and candidate.name != suite:
+    scoped = tuple(s for s in suites if suite is None or s.name == suite)
+    scope = f'suite "{suite}"' if suite is not None else "the loaded suites"
+    ids = tuple(c.id for s in scoped for c in s.cases)
+    wanted: set[str] = set()
+    for value in dict.fromkeys(cases):
+        if value in ids:
+            wanted.add(value)
             continue
-        cases = tuple(c for c in candidate.cases if c.id.startswith(cases_prefix or ""))
-        if cases:
-            chosen.append(attrs.evolve(candidate, cases=cases))
+        matched = {i for i in ids if i.startswith(value)}
+        if not matched:
+            close = difflib.get_close_matches(value, ids, n=3, cutoff=0.5)
+            hint = f"; close ids: {', '.join(close)}" if close else ""
+            raise SelectionError(f'no case id in {scope} is or starts with "{value}"{hint}')
+        wanted |= matched
+    chosen: list[Suite] = []
+    for candidate in scoped:
+        picked = tuple(c for c in candidate.cases if not cases or c.id in wanted)
+        if picked:
+            chosen.append(attrs.evolve(candidate, cases=picked))
     if not chosen:
-        scope = f'suite "{suite}"' if suite is not None else "the loaded suites"
-        if cases_prefix:
-            raise SelectionError(f'no case id in {scope} starts with "{cases_prefix}"')
         raise SelectionError(f"no cases in {scope}")
     return tuple(chosen)
+
+
+def split_cases(values: Iterable[str]) -> tuple[str, ...]:
+    """``--cases a,b --cases c`` as ``("a", "b", "c")``: commas split, blanks dropped."""
+    return tuple(
+        dict.fromkeys(part.strip() for value in values for part in value.split(",") if part.strip())
+    )

@@ -63,8 +63,8 @@ class ABRequest:
     """Variant B."""
     model: str
     """The model under test, both sides."""
-    cases_prefix: str | None = None
-    """Only cases whose id starts with this."""
+    cases: tuple[str, ...] = ()
+    """Only these cases: each an exact case id or, when no id equals it, an id prefix."""
     suite: str | None = None
     """Only the suite of this name."""
     alpha: float = 0.05
@@ -139,7 +139,7 @@ def run_ab(request: ABRequest) -> ABOutcome:
     """
     config, host, reporter = request.config, request.host, request.reporter
     a, b = request.baseline, request.candidate
-    selection = load_selection(config, host, request.cases_prefix, request.suite)
+    selection = load_selection(config, host, request.cases, request.suite)
     warn_without_keys(request.source, host.environ, reporter)
     run_id = make_run_id(host.clock, host.entropy)
     trials = config.trials

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import attrs
 
-from evaltape.recorder import VERSION, Source
+from evaltape.recorder import VERSION, Source, TapeError
 from evaltape.scoring._config import Config
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.cost._pricing import Prices
@@ -24,11 +24,13 @@ from evaltape.scoring.judge._judgement import Floors, JudgeStatus
 from evaltape.scoring.results._baselines import BaselineError
 from evaltape.scoring.results._history import RunLog
 from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
+from evaltape.scoring.run._budget import Budget
+from evaltape.scoring.run._cassettes import update_cassette
 from evaltape.scoring.run._export_step import finish_export, start_export, submit
 from evaltape.scoring.run._host import SILENT, Host, Reporter
 from evaltape.scoring.run._jobs import JobEnv, JobResult, LiveWire
 from evaltape.scoring.run._judge_step import default_scorer
-from evaltape.scoring.run._plan import plan_live
+from evaltape.scoring.run._plan import AttemptKey, plan_live
 from evaltape.scoring.run._pool import PoolOutcome, run_pool
 from evaltape.scoring.run._setup import (
     RunRefused,
@@ -74,8 +76,8 @@ class LiveRequest:
     """The models under test (more than one: every case with each, through one pool)."""
     trials: int
     """Attempts per case (``ENTRY_TRIALS`` replaces it for an entry check)."""
-    cases_prefix: str | None = None
-    """Only cases whose id starts with this."""
+    cases: tuple[str, ...] = ()
+    """Only these cases: each an exact case id or, when no id equals it, an id prefix."""
     suite: str | None = None
     """Only the suite of this name."""
     source: Source = Source.REAL_API
@@ -96,6 +98,14 @@ class LiveRequest:
     """Exported traces include prompts, messages, tool data and the judge's rationale."""
     gate: GateOptions = attrs.field(factory=GateOptions)
     """The gate, baseline and scoreboard options."""
+    update_cassettes: bool = False
+    """Also put each attempt's session into ``<cassettes>/<suite>/<case id>.tape``, replacing
+    the live session of the same case, model and attempt index (refused with a gate)."""
+    only: tuple[AttemptKey, ...] = ()
+    """Only these (case id, model, attempt index) of the planned attempts; empty: all."""
+    budget: float | None = None
+    """USD: once the attempts' cost reaches it, no new attempt starts (running ones finish
+    and are kept); ``LiveOutcome.pool.not_started`` counts the rest."""
     reporter: Reporter = SILENT
     """Where progress goes while the run goes on."""
 
@@ -113,7 +123,9 @@ class LiveOutcome:
     record_path: Path | None = None
     """Where the run record was written."""
     tapes: Path | None = None
-    """The cassettes folder the attempts' tapes were appended to."""
+    """The run's own tapes folder, ``<results>/tapes/<run id>``."""
+    cassettes: tuple[Path, ...] = ()
+    """The cassettes rewritten with this run's sessions (``update_cassettes``)."""
     models: tuple[str, ...] = ()
     """The models under test."""
     trials: int = 0
@@ -154,12 +166,14 @@ def run_live(request: LiveRequest) -> LiveOutcome:
     the time limit) is not an error: ``outcome.pool.stopped`` says which.
     """
     config, host, opts, reporter = request.config, request.host, request.gate, request.reporter
+    if request.update_cassettes and opts.gate:
+        raise RunRefused("--gate never changes the cassettes; drop --update-cassettes (or --gate)")
     folder = baselines_folder(config.suites)
     try:
         check_named_baseline(opts, folder, request.models)
     except BaselineError as exc:
         raise _refused(exc) from exc
-    selection = load_selection(config, host, request.cases_prefix, request.suite)
+    selection = load_selection(config, host, request.cases, request.suite)
     prices = prices_for(config, host.environ)
     chosen, trials = selection.chosen, request.trials
     if request.entry_check:
@@ -180,7 +194,7 @@ def run_live(request: LiveRequest) -> LiveOutcome:
         trials = ENTRY_TRIALS
     warn_without_keys(request.source, host.environ, reporter)
     run_id = make_run_id(host.clock, host.entropy)
-    jobs = plan_live(chosen, request.models, trials, config.cassettes, run_id)
+    jobs = plan_live(chosen, request.models, trials, config.results, run_id, only=request.only)
     judge = judge_for(config, host.environ, [job.model for job in jobs])
     floors = Floors(mean=config.judge_mean_floor, trial=config.judge_trial_floor)
     try:
@@ -237,9 +251,19 @@ def run_live(request: LiveRequest) -> LiveOutcome:
         ),
     )
 
+    updated: dict[Path, None] = {}
+
     def on_result(result: JobResult) -> None:
         log.add(result.attempt_result())
         reporter.attempt(result, len(jobs))
+        if request.update_cassettes:
+            try:
+                cassette = update_cassette(config.cassettes, result)
+            except TapeError as exc:
+                reporter.warning(f"cassette not updated: {exc}")
+            else:
+                if cassette is not None:
+                    updated[cassette] = None
         submit(exporter, result)
 
     cases = sum(len(s.cases) for s in chosen)
@@ -261,6 +285,7 @@ def run_live(request: LiveRequest) -> LiveOutcome:
         concurrency=config.concurrency,
         on_result=on_result,
         time_limit=request.time_limit,
+        budget=Budget(request.budget) if request.budget is not None else None,
     )
     finish_export(exporter, log, reporter)
     status = judge_status(r.judgement for r in pool.results)
@@ -280,7 +305,10 @@ def run_live(request: LiveRequest) -> LiveOutcome:
         except BaselineError as exc:
             raise _refused(exc) from exc
         log.update(**gate_fields(gates, opts.accept))
-    final = finish(log, pool, notes=judge_notes(judge, status))
+    spent = (
+        (f"budget reached: {pool.not_started} attempt(s) not started",) if pool.not_started else ()
+    )
+    final = finish(log, pool, notes=(*spent, *judge_notes(judge, status)))
     saved: tuple[SavedBaseline, ...] = ()
     blocked, save_error = False, ""
     if pool.stopped is None and opts.save:
@@ -296,7 +324,8 @@ def run_live(request: LiveRequest) -> LiveOutcome:
         run_id=run_id,
         record=final,
         record_path=log.path,
-        tapes=config.cassettes,
+        tapes=config.results / "tapes" / run_id,
+        cassettes=tuple(updated),
         models=request.models,
         trials=trials,
         pool=pool,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 
 from evaltape.recorder import RecordedSession
@@ -17,10 +17,23 @@ def cassette_tape(cassettes: Path, case: Case) -> tuple[Path, str]:
     return cassettes / label, label
 
 
+AttemptKey = tuple[str, str, int]
+"""(case id, model, attempt index): what identifies a recorded attempt across runs."""
+
+
 def plan_live(
-    suites: Sequence[Suite], models: Sequence[str], trials: int, cassettes: Path, run_id: str
+    suites: Sequence[Suite],
+    models: Sequence[str],
+    trials: int,
+    results: Path,
+    run_id: str,
+    only: Collection[AttemptKey] = (),
 ) -> tuple[Job, ...]:
-    """Every live job: model x case x attempt; a case pinning a model runs only with it."""
+    """Every live job: model x case x attempt; a case pinning a model runs only with it.
+
+    Each session goes to the run's own tape under ``results`` (``run_tape``);
+    ``only``, when given, keeps just those attempts.
+    """
     jobs: list[Job] = []
     seen: set[tuple[str, str, int]] = set()
     for model in models:
@@ -29,10 +42,10 @@ def plan_live(
                 chosen = case.model or model
                 for attempt in range(trials):
                     key = (case.id, chosen, attempt)
-                    if key in seen:
+                    if key in seen or (only and key not in only):
                         continue
                     seen.add(key)
-                    tape, label = cassette_tape(cassettes, case)
+                    tape, label = run_tape(results, run_id, case)
                     jobs.append(
                         Job(
                             case=case,
@@ -47,7 +60,7 @@ def plan_live(
     return tuple(jobs)
 
 
-def replay_tape(results: Path, run_id: str, case: Case) -> tuple[Path, str]:
+def run_tape(results: Path, run_id: str, case: Case) -> tuple[Path, str]:
     """``<results>/tapes/<run id>/<suite>/<case id>.tape`` and its label relative to results."""
     label = f"tapes/{run_id}/{case.suite}/{case.id}.tape"
     return results / label, label
@@ -59,7 +72,7 @@ def plan_replay(
     """One replay job per recorded session, writing under the results folder."""
     jobs = []
     for case, session in recorded:
-        tape, label = replay_tape(results, run_id, case)
+        tape, label = run_tape(results, run_id, case)
         jobs.append(
             Job(
                 case=case,

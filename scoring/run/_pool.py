@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from evaltape.scoring.run._attempt import run_job
+from evaltape.scoring.run._budget import Budget
 from evaltape.scoring.run._jobs import Job, JobEnv, JobResult, error_result
 from evaltape.scoring.run._stop import StopKind
 
@@ -30,6 +31,8 @@ class PoolOutcome:
     """Why the run stopped early, None if every job ran."""
     reason: str
     """The stop's one-line reason."""
+    not_started: int = 0
+    """Jobs never started because the budget was spent (the run is not stopped by it)."""
 
 
 class _CtrlC:
@@ -62,13 +65,16 @@ class _CtrlC:
             signal.signal(signal.SIGINT, self._previous)
 
 
-def _guarded(job: Job, env: JobEnv) -> JobResult | None:
-    if env.stop.is_set():
+def _guarded(job: Job, env: JobEnv, budget: Budget | None) -> JobResult | None:
+    if env.stop.is_set() or (budget is not None and not budget.admits()):
         return None
     try:
-        return run_job(job, env)
+        result = run_job(job, env)
     except Exception as exc:  # a tape that cannot be written, a scorer's bug: this job only
-        return error_result(job, exc)
+        result = error_result(job, exc)
+    if budget is not None:
+        budget.charge(result)
+    return result
 
 
 def run_pool(
@@ -79,17 +85,21 @@ def run_pool(
     on_result: Callable[[JobResult], None] = lambda result: None,
     time_limit: float | None = None,
     clock: Callable[[], float] = time.monotonic,
+    budget: Budget | None = None,
 ) -> PoolOutcome:
     """Run ``jobs`` ``concurrency`` at a time; Ctrl-C, 401/403 or ``time_limit`` stop early.
 
     ``on_result`` is called in this thread as each job finishes.  On a stop,
     jobs not yet started are dropped and running ones end as cancelled;
-    finished ones are kept.
+    finished ones are kept.  With a ``budget``, jobs start only while the
+    spent cost is below it; the rest are counted in ``not_started``.
     """
     results: list[JobResult] = []
     started = clock()
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="evaltape-job")
-    pending: set[Future[JobResult | None]] = {pool.submit(_guarded, job, env) for job in jobs}
+    pending: set[Future[JobResult | None]] = {
+        pool.submit(_guarded, job, env, budget) for job in jobs
+    }
 
     def collect(done: Iterable[Future[JobResult | None]]) -> None:
         for future in done:
@@ -120,4 +130,10 @@ def run_pool(
             except KeyboardInterrupt:  # no handler of ours (not the main thread)
                 ctrl_c.count += 1
     pool.shutdown(wait=ctrl_c.count < 2, cancel_futures=True)
-    return PoolOutcome(results=tuple(results), stopped=env.stop.kind, reason=env.stop.reason)
+    skipped = 0 if budget is None or env.stop.is_set() else len(jobs) - len(results)
+    return PoolOutcome(
+        results=tuple(results),
+        stopped=env.stop.kind,
+        reason=env.stop.reason,
+        not_started=skipped,
+    )

@@ -62,8 +62,8 @@ class ReplayRequest:
     (the attempt is tainted; its decision keeps the harness change)."""
     allow_unrecorded: bool = False
     """A selected case with no recording is listed but does not fail the replay."""
-    cases_prefix: str | None = None
-    """Only cases whose id starts with this."""
+    cases: tuple[str, ...] = ()
+    """Only these cases: each an exact case id or, when no id equals it, an id prefix."""
     suite: str | None = None
     """Only the suite of this name."""
     allow_live_judge: bool = False
@@ -141,7 +141,7 @@ def run_replay(request: ReplayRequest) -> ReplayOutcome:
     input, e.g. ``allow_live_judge`` with no judge) before anything runs.
     """
     config, host, reporter = request.config, request.host, request.reporter
-    selection = load_selection(config, host, request.cases_prefix, request.suite)
+    selection = load_selection(config, host, request.cases, request.suite)
     prices = prices_for(config, host.environ)
     files = tapes_to_replay(request.tapes or (config.cassettes,))
     all_cases = {c.id: c for s in selection.suites for c in s.cases}

@@ -42,8 +42,8 @@ class RescoreRequest:
     empty: every tape under the cassettes folder."""
     latest: bool = False
     """Tapes: rescore only the newest session per case, model and attempt."""
-    cases_prefix: str | None = None
-    """Only cases whose id starts with this."""
+    cases: tuple[str, ...] = ()
+    """Only these cases: each an exact case id or, when no id equals it, an id prefix."""
     suite: str | None = None
     """Only the suite of this name."""
 
@@ -77,7 +77,7 @@ def run_rescore(request: RescoreRequest) -> RescoreRunOutcome:
     """
     config, host = request.config, request.host
     floors = Floors(mean=config.judge_mean_floor, trial=config.judge_trial_floor)
-    suites, chosen = load_cases(config, request.cases_prefix, request.suite)
+    suites, chosen = load_cases(config, request.cases, request.suite)
     cases = {c.id: c for s in suites for c in s.cases}
     wanted = {c.id for s in chosen for c in s.cases}
     scorer = make_scorer(hang_limit=config.hang_limit)

@@ -55,7 +55,7 @@ class Selection:
 
 
 def load_cases(
-    config: Config, cases_prefix: str | None, suite: str | None
+    config: Config, cases: tuple[str, ...], suite: str | None
 ) -> tuple[tuple[Suite, ...], tuple[Suite, ...]]:
     """Every suite and the selected ones, or ``RunRefused`` (with the problems of invalid
     suite files)."""
@@ -66,16 +66,16 @@ def load_cases(
     except CaseError as exc:
         raise RunRefused(str(exc), problems=exc.problems) from exc
     try:
-        return suites, select(suites, cases_prefix=cases_prefix, suite=suite)
+        return suites, select(suites, cases=cases, suite=suite)
     except SelectionError as exc:
         raise RunRefused(str(exc)) from exc
 
 
 def load_selection(
-    config: Config, host: Host, cases_prefix: str | None, suite: str | None
+    config: Config, host: Host, cases: tuple[str, ...], suite: str | None
 ) -> Selection:
     """Validate every suite, select the cases and load the agent: all before a token is spent."""
-    suites, chosen = load_cases(config, cases_prefix, suite)
+    suites, chosen = load_cases(config, cases, suite)
     try:
         spec = parse_agent(config.agent)
         agent = load_agent(spec, host.project)

@@ -49,7 +49,7 @@ NEXT_STEP = {
     "harness (or accept the new behaviour deliberately). Do not re-record: that would "
     "record the change as the truth.",
     Change.STALE: "next: the model saw different words, so only a live run can say what it "
-    "would do: record these sessions live again (evaltape live), then replay.",
+    "would do: record these sessions live again (evaltape rerecord), then replay.",
 }
 
 ASSUMED = {

@@ -48,6 +48,8 @@ class ChatServer:
         self.hang = hang
         self.hold_after = hold_after
         self.meet = meet
+        self.tokens = (10, 5)
+        """(prompt, completion) tokens every answer reports; change it to change the cost."""
         self.requests: list[dict[str, Any]] = []
         self.seen: set[str] = set()
         self.in_flight = 0
@@ -108,7 +110,11 @@ class ChatServer:
                     "finish_reason": "stop",
                 }
             ],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            "usage": {
+                "prompt_tokens": self.tokens[0],
+                "completion_tokens": self.tokens[1],
+                "total_tokens": sum(self.tokens),
+            },
         }
         return 200, json.dumps(reply).encode(), {}, delay
 

@@ -1,0 +1,116 @@
+"""``evaltape rerecord``: record again, live, the attempts a replay found stale."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from evaltape.recorder import Source
+from evaltape.scoring._cli._boundary import boundary, interruptible
+from evaltape.scoring._cli._options import cases_option, config_options
+from evaltape.scoring._cli._progress import CliReporter
+from evaltape.scoring._cli._render_live import render_outcome
+from evaltape.scoring._cli.live import SOURCES
+from evaltape.scoring._config import Config
+from evaltape.scoring.run._host import Host
+from evaltape.scoring.run._rerecord import RerecordRequest, run_rerecord
+from evaltape.scoring.verdicts._gate_flow import GateOptions
+
+EXIT_BUDGET = 3
+"""The budget stopped the run: some stale attempts were not recorded again."""
+
+
+@click.command()
+@click.option(
+    "--from",
+    "from_run",
+    metavar="RUN",
+    default=None,
+    help="The replay run to act on (latest, an id, a unique prefix, a record path); "
+    "default: run a replay now.",
+)
+@cases_option
+@click.option("--suite", metavar="NAME", help="Only the suite NAME (a suite file's stem).")
+@click.option(
+    "--budget",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="USD",
+    help="Refuse when the estimate exceeds USD; stop starting attempts once USD is spent.",
+)
+@click.option(
+    "--accept-harness-changes",
+    is_flag=True,
+    help="Also re-record CHANGED attempts (a tool result or the conversation changed).",
+)
+@click.option(
+    "--source",
+    type=click.Choice([s.value for s in SOURCES]),
+    default=Source.REAL_API.value,
+    show_default=True,
+    help="Where the model responses come from, as recorded in each session.",
+)
+@click.option("--source-detail", default="", metavar="TEXT", help="Names the server and model.")
+@click.option("--seed", type=int, default=None, help="Sampling seed handed to the agent.")
+@click.option(
+    "--retries",
+    type=click.IntRange(min=0),
+    default=4,
+    show_default=True,
+    help="Retries of a 429, 5xx or connection failure before the agent sees it.",
+)
+@config_options(
+    "suites", "rubrics", "cassettes", "results", "agent", "base_url", "concurrency", "pricing"
+)
+@boundary
+@interruptible
+def rerecord(
+    from_run: str | None,
+    cases: tuple[str, ...],
+    suite: str | None,
+    budget: float | None,
+    accept_harness_changes: bool,
+    source: str,
+    source_detail: str,
+    seed: int | None,
+    retries: int,
+    config: Config,
+) -> None:
+    """Record again, live, exactly the attempts a replay found STALE.
+
+    Prints the plan (one line per case and model with its attempts) and the
+    cost estimated from the recorded tokens before any call; each new session
+    replaces the old one in its cassette.  Exit 0 when every planned attempt
+    was recorded again (or nothing was stale); 2 before any call on bad input,
+    CHANGED attempts without --accept-harness-changes, or an estimate over
+    --budget; 3 when the budget stopped new attempts; 124/130 as for live.
+    """
+    outcome = run_rerecord(
+        RerecordRequest(
+            config=config,
+            host=Host.of_process(),
+            from_run=from_run,
+            cases=cases,
+            suite=suite,
+            budget=budget,
+            accept_harness_changes=accept_harness_changes,
+            source=Source(source),
+            source_detail=source_detail,
+            seed=seed,
+            retries=retries,
+            reporter=CliReporter(),
+        )
+    )
+    if outcome.live is None:
+        click.echo(f"nothing stale in replay run {outcome.replay.run_id}; nothing to re-record")
+        return
+    code = render_outcome(outcome.live, GateOptions())
+    live = outcome.live
+    click.echo(
+        f"re-recorded {len(live.pool.results)} of {outcome.attempts} attempt(s) into "
+        f"{len(live.cassettes)} cassette(s)"
+    )
+    if code == 0 and live.pool.not_started:
+        code = EXIT_BUDGET
+    sys.exit(code)

@@ -1,0 +1,251 @@
+"""``run_rerecord``: record again, live, exactly the attempts a replay found stale.
+
+One ``RerecordRequest`` in, one ``RerecordOutcome`` out.  The replay run is
+read (``from_run``) or run now (``run_replay``); its STALE attempts (and,
+only when accepted, its CHANGED ones) are planned with the same case, model
+and attempt index; the plan and its cost, estimated from the recorded
+sessions' tokens, are reported; then a refusal (harness changes not
+accepted, the estimate over the budget) comes before any model call.  The
+live run replaces each re-recorded session in its cassette.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+
+import attrs
+
+from evaltape.recorder import Mode, Source, TapeReader, fold
+from evaltape.scoring._config import Config
+from evaltape.scoring._errors import ScoringError
+from evaltape.scoring.cases._cases import Case
+from evaltape.scoring.cost._costs import cost_of_session, judge_cost_of_session
+from evaltape.scoring.cost._pricing import Prices
+from evaltape.scoring.results._record_files import read_record, resolve_run
+from evaltape.scoring.results._records import RunKind, RunRecord
+from evaltape.scoring.run._host import SILENT, Host, Reporter
+from evaltape.scoring.run._live import LiveOutcome, LiveRequest, run_live
+from evaltape.scoring.run._plan import AttemptKey, cassette_tape
+from evaltape.scoring.run._replay import ReplayRequest, run_replay
+from evaltape.scoring.run._setup import RunRefused, load_cases, prices_for
+from evaltape.scoring.verdicts._replaycheck import Change
+
+WHY_NOT_CHANGED = (
+    "re-recording would record the changed behaviour as correct; fix the harness, or pass "
+    "--accept-harness-changes if the change is intended"
+)
+
+
+@attrs.frozen(kw_only=True)
+class RerecordRequest:
+    """Which replay to act on, and the limits of the live run."""
+
+    config: Config
+    """Resolved settings: folders, agent, base URL, concurrency, pricing."""
+    host: Host
+    """The project folder, environment, clock, entropy and network the run reads."""
+    from_run: str | None = None
+    """A replay run (``latest``, an id, a unique prefix, a record path); None: replay now."""
+    cases: tuple[str, ...] = ()
+    """Only these cases: each an exact case id or, when no id equals it, an id prefix."""
+    suite: str | None = None
+    """Only the suite of this name."""
+    budget: float | None = None
+    """USD: refuse when the estimate exceeds it; stop starting attempts once spent."""
+    accept_harness_changes: bool = False
+    """Also re-record CHANGED attempts (a tool result or the conversation changed)."""
+    source: Source = Source.REAL_API
+    """Where the model responses come from, as recorded in each session."""
+    source_detail: str = ""
+    """Free text naming the server and model."""
+    seed: int | None = None
+    """Sampling seed; attempt ``n`` gets ``seed + n``."""
+    retries: int = 4
+    """Retries of a 429, 5xx or connection failure before the agent sees it."""
+    reporter: Reporter = SILENT
+    """Where the plan and progress go."""
+
+
+@attrs.frozen(kw_only=True)
+class Planned:
+    """The attempts of one case and model to record again."""
+
+    suite: str
+    """The case's suite."""
+    case_id: str
+    """The case."""
+    model: str
+    """The model, as recorded."""
+    attempts: tuple[int, ...]
+    """The attempt indices, as recorded."""
+    change: Change
+    """STALE, or CHANGED (accepted)."""
+    cost: float | None
+    """USD the recorded sessions of these attempts cost; None when a price is unknown."""
+
+
+@attrs.frozen(kw_only=True)
+class RerecordOutcome:
+    """What a re-record did."""
+
+    replay: RunRecord
+    """The replay run whose decisions were acted on."""
+    planned: tuple[Planned, ...] = ()
+    """What was (to be) recorded again; empty: nothing stale."""
+    estimate: float | None = 0.0
+    """USD estimated from the recorded tokens; None when a model has no price."""
+    live: LiveOutcome | None = None
+    """The live run; None when nothing was stale."""
+
+    @property
+    def attempts(self) -> int:
+        """How many attempts were planned."""
+        return sum(len(p.attempts) for p in self.planned)
+
+
+def usd(value: float | None) -> str:
+    """``$0.0123``, or ``n/a`` for an unknown cost."""
+    return "n/a" if value is None else f"${value:.4f}"
+
+
+def _replay_record(request: RerecordRequest) -> RunRecord:
+    config = request.config
+    if request.from_run is None:
+        outcome = run_replay(
+            ReplayRequest(
+                config=config,
+                host=request.host,
+                cases=request.cases,
+                suite=request.suite,
+                allow_unrecorded=True,
+                reporter=request.reporter,
+            )
+        )
+        if outcome.record is None:
+            raise RunRefused("the replay found no recorded attempt; nothing to re-record")
+        return outcome.record
+    try:
+        record = read_record(resolve_run(config.results, request.from_run))
+    except ScoringError as exc:
+        raise RunRefused(str(exc)) from exc
+    if record.kind is not RunKind.REPLAY:
+        raise RunRefused(
+            f"run {record.run_id} is a {record.kind.value} run; --from takes a replay run"
+        )
+    return record
+
+
+def _recorded_cost(
+    config: Config, prices: Prices, case: Case, model: str, attempts: tuple[int, ...]
+) -> float | None:
+    """What the newest recorded session of each attempt cost (0 when there is none)."""
+    tape, _ = cassette_tape(config.cassettes, case)
+    newest: dict[int, float | None] = {}
+    if tape.exists():
+        for recorded in TapeReader(tape, strict=False).sessions():
+            h = recorded.header
+            if h.mode is Mode.LIVE and h.model == model and h.attempt in attempts:
+                session = fold(recorded.events)
+                agent = cost_of_session(prices, model, session).cost
+                judge = judge_cost_of_session(prices, session).cost
+                newest[h.attempt] = None if agent is None or judge is None else agent + judge
+    costs = [newest.get(a, 0.0) for a in attempts]
+    return None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)
+
+
+def _plan(
+    record: RunRecord, cases: Mapping[str, Case], accept: bool
+) -> tuple[dict[tuple[str, str], set[int]], dict[tuple[str, str], Change]]:
+    keys: dict[tuple[str, str], set[int]] = defaultdict(set)
+    change: dict[tuple[str, str], Change] = {}
+    refused: list[str] = []
+    for a in record.attempts:
+        if a.case_id not in cases or a.change not in (Change.STALE.value, Change.CHANGED.value):
+            continue
+        if a.change == Change.CHANGED.value and not accept:
+            refused.append(f"{a.case_id} {a.model} (attempt {a.attempt + 1})")
+            continue
+        keys[(a.case_id, a.model)].add(a.attempt)
+        if change.get((a.case_id, a.model)) is not Change.CHANGED:
+            change[(a.case_id, a.model)] = Change(a.change)
+    if refused:
+        raise RunRefused(
+            f"{len(refused)} attempt(s) CHANGED (a tool result or the conversation): "
+            f"{', '.join(refused)}; {WHY_NOT_CHANGED}"
+        )
+    return keys, change
+
+
+def run_rerecord(request: RerecordRequest) -> RerecordOutcome:
+    """Record the replay's stale attempts again; see the module docstring for the order.
+
+    Raises ``RunRefused`` (exit 2 in the CLI) before any model call: CHANGED
+    attempts without ``accept_harness_changes``, an estimate over the budget
+    (or unknown under one), a --from run that is not a replay.
+    """
+    config, reporter = request.config, request.reporter
+    _, chosen = load_cases(config, request.cases, request.suite)
+    cases = {c.id: c for s in chosen for c in s.cases}
+    prices = prices_for(config, request.host.environ)
+    record = _replay_record(request)
+    keys, changes = _plan(record, cases, request.accept_harness_changes)
+    if not keys:
+        return RerecordOutcome(replay=record)
+    planned = tuple(
+        Planned(
+            suite=cases[case_id].suite,
+            case_id=case_id,
+            model=model,
+            attempts=tuple(sorted(attempts)),
+            change=changes[(case_id, model)],
+            cost=_recorded_cost(config, prices, cases[case_id], model, tuple(sorted(attempts))),
+        )
+        for (case_id, model), attempts in sorted(keys.items())
+    )
+    costs = [p.cost for p in planned]
+    estimate = None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)
+    total = sum(len(p.attempts) for p in planned)
+    reporter.note(f"rerecord from replay run {record.run_id}: {total} attempt(s)")
+    for p in planned:
+        shown = ",".join(str(a + 1) for a in p.attempts)
+        reporter.note(
+            f"  {p.suite}/{p.case_id}  {p.model}  attempts {shown}  "
+            f"({p.change.value})  est. {usd(p.cost)}"
+        )
+    unpriced = sorted({p.model for p in planned if p.cost is None})
+    why = f" (no price for {', '.join(unpriced)})" if unpriced else ""
+    reporter.note(f"estimated cost: {usd(estimate)}{why}")
+    if request.budget is not None:
+        if estimate is None:
+            raise RunRefused(
+                f"cannot hold --budget {request.budget:g}: the estimate is n/a{why}; "
+                "pass --pricing FILE"
+            )
+        if estimate > request.budget:
+            raise RunRefused(
+                f"the estimated cost {usd(estimate)} exceeds --budget {request.budget:g}; "
+                "nothing was sent"
+            )
+    only: tuple[AttemptKey, ...] = tuple(
+        (p.case_id, p.model, a) for p in planned for a in p.attempts
+    )
+    live = run_live(
+        LiveRequest(
+            config=config,
+            host=request.host,
+            models=tuple(dict.fromkeys(p.model for p in planned)),
+            trials=max(a for p in planned for a in p.attempts) + 1,
+            cases=tuple(dict.fromkeys(p.case_id for p in planned)),
+            only=only,
+            source=request.source,
+            source_detail=request.source_detail,
+            seed=request.seed,
+            retries=request.retries,
+            export=False,
+            update_cassettes=True,
+            budget=request.budget,
+            reporter=reporter,
+        )
+    )
+    return RerecordOutcome(replay=record, planned=planned, estimate=estimate, live=live)
