@@ -113,7 +113,7 @@ def test_without_scrubbing_the_new_folder_diverges(api: FakeAPI, tmp_path: Path)
         http_client=replay_client(tape, flavor="httpx2"),
         max_retries=0,
     )
-    with pytest.raises(Diverged, match=r'sent "work in .*ws-run-2", recorded "work in .*ws-run-1"'):
+    with pytest.raises(Diverged, match=r'sent .*ws-run-2", recorded .*ws-run-1"'):
         agent(client, tmp_path / "ws-run-2", "2026-12-01T09:00:00")
 
 
