@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from evaltape.recorder import TapeReader, fold
@@ -27,7 +28,7 @@ REPO = Path(__file__).parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from evals.sim.competent_model import prompts  # noqa: E402
+from evals.sim.competent_model import CompetentModel, prompts, serve  # noqa: E402
 from evals.sim.plans import PLANS  # noqa: E402
 
 SHIPPED = REPO / "cassettes" / "simulated"
@@ -173,3 +174,26 @@ def test_the_bugs_touch_every_coding_case() -> None:
         "implement-fizzbuzz",
     }
     assert set(planned("write")) | set(planned("edit")) == set(coding_cases())
+
+
+def test_the_simulated_model_refuses_what_no_plan_covers() -> None:
+    server = serve(CompetentModel(prompts(REPO / "evals"), PLANS), 0)
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1/chat/completions"
+    try:
+        known = next(iter(prompts(REPO / "evals")))
+        for body, says in (
+            ({"messages": [{"role": "user", "content": "no such case"}]}, "no case has the prompt"),
+            ({"messages": [{"role": "user", "content": known}], "tool_choice": "auto"}, "forced"),
+        ):
+            reply = httpx.post(url, json=body, timeout=10)
+            assert reply.status_code == 400
+            assert says in reply.json()["error"]["message"]
+        answer = httpx.post(
+            url, json={"messages": [{"role": "user", "content": known}], "tool_choice": "none"}
+        )
+        assert answer.status_code == 200
+        case = prompts(REPO / "evals")[known]
+        assert answer.json()["choices"][0]["message"]["content"] == PLANS[case].answer
+    finally:
+        server.shutdown()
+        server.server_close()
