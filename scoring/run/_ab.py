@@ -14,11 +14,11 @@ from pathlib import Path
 
 import attrs
 
-from evaltape.recorder import VERSION, Source, Usage
+from evaltape.recorder import Source, Usage
 from evaltape.scoring._config import Config
 from evaltape.scoring.judge._floors import judge_status
 from evaltape.scoring.judge._judge import Judge
-from evaltape.scoring.judge._judgement import Floors, JudgeStatus
+from evaltape.scoring.judge._judgement import JudgeStatus
 from evaltape.scoring.results._record_files import write_atomic
 from evaltape.scoring.results._record_json import record_to_json
 from evaltape.scoring.results._records import (
@@ -29,12 +29,11 @@ from evaltape.scoring.results._records import (
     git_commit,
     make_run_id,
 )
+from evaltape.scoring.run._env import job_env, live_wire
 from evaltape.scoring.run._host import SILENT, Host, Reporter
-from evaltape.scoring.run._jobs import JobEnv, JobResult, LiveWire
-from evaltape.scoring.run._judge_step import default_scorer
+from evaltape.scoring.run._jobs import JobResult
 from evaltape.scoring.run._pool import PoolOutcome, run_pool
-from evaltape.scoring.run._setup import base_url_of, judge_for, load_selection, warn_without_keys
-from evaltape.scoring.run._stop import Stop
+from evaltape.scoring.run._setup import judge_for, load_selection, warn_without_keys
 from evaltape.scoring.verdicts._ab import (
     BASELINE,
     CANDIDATE,
@@ -146,28 +145,13 @@ def run_ab(request: ABRequest) -> ABOutcome:
     jobs = plan_ab(selection.chosen, request.model, trials, config.results, run_id, a, b)
     judge = judge_for(config, host.environ, [job.model for job in jobs])
     commit = git_commit(host.project)
-    env = JobEnv(
-        scrub=config.scrub,
-        spec=selection.spec,
-        agent=selection.agent,
-        scorer=default_scorer(),
-        stop=Stop(),
-        wall_clock=host.clock,
-        environ=host.environ,
-        base_url=base_url_of(config),
-        hang_limit=config.hang_limit,
-        harness_commit=commit,
-        harness_version=VERSION,
-        judge=judge,
-        floors=Floors(mean=config.judge_mean_floor, trial=config.judge_trial_floor),
-        live=LiveWire(
-            network=host.network(),
-            source=request.source,
-            source_detail=request.source_detail,
-            seed=request.seed,
-            retries=request.retries,
+    env = job_env(
+        config, host, selection, commit=commit, judge=judge,
+        live=live_wire(
+            host, source=request.source, source_detail=request.source_detail,
+            seed=request.seed, retries=request.retries,
         ),
-    )
+    )  # fmt: skip
     record = RunRecord(
         run_id=run_id,
         kind=RunKind.LIVE,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import attrs
 
-from evaltape.recorder import VERSION, Source, TapeError
+from evaltape.recorder import Source, TapeError
 from evaltape.scoring._config import Config
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.cost._pricing import Prices
@@ -26,15 +26,14 @@ from evaltape.scoring.results._history import RunLog
 from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
 from evaltape.scoring.run._budget import Budget
 from evaltape.scoring.run._cassettes import update_cassette
+from evaltape.scoring.run._env import job_env, live_wire
 from evaltape.scoring.run._export_step import finish_export, start_export, submit
 from evaltape.scoring.run._host import SILENT, Host, Reporter
-from evaltape.scoring.run._jobs import JobEnv, JobResult, LiveWire
-from evaltape.scoring.run._judge_step import default_scorer
+from evaltape.scoring.run._jobs import JobResult
 from evaltape.scoring.run._plan import AttemptKey, plan_live
 from evaltape.scoring.run._pool import PoolOutcome, run_pool
 from evaltape.scoring.run._setup import (
     RunRefused,
-    base_url_of,
     finish,
     judge_for,
     judge_notes,
@@ -42,7 +41,6 @@ from evaltape.scoring.run._setup import (
     prices_for,
     warn_without_keys,
 )
-from evaltape.scoring.run._stop import Stop
 from evaltape.scoring.verdicts._entry_check import (
     ENTRY_PURPOSE,
     ENTRY_TRIALS,
@@ -227,29 +225,13 @@ def run_live(request: LiveRequest) -> LiveOutcome:
     )
     log = RunLog(config.results, record, clock=host.clock)
     log.start()
-    env = JobEnv(
-        scrub=config.scrub,
-        spec=selection.spec,
-        agent=selection.agent,
-        scorer=default_scorer(),
-        stop=Stop(),
-        wall_clock=host.clock,
-        environ=host.environ,
-        base_url=base_url_of(config),
-        hang_limit=config.hang_limit,
-        harness_commit=commit,
-        harness_version=VERSION,
-        judge=judge,
-        floors=floors,
-        prices=prices,
-        live=LiveWire(
-            network=host.network(),
-            source=request.source,
-            source_detail=request.source_detail,
-            seed=request.seed,
-            retries=request.retries,
+    env = job_env(
+        config, host, selection, commit=commit, judge=judge, prices=prices,
+        live=live_wire(
+            host, source=request.source, source_detail=request.source_detail,
+            seed=request.seed, retries=request.retries,
         ),
-    )
+    )  # fmt: skip
 
     updated: dict[Path, None] = {}
 

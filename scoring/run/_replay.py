@@ -13,7 +13,6 @@ from pathlib import Path
 
 import attrs
 
-from evaltape.recorder import VERSION
 from evaltape.scoring._config import Config, display_path
 from evaltape.scoring.cost._pricing import Prices
 from evaltape.scoring.export._config import ExportConfigError
@@ -22,20 +21,18 @@ from evaltape.scoring.judge._judge import Judge
 from evaltape.scoring.judge._judgement import Floors, JudgeStatus
 from evaltape.scoring.results._history import RunLog
 from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
+from evaltape.scoring.run._env import job_env
 from evaltape.scoring.run._export_step import finish_export, start_export, submit
 from evaltape.scoring.run._host import SILENT, Host, Reporter
-from evaltape.scoring.run._jobs import JobEnv, JobResult, ReplayRules
-from evaltape.scoring.run._judge_step import default_scorer
+from evaltape.scoring.run._jobs import JobResult, ReplayRules
 from evaltape.scoring.run._plan import plan_replay
 from evaltape.scoring.run._pool import PoolOutcome, run_pool
 from evaltape.scoring.run._setup import (
     RunRefused,
-    base_url_of,
     judge_for,
     load_selection,
     prices_for,
 )
-from evaltape.scoring.run._stop import Stop
 from evaltape.scoring.verdicts._replaycheck import (
     Change,
     find_recorded,
@@ -200,23 +197,10 @@ def run_replay(request: ReplayRequest) -> ReplayOutcome:
     )
     log = RunLog(config.results, record, clock=host.clock)
     log.start()
-    env = JobEnv(
-        scrub=config.scrub,
-        spec=selection.spec,
-        agent=selection.agent,
-        scorer=default_scorer(),
-        stop=Stop(),
-        wall_clock=host.clock,
-        environ=host.environ,
-        base_url=base_url_of(config),
-        hang_limit=config.hang_limit,
-        harness_commit=commit,
-        harness_version=VERSION,
-        judge=judge,
-        floors=floors,
-        prices=prices,
+    env = job_env(
+        config, host, selection, commit=commit, judge=judge, prices=prices,
         replay=ReplayRules(lenient=request.lenient, allow_live_judge=request.allow_live_judge),
-    )
+    )  # fmt: skip
     if judge is not None:
         reporter.note(f"judge: {judge.who} (asked only when no recorded verdict matches)")
 

@@ -1,0 +1,63 @@
+"""The one place a run's ``JobEnv`` is built from its settings, host and selection.
+
+Live, replay and A/B runs differ only in what they add: live and A/B a
+``LiveWire`` (the network and its settings), replay its ``ReplayRules``.
+"""
+
+from __future__ import annotations
+
+from evaltape.recorder import VERSION, Source
+from evaltape.scoring._config import Config
+from evaltape.scoring.cost._pricing import Prices, built_in_prices
+from evaltape.scoring.judge._judge import Judge
+from evaltape.scoring.judge._judgement import Floors
+from evaltape.scoring.run._host import Host
+from evaltape.scoring.run._jobs import JobEnv, LiveWire, ReplayRules
+from evaltape.scoring.run._judge_step import default_scorer
+from evaltape.scoring.run._setup import Selection, base_url_of
+from evaltape.scoring.run._stop import Stop
+
+
+def live_wire(
+    host: Host, *, source: Source, source_detail: str, seed: int | None, retries: int
+) -> LiveWire:
+    """The network side of live jobs: the host's transport and the request's settings."""
+    return LiveWire(
+        network=host.network(),
+        source=source,
+        source_detail=source_detail,
+        seed=seed,
+        retries=retries,
+    )
+
+
+def job_env(
+    config: Config,
+    host: Host,
+    selection: Selection,
+    *,
+    commit: str,
+    judge: Judge | None,
+    prices: Prices | None = None,
+    live: LiveWire | None = None,
+    replay: ReplayRules | None = None,
+) -> JobEnv:
+    """What every job of the run reads, with a fresh stop signal and the default scorer."""
+    return JobEnv(
+        scrub=config.scrub,
+        spec=selection.spec,
+        agent=selection.agent,
+        scorer=default_scorer(),
+        stop=Stop(),
+        wall_clock=host.clock,
+        environ=host.environ,
+        base_url=base_url_of(config),
+        hang_limit=config.hang_limit,
+        harness_commit=commit,
+        harness_version=VERSION,
+        judge=judge,
+        floors=Floors(mean=config.judge_mean_floor, trial=config.judge_trial_floor),
+        prices=prices if prices is not None else built_in_prices(),
+        live=live,
+        replay=replay if replay is not None else ReplayRules(),
+    )
