@@ -201,6 +201,7 @@ def test_a_missing_session_is_said_in_its_block(project: Path) -> None:
         (("latest", "--case", "wher"), 'no attempt of case "wher" (did you mean "where"?)'),
         (("latest", "--case", "where", "-m", "gpt-y"), 'did not run with model "gpt-y"'),
         (("2025",), 'no run "2025"'),
+        (("latest", "--cases", "wx"), "no case id in run 20261129T120000Z-abcdef is or starts"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
@@ -209,3 +210,11 @@ def test_bad_input_is_one_line_and_exit_2(
     done = trace(project, *args)
     assert done.returncode == 2
     assert message in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+def test_cases_takes_exact_ids_and_prefixes_like_every_command(project: Path) -> None:
+    by_case = trace(project, "--case", "where")
+    for args in (("--cases", "where"), ("--cases", "whe"), ("--cases", "where,wh", "--cases", "w")):
+        done = trace(project, *args)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == by_case.stdout  # each case shown once, as with --case

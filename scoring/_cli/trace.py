@@ -1,4 +1,4 @@
-"""``evaltape trace RUN [--case ID]``: a run's attempts at one case, turn by turn."""
+"""``evaltape trace RUN [--case ID | --cases ID,...]``: a run's attempts, turn by turn."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import click
 
 from evaltape.recorder import TapeError
 from evaltape.scoring._cli._boundary import EXIT_REFUSED, boundary, fail
-from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._cli._options import cases_option, config_options
 from evaltape.scoring._cli.validate import load_or_report
 from evaltape.scoring._config import Config, display_path
 from evaltape.scoring._errors import ScoringError
+from evaltape.scoring.cases._cases import SelectionError, match_ids
 from evaltape.scoring.cases._fields import suggest
 from evaltape.scoring.checks._scorers import make_scorer
 from evaltape.scoring.results._record_files import read_record, resolve_run
@@ -19,6 +20,7 @@ from evaltape.scoring.results._trace import Cut, format_case_lines, run_cases, t
 @click.command(name="trace")
 @click.argument("run", default="latest", metavar="RUN")
 @click.option("--case", "case_id", metavar="ID", help="The case to show; omit to list the cases.")
+@cases_option
 @click.option("-m", "--model", metavar="MODEL", help="Only this model's attempts.")
 @click.option("--full", is_flag=True, help="Show every value in full (long values are cut).")
 @click.option(
@@ -34,6 +36,7 @@ from evaltape.scoring.results._trace import Cut, format_case_lines, run_cases, t
 def trace(
     run: str,
     case_id: str | None,
+    cases: tuple[str, ...],
     model: str | None,
     full: bool,
     width: int,
@@ -43,7 +46,8 @@ def trace(
 
     RUN is `latest` (the default), a run id, a unique prefix of one, or the
     path of a run record.  Without --case, lists the run's cases with their
-    verdict counts.  With --case, each attempt is one block: every turn's
+    verdict counts.  With --case ID, or --cases (exact ids or prefixes,
+    comma-separated or repeated, as in every command), each attempt is one block: every turn's
     thinking and text, each tool call's exact arguments and the result the
     tool returned, failures, how the session ended, and the verdict scored
     now with today's case and scorer.  Exit 0; 2 on bad input.
@@ -53,7 +57,7 @@ def trace(
         record = read_record(path)
     except ScoringError as exc:
         fail(str(exc), EXIT_REFUSED)
-    if case_id is None:
+    if case_id is None and not cases:
         lines = format_case_lines(run_cases(record))
         click.echo(
             f"run {record.run_id} ({record.kind.value}, {record.state.value}): "
@@ -65,34 +69,44 @@ def trace(
             click.echo("show one with: evaltape trace RUN --case ID", err=True)
         return
     ids = tuple(dict.fromkeys(a.case_id for a in record.attempts))
-    if case_id not in ids:
+    if case_id is not None and case_id not in ids:
         fail(
             f'run {record.run_id} has no attempt of case "{case_id}"{suggest(case_id, ids)}; '
             f"its cases are {', '.join(ids) or 'none'}",
             EXIT_REFUSED,
         )
-    models = tuple(dict.fromkeys(a.model for a in record.attempts if a.case_id == case_id))
-    if model is not None and model not in models:
-        fail(
-            f'case "{case_id}" did not run with model "{model}" in run {record.run_id}; '
-            f"it ran with {', '.join(models)}",
-            EXIT_REFUSED,
-        )
-    suites = load_or_report((), config)
-    cases = {c.id: c for s in suites for c in s.cases}
     try:
-        blocks = trace_case(
-            record,
-            case_id,
-            cases,
-            make_scorer(hang_limit=config.hang_limit),
-            cassettes=config.cassettes,
-            results=config.results,
-            model=model,
-            cut=Cut(limit=None if full else width),
-        )
-    except TapeError as exc:
+        wanted = match_ids(cases, ids, f"run {record.run_id}") if cases else set()
+    except SelectionError as exc:
         fail(str(exc), EXIT_REFUSED)
+    chosen = [i for i in ids if i == case_id or i in wanted]
+    for one in chosen:
+        models = tuple(dict.fromkeys(a.model for a in record.attempts if a.case_id == one))
+        if model is not None and model not in models:
+            fail(
+                f'case "{one}" did not run with model "{model}" in run {record.run_id}; '
+                f"it ran with {', '.join(models)}",
+                EXIT_REFUSED,
+            )
+    suites = load_or_report((), config)
+    cases_by_id = {c.id: c for s in suites for c in s.cases}
+    blocks: list[list[str]] = []
+    for one in chosen:
+        try:
+            blocks.extend(
+                trace_case(
+                    record,
+                    one,
+                    cases_by_id,
+                    make_scorer(hang_limit=config.hang_limit),
+                    cassettes=config.cassettes,
+                    results=config.results,
+                    model=model,
+                    cut=Cut(limit=None if full else width),
+                )
+            )
+        except TapeError as exc:
+            fail(str(exc), EXIT_REFUSED)
     for i, block in enumerate(blocks):
         if i:
             click.echo("")

@@ -201,8 +201,25 @@ def select(
     scoped = tuple(s for s in suites if suite is None or s.name == suite)
     scope = f'suite "{suite}"' if suite is not None else "the loaded suites"
     ids = tuple(c.id for s in scoped for c in s.cases)
+    wanted = match_ids(cases, ids, scope)
+    chosen: list[Suite] = []
+    for candidate in scoped:
+        picked = tuple(c for c in candidate.cases if not cases or c.id in wanted)
+        if picked:
+            chosen.append(attrs.evolve(candidate, cases=picked))
+    if not chosen:
+        raise SelectionError(f"no cases in {scope}")
+    return tuple(chosen)
+
+
+def match_ids(values: Iterable[str], ids: Sequence[str], scope: str) -> set[str]:
+    """The ids ``values`` select: each value an exact id or, when none equals it, a prefix.
+
+    Raises ``SelectionError`` naming ``scope`` and close ids for a value that
+    selects nothing.
+    """
     wanted: set[str] = set()
-    for value in dict.fromkeys(cases):
+    for value in dict.fromkeys(values):
         if value in ids:
             wanted.add(value)
             continue
@@ -212,14 +229,7 @@ def select(
             hint = f"; close ids: {', '.join(close)}" if close else ""
             raise SelectionError(f'no case id in {scope} is or starts with "{value}"{hint}')
         wanted |= matched
-    chosen: list[Suite] = []
-    for candidate in scoped:
-        picked = tuple(c for c in candidate.cases if not cases or c.id in wanted)
-        if picked:
-            chosen.append(attrs.evolve(candidate, cases=picked))
-    if not chosen:
-        raise SelectionError(f"no cases in {scope}")
-    return tuple(chosen)
+    return wanted
 
 
 def split_cases(values: Iterable[str]) -> tuple[str, ...]:
