@@ -52,6 +52,8 @@ class Config:
     """Model that grades judged cases."""
     judge_base_url: str | None
     """Base URL of the judge's model API."""
+    judge_constrain: str | None
+    """How the judge's answer is constrained at the provider (``none``, ``json``, ``schema``)."""
     judge_mean_floor: float
     """Lowest mean judge score (0-5) over a judged case's trials that passes."""
     judge_trial_floor: float

@@ -107,6 +107,14 @@ SETTINGS: tuple[Setting, ...] = (
         help="Base URL of the judge's model API.",
     ),
     Setting(
+        name="judge_constrain",
+        kind=SettingKind.TEXT,
+        default=None,
+        metavar="none|json|schema",
+        help="Constrain the judge's answer at the provider: none (the prompt asks for JSON), "
+        "json (JSON mode), schema (a 0-5 score by grammar, for local llama.cpp judges).",
+    ),
+    Setting(
         name="judge_mean_floor",
         kind=SettingKind.SCORE,
         default=3.5,

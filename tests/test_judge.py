@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import attrs
 import httpx
 import pytest
 
@@ -38,12 +39,13 @@ from evaltape.scoring.export._span_scores import attempt_scores
 from evaltape.scoring.judge._floors import judge_status
 from evaltape.scoring.judge._judge import Judge, resolve_judge
 from evaltape.scoring.judge._judgement import JudgeState, JudgeStatus
-from evaltape.scoring.judge._prompt import parse_verdict
+from evaltape.scoring.judge._prompt import VERDICT_SCHEMA, parse_verdict
 from evaltape.scoring.judge._role import JUDGE_ROLE, judge_exchanges
 from evaltape.scoring.run._agents import load_agent, parse_agent
 from evaltape.scoring.run._jobs import JobEnv, JobResult, LiveWire
 from evaltape.scoring.run._plan import plan_live, plan_replay
 from evaltape.scoring.run._pool import run_pool
+from evaltape.scoring.run._setup import RunRefused, judge_for
 from evaltape.scoring.run._stop import Stop
 from evaltape.scoring.verdicts._replaycheck import Change
 
@@ -657,3 +659,32 @@ def test_live_refuses_a_colliding_judge_before_any_model_call(
     assert line.startswith("evaltape: error: judge refused: ") and message in line
     assert agent_api.requests == [] and judge_api.requests == []
     assert not (project / ".evaltape").exists() and not (project / "cassettes").exists()
+
+
+@pytest.mark.parametrize(
+    ("constrain", "shape"),
+    [
+        ("none", None),
+        ("json", {"type": "json_object"}),
+        ("schema", {"type": "json_object", "schema": VERDICT_SCHEMA}),
+    ],
+)
+def test_the_judge_answer_can_be_constrained_at_the_provider(
+    tmp_path: Path,
+    agent_api: Provider,
+    judge_api: Provider,
+    constrain: str,
+    shape: dict[str, object] | None,
+) -> None:
+    suites = judged_suite(tmp_path, {"good": "[judge=4] explain gate.py"})
+    judge = attrs.evolve(judge_at(judge_api), constrain=constrain)
+    result = run_live(tmp_path, suites, env_for(agent_api, judge))[("good", 0)]
+    assert result.judgement is not None and result.judgement.score == 4.0
+    (asked,) = judge_requests(judge_api)
+    assert asked.get("response_format") == shape
+
+
+def test_an_unknown_judge_constraint_is_refused_before_any_call(tmp_path: Path) -> None:
+    config = load_config(tmp_path, {"judge_model": "judge-1", "judge_constrain": "grammar"})
+    with pytest.raises(RunRefused, match='judge_constrain: "grammar" is not one of none, json'):
+        judge_for(config, {}, ["agent-1"])

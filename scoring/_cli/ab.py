@@ -85,6 +85,7 @@ EXIT_AUTH = 2
     "hang_limit",
     "judge_model",
     "judge_base_url",
+    "judge_constrain",
     "judge_mean_floor",
     "judge_trial_floor",
 )

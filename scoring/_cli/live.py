@@ -109,6 +109,7 @@ def models_of(model: str | None, compare: str | None, config: Config) -> tuple[s
     "hang_limit",
     "judge_model",
     "judge_base_url",
+    "judge_constrain",
     "judge_mean_floor",
     "judge_trial_floor",
     "pricing",

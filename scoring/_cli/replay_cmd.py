@@ -69,6 +69,7 @@ from evaltape.scoring.run._stop import StopKind
     "hang_limit",
     "judge_model",
     "judge_base_url",
+    "judge_constrain",
     "judge_mean_floor",
     "judge_trial_floor",
     "pricing",

@@ -57,7 +57,12 @@ from evaltape.scoring.judge._judgement import (
     JudgeRequest,
     JudgeState,
 )
-from evaltape.scoring.judge._prompt import judge_input, judge_messages, parse_verdict
+from evaltape.scoring.judge._prompt import (
+    judge_input,
+    judge_messages,
+    parse_verdict,
+    response_format,
+)
 from evaltape.scoring.judge._role import JUDGE_ROLE
 from evaltape.scoring.run._agents import RetryingTransport, network_transport
 
@@ -109,6 +114,8 @@ class Judge:
     """Retries of a 429, 5xx or connection failure."""
     network: Any = attrs.field(factory=network_transport, repr=False, eq=False)
     """The network transport (shared, never closed here)."""
+    constrain: str = "none"
+    """How the answer is constrained at the provider: one of ``CONSTRAINTS``."""
 
     @property
     def host(self) -> str:
@@ -139,10 +146,13 @@ class Judge:
         }
         if self.api_key:
             headers["authorization"] = f"Bearer {self.api_key}"
-        body = {
+        body: dict[str, object] = {
             "model": self.model,
             "messages": judge_messages(request.rubric_text, request.judge_input),
         }
+        shape = response_format(self.constrain)
+        if shape is not None:
+            body["response_format"] = shape
         problem = ""
         try:
             with recording_client(capture, real=real, timeout=self.timeout) as client:

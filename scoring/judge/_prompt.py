@@ -163,3 +163,34 @@ def _rejected(problem: str) -> ParsedVerdict:
 
 def _show(text: str) -> str:
     return json.dumps(_cut(" ".join(text.split()), 80), ensure_ascii=False)
+
+
+CONSTRAINTS = ("none", "json", "schema")
+"""How the judge's answer is constrained at the provider (``judge_constrain``):
+
+- ``none``: the prompt alone asks for the JSON verdict;
+- ``json``: OpenAI JSON mode, ``response_format: {"type": "json_object"}``;
+- ``schema``: a JSON object whose ``score`` is one of 0..5 and whose ``rationale`` is a
+  string, in the ``{"type": "json_object", "schema": ...}`` form that llama.cpp's
+  OpenAI-compatible server turns into a grammar, so even a small local judge answers
+  with a verdict the parser reads (whether the score is any good is another matter).
+"""
+
+VERDICT_SCHEMA: dict[str, object] = {
+    "type": "object",
+    "properties": {
+        "score": {"enum": [0, 1, 2, 3, 4, 5]},
+        "rationale": {"type": "string"},
+    },
+    "required": ["score", "rationale"],
+}
+"""The verdict's shape, as a JSON schema."""
+
+
+def response_format(constrain: str) -> dict[str, object] | None:
+    """The request's ``response_format`` for a ``CONSTRAINTS`` value (None for ``none``)."""
+    if constrain == "json":
+        return {"type": "json_object"}
+    if constrain == "schema":
+        return {"type": "json_object", "schema": VERDICT_SCHEMA}
+    return None

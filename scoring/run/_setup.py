@@ -18,6 +18,7 @@ from evaltape.scoring.cases._load import load_suites
 from evaltape.scoring.cost._pricing import Prices, PricingError, resolve_prices
 from evaltape.scoring.judge._judge import Judge, resolve_judge
 from evaltape.scoring.judge._judgement import JudgeError, JudgeStatus
+from evaltape.scoring.judge._prompt import CONSTRAINTS
 from evaltape.scoring.results._history import RunLog
 from evaltape.scoring.results._records import RunRecord, RunState
 from evaltape.scoring.run._agents import AgentError, AgentSpec, load_agent, parse_agent
@@ -99,8 +100,11 @@ def base_url_of(config: Config) -> str:
 
 def judge_for(config: Config, environ: Mapping[str, str], models: Sequence[str]) -> Judge | None:
     """The configured judge, or None; ``RunRefused`` when it is refused."""
+    constrain = config.judge_constrain or "none"
+    if constrain not in CONSTRAINTS:
+        raise RunRefused(f'judge_constrain: "{constrain}" is not one of {", ".join(CONSTRAINTS)}')
     try:
-        return resolve_judge(
+        judge = resolve_judge(
             judge_model=config.judge_model,
             judge_base_url=config.judge_base_url,
             models_under_test=sorted(set(models)),
@@ -109,6 +113,7 @@ def judge_for(config: Config, environ: Mapping[str, str], models: Sequence[str])
         )
     except JudgeError as exc:
         raise RunRefused(f"judge refused: {exc}") from exc
+    return None if judge is None else attrs.evolve(judge, constrain=constrain)
 
 
 def warn_without_keys(source: Source, environ: Mapping[str, str], reporter: Reporter) -> None:
