@@ -10,7 +10,8 @@
 #   TRIALS=1 CASES=fix- evals/record-simulated.sh
 #   evals/record-simulated.sh --judge-model M --judge-base-url URL   # extra flags go to evaltape live
 #
-# Tapes are append-only: remove cassettes/simulated first to record a fresh set.
+# With --update-cassettes (added when evaltape has it) a new recording replaces the
+# session of the same case, model and attempt, so the set never grows.
 # Environment: TRIALS (3), CASES (case-id prefix, default all), PORT (8766),
 # SEED (7), EVALTAPE (default .venv/bin/evaltape), PYTHON (default .venv/bin/python),
 # CASSETTES (cassettes/simulated).
