@@ -41,8 +41,6 @@ from evaltape.scoring.stats._stats import (
     mcnemar_exact,
     pass_at_k,
     pass_hat_k,
-    suite_interval,
-    suite_rate,
     wilson,
 )
 from evaltape.scoring.verdicts._compare import Comparison, compare
@@ -118,7 +116,5 @@ __all__: list[str] = [
     "score_session",
     "select",
     "sign_flip_test",
-    "suite_interval",
-    "suite_rate",
     "wilson",
 ]

@@ -1,8 +1,7 @@
 """Statistics: pure functions over counts, on scipy.
 
 ``evaltape.scoring`` re-exports the few most programs need (``wilson``,
-``pass_at_k``, ``pass_hat_k``, ``suite_rate``, ``suite_interval``,
-``mcnemar_exact``, ``sign_flip_test``); the rest are public here.
+``pass_at_k``, ``pass_hat_k``, ``mcnemar_exact``, ``sign_flip_test``); the rest are public here.
 """
 
 from evaltape.scoring.stats._power import cases_needed, paired_power
