@@ -141,7 +141,7 @@ def test_a_hung_python_agent_is_abandoned_at_the_hang_limit(tmp_path: Path) -> N
     (job,) = plan_live(suites, ["m"], 1, tmp_path / "results", "run")
     with ChatServer(hang=60.0) as hanging:  # held until the server stops
         result = run_job(job, env_for(hanging, hang_limit=0.4))
-        assert hanging.holding == 1  # abandoned, not waited for
+        assert hanging.wait_holding(1)  # abandoned while its request is held, not waited for
     assert result.status is Status.TIMEOUT and result.verdict is Verdict.ERROR
     (recorded,) = TapeReader(job.tape).sessions()
     facts = [e for e in recorded.events if isinstance(e, RunnerFact)]
@@ -174,9 +174,12 @@ def test_a_401_stops_the_pool_and_cancels_the_attempts_in_flight(tmp_path: Path)
     prompts = {"denied": "[401] key?"} | {f"s-{n}": f"[hang] {n}" for n in range(5)}
     suites = suites_of(tmp_path, prompts)
     jobs = plan_live(suites, ["m"], 1, tmp_path / "results", "run")
-    with ChatServer(hang=60.0) as s:  # held until the server stops
+    # meet=2: the 401 is answered only once the [hang] request is in the server too,
+    # so an attempt is surely in flight when the credentials are refused.
+    with ChatServer(hang=60.0, meet=2) as s:  # [hang] is held until the server stops
         outcome = run_pool(jobs, env_for(s, hang_limit=60.0), concurrency=2)
-        assert s.holding == 1  # the attempt in flight was cancelled, not waited for
+        # the pool returned while that request is still held: cancelled, not waited for
+        assert s.wait_holding(1)
     assert outcome.stopped is StopKind.AUTH and "HTTP 401" in outcome.reason
     assert len(outcome.results) == 2
     cancelled = [r for r in outcome.results if r.status is Status.INTERRUPTED]
