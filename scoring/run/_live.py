@@ -17,7 +17,6 @@ from evaltape.recorder import Source, TapeError
 from evaltape.scoring._config import Config
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.cost._pricing import Prices
-from evaltape.scoring.export._config import ExportConfigError
 from evaltape.scoring.judge._floors import judge_status
 from evaltape.scoring.judge._judge import Judge
 from evaltape.scoring.judge._judgement import Floors, JudgeStatus
@@ -27,13 +26,14 @@ from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_
 from evaltape.scoring.run._budget import Budget
 from evaltape.scoring.run._cassettes import update_cassette
 from evaltape.scoring.run._env import job_env, live_wire
-from evaltape.scoring.run._export_step import finish_export, start_export, submit
+from evaltape.scoring.run._export_step import finish_export, submit
 from evaltape.scoring.run._host import SILENT, Host, Reporter
 from evaltape.scoring.run._jobs import JobResult
 from evaltape.scoring.run._plan import AttemptKey, plan_live
 from evaltape.scoring.run._pool import PoolOutcome, run_pool
 from evaltape.scoring.run._setup import (
     RunRefused,
+    exporter_for,
     finish,
     judge_for,
     judge_notes,
@@ -195,21 +195,10 @@ def run_live(request: LiveRequest) -> LiveOutcome:
     jobs = plan_live(chosen, request.models, trials, config.results, run_id, only=request.only)
     judge = judge_for(config, host.environ, [job.model for job in jobs])
     floors = Floors(mean=config.judge_mean_floor, trial=config.judge_trial_floor)
-    try:
-        exporter = (
-            start_export(
-                run_id=run_id,
-                agent=config.agent or "agent",
-                content=request.export_content,
-                prices=prices,
-                environ=host.environ,
-                reporter=reporter,
-            )
-            if request.export
-            else None
-        )
-    except ExportConfigError as exc:
-        raise _refused(exc) from exc
+    exporter = exporter_for(
+        request.export, run_id=run_id, config=config, content=request.export_content,
+        prices=prices, environ=host.environ, reporter=reporter,
+    )  # fmt: skip
     commit = git_commit(host.project)
     record = RunRecord(
         run_id=run_id,

@@ -15,20 +15,20 @@ import attrs
 
 from evaltape.scoring._config import Config, display_path
 from evaltape.scoring.cost._pricing import Prices
-from evaltape.scoring.export._config import ExportConfigError
 from evaltape.scoring.judge._floors import judge_status
 from evaltape.scoring.judge._judge import Judge
 from evaltape.scoring.judge._judgement import Floors, JudgeStatus
 from evaltape.scoring.results._history import RunLog
 from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
 from evaltape.scoring.run._env import job_env
-from evaltape.scoring.run._export_step import finish_export, start_export, submit
+from evaltape.scoring.run._export_step import finish_export, submit
 from evaltape.scoring.run._host import SILENT, Host, Reporter
 from evaltape.scoring.run._jobs import JobResult, ReplayRules
 from evaltape.scoring.run._plan import plan_replay
 from evaltape.scoring.run._pool import PoolOutcome, run_pool
 from evaltape.scoring.run._setup import (
     RunRefused,
+    exporter_for,
     judge_for,
     load_selection,
     prices_for,
@@ -168,21 +168,10 @@ def run_replay(request: ReplayRequest) -> ReplayOutcome:
                 "--allow-live-judge needs a judge: set judge_model (and judge_base_url)"
             )
     floors = Floors(mean=config.judge_mean_floor, trial=config.judge_trial_floor)
-    try:
-        exporter = (
-            start_export(
-                run_id=run_id,
-                agent=config.agent or "agent",
-                content=request.export_content,
-                prices=prices,
-                environ=host.environ,
-                reporter=reporter,
-            )
-            if request.export
-            else None
-        )
-    except ExportConfigError as exc:
-        raise RunRefused(str(exc)) from exc
+    exporter = exporter_for(
+        request.export, run_id=run_id, config=config, content=request.export_content,
+        prices=prices, environ=host.environ, reporter=reporter,
+    )  # fmt: skip
     commit = git_commit(host.project)
     record = RunRecord(
         run_id=run_id,

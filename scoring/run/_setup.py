@@ -16,12 +16,15 @@ from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.cases._cases import CaseError, Problem, SelectionError, Suite, select
 from evaltape.scoring.cases._load import load_suites
 from evaltape.scoring.cost._pricing import Prices, PricingError, resolve_prices
+from evaltape.scoring.export._config import ExportConfigError
+from evaltape.scoring.export._exporter import Exporter
 from evaltape.scoring.judge._judge import Judge, resolve_judge
 from evaltape.scoring.judge._judgement import JudgeError, JudgeStatus
 from evaltape.scoring.judge._prompt import CONSTRAINTS
 from evaltape.scoring.results._history import RunLog
 from evaltape.scoring.results._records import RunRecord, RunState
 from evaltape.scoring.run._agents import AgentError, AgentSpec, load_agent, parse_agent
+from evaltape.scoring.run._export_step import start_export
 from evaltape.scoring.run._host import Host, Reporter
 from evaltape.scoring.run._jobs import DEFAULT_BASE_URL
 from evaltape.scoring.run._pool import PoolOutcome
@@ -138,3 +141,30 @@ def finish(log: RunLog, outcome: PoolOutcome, *, notes: tuple[str, ...] = ()) ->
     if outcome.stopped is StopKind.AUTH:
         return log.finish(RunState.FAILED, notes=(outcome.reason, *notes))
     return log.finish(RunState.CANCELLED, notes=(outcome.reason, *notes))
+
+
+def exporter_for(
+    enabled: bool,
+    *,
+    run_id: str,
+    config: Config,
+    content: bool,
+    prices: Prices,
+    environ: Mapping[str, str],
+    reporter: Reporter,
+) -> Exporter | None:
+    """The run's exporter when ``enabled`` (None otherwise, or when nothing is configured);
+    ``RunRefused`` on a bad export variable, before any model call."""
+    if not enabled:
+        return None
+    try:
+        return start_export(
+            run_id=run_id,
+            agent=config.agent or "agent",
+            content=content,
+            prices=prices,
+            environ=environ,
+            reporter=reporter,
+        )
+    except ExportConfigError as exc:
+        raise RunRefused(str(exc)) from exc
