@@ -79,6 +79,8 @@ class FakeLangfuse:
         self.scores: dict[str, dict[str, Any]] = {}
         self.score_posts = 0
         self.refused: list[str] = []
+        self.posted: list[tuple[str, str]] = []
+        """(trace id, score name) of every accepted score post, in order."""
         self.refuse: set[str] = set()
         """Score names answered with a 400, as a scores API refusing a body would."""
         self.resources: list[dict[str, Any]] = []
@@ -132,6 +134,7 @@ class FakeLangfuse:
                         return self._answer(400, problem)
                     with fake._lock:
                         fake.score_posts += 1
+                        fake.posted.append((score["traceId"], score["name"]))
                         fake.scores[score["id"]] = score
                     return self._answer(200, json.dumps({"id": score["id"]}))
                 return self._answer(404, "no route")
@@ -264,7 +267,9 @@ def script_run(api: FakeAPI) -> None:
     )
 
 
-def evaltape(project: Path, *args: str, langfuse: FakeLangfuse) -> subprocess.CompletedProcess[str]:
+def evaltape(
+    project: Path, *args: str, langfuse: FakeLangfuse, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {
         k: v
         for k, v in os.environ.items()
@@ -277,6 +282,7 @@ def evaltape(project: Path, *args: str, langfuse: FakeLangfuse) -> subprocess.Co
         "LANGFUSE_HOST": langfuse.host,
         "LANGFUSE_PUBLIC_KEY": PUBLIC,
         "LANGFUSE_SECRET_KEY": SECRET,
+        **(extra_env or {}),
     }
     return subprocess.run(
         [sys.executable, "-m", "evaltape.scoring._cli", *args],
