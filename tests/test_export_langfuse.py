@@ -47,7 +47,7 @@ def run(task):
     for _ in range(4):
         response = task.client.post(
             task.base_url + "/chat/completions",
-            json={"model": task.model, "messages": messages, "tools": tools},
+            json={"model": task.model, "messages": messages, "tools": tools, "max_tokens": 256},
             headers={"authorization": "Bearer " + key},
         )
         response.raise_for_status()
@@ -384,6 +384,7 @@ def test_a_live_run_exports_one_linked_trace_per_attempt_and_scores_on_its_root(
             span.end_time_unix_nano, ns(started, turn.exchange.at + turn.exchange.duration)
         )
         assert c["gen_ai.response.id"] == turn.call.response_id
+        assert c["gen_ai.request.max_tokens"] == 256
         assert c["gen_ai.response.model"] == turn.call.model_responded
         assert c["gen_ai.response.finish_reasons"] == (turn.call.finish_reason,)
         assert c["gen_ai.usage.input_tokens"] == turn.call.usage.input_tokens

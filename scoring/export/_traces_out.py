@@ -7,7 +7,11 @@ It only answers success or failure, so it is given a ``requests.Session``
 (its public ``session`` argument) that remembers the last answer, and a
 failure becomes ``ExportFailed`` naming the host and what went wrong, never a
 header.  Endpoint, headers, timeout and compression are passed explicitly
-from the run's ``ExportConfig``.
+from the run's ``ExportConfig``.  The exporter still reads a few variables
+of its own from the process (TLS certificate files, and it adds
+``OTEL_EXPORTER_OTLP_HEADERS`` beneath the headers it is given), which only
+matters to a library caller whose ``Host`` environment differs from the
+process's.
 """
 
 from __future__ import annotations
