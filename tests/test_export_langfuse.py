@@ -5,6 +5,7 @@ OTLP protobuf and checks the scores API's rules."""
 from __future__ import annotations
 
 import base64
+import datetime
 import json
 import os
 import subprocess
@@ -46,7 +47,7 @@ def run(task):
     for _ in range(4):
         response = task.client.post(
             task.base_url + "/chat/completions",
-            json={"model": task.model, "messages": messages, "tools": tools},
+            json={"model": task.model, "messages": messages, "tools": tools, "max_tokens": 256},
             headers={"authorization": "Bearer " + key},
         )
         response.raise_for_status()
@@ -78,6 +79,12 @@ class FakeLangfuse:
         self.scores: dict[str, dict[str, Any]] = {}
         self.score_posts = 0
         self.refused: list[str] = []
+        self.posted: list[tuple[str, str]] = []
+        """(trace id, score name) of every accepted score post, in order."""
+        self.refuse: set[str] = set()
+        """Score names answered with a 400, as a scores API refusing a body would."""
+        self.resources: list[dict[str, Any]] = []
+        """Each span's resource attributes, in the order of ``spans``."""
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -111,18 +118,23 @@ class FakeLangfuse:
                     with fake._lock:
                         fake.trace_posts += 1
                         for rs in request.resource_spans:
+                            res = {kv.key: value(kv.value) for kv in rs.resource.attributes}
                             for ss in rs.scope_spans:
                                 fake.spans.extend(ss.spans)
+                                fake.resources.extend(res for _ in ss.spans)
                     return self._answer(200, "{}")
                 if self.path == "/api/public/scores":
                     score = json.loads(body)
                     problem = fake.check_score(score)
+                    if score.get("name") in fake.refuse:
+                        problem = f"score {score['name']} refused"
                     if problem:
                         with fake._lock:
                             fake.refused.append(problem)
                         return self._answer(400, problem)
                     with fake._lock:
                         fake.score_posts += 1
+                        fake.posted.append((score["traceId"], score["name"]))
                         fake.scores[score["id"]] = score
                     return self._answer(200, json.dumps({"id": score["id"]}))
                 return self._answer(404, "no route")
@@ -156,6 +168,11 @@ class FakeLangfuse:
             return "BOOLEAN takes 0 or 1"
         if score["dataType"] == "NUMERIC" and not isinstance(score["value"], int | float):
             return "NUMERIC takes a number"
+        if "timestamp" in score:
+            try:
+                datetime.datetime.fromisoformat(score["timestamp"])
+            except ValueError:
+                return "timestamp is not ISO 8601"
         return ""
 
 
@@ -250,7 +267,9 @@ def script_run(api: FakeAPI) -> None:
     )
 
 
-def evaltape(project: Path, *args: str, langfuse: FakeLangfuse) -> subprocess.CompletedProcess[str]:
+def evaltape(
+    project: Path, *args: str, langfuse: FakeLangfuse, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {
         k: v
         for k, v in os.environ.items()
@@ -263,6 +282,7 @@ def evaltape(project: Path, *args: str, langfuse: FakeLangfuse) -> subprocess.Co
         "LANGFUSE_HOST": langfuse.host,
         "LANGFUSE_PUBLIC_KEY": PUBLIC,
         "LANGFUSE_SECRET_KEY": SECRET,
+        **(extra_env or {}),
     }
     return subprocess.run(
         [sys.executable, "-m", "evaltape.scoring._cli", *args],
@@ -315,20 +335,23 @@ def test_a_live_run_exports_one_linked_trace_per_attempt_and_scores_on_its_root(
     assert sorted(record.exported) == sorted(
         f"basic/{c}/agent-1/0" for c in ("find-word", "explodes", "flaky")
     )
-    roots = {attrs_of(s)["langfuse.trace.name"]: s for s in langfuse.spans if not s.parent_span_id}
-    assert set(roots) == {"basic/find-word", "basic/explodes", "basic/flaky"}
+    every_root = {
+        attrs_of(s)["langfuse.trace.name"]: s for s in langfuse.spans if not s.parent_span_id
+    }
+    assert set(every_root) == {
+        "basic/find-word",
+        "basic/explodes",
+        "basic/flaky",
+        "grade basic/find-word",
+    }
+    roots = {k: v for k, v in every_root.items() if not k.startswith("grade ")}
 
     # the tool-using, judged attempt: root, two model calls, one tool call, the judge
     root = roots["basic/find-word"]
     spans = [s for s in langfuse.spans if s.trace_id == root.trace_id]
     children = [s for s in spans if s is not root]
     assert all(s.parent_span_id == root.span_id for s in children)
-    assert sorted(s.name for s in children) == [
-        "chat agent-1",
-        "chat agent-1",
-        "execute_tool read",
-        "judge judge-1",
-    ]
+    assert sorted(s.name for s in children) == ["chat agent-1", "chat agent-1", "execute_tool read"]
     a = attrs_of(root)
     assert root.name == "invoke_agent tool_agent:run"
     assert a["gen_ai.operation.name"] == "invoke_agent"
@@ -345,8 +368,10 @@ def test_a_live_run_exports_one_linked_trace_per_attempt_and_scores_on_its_root(
 
     session = recorded(project, "find-word")
     started = session.header.started_at
-    assert a["gen_ai.usage.input_tokens"] == session.usage.input_tokens
-    assert a["gen_ai.usage.output_tokens"] == session.usage.output_tokens
+    # the root carries no total (backends add a trace's spans up): its children carry it
+    assert not any(k.startswith("gen_ai.usage.") or "cost" in k for k in a)
+    chat_input = sum(attrs_of(s)["gen_ai.usage.input_tokens"] for s in children if "chat" in s.name)
+    assert chat_input == session.usage.input_tokens
     assert close(root.start_time_unix_nano, ns(started, 0.0))
     chats = sorted(
         (s for s in children if s.name.startswith("chat")), key=lambda s: s.start_time_unix_nano
@@ -359,6 +384,7 @@ def test_a_live_run_exports_one_linked_trace_per_attempt_and_scores_on_its_root(
             span.end_time_unix_nano, ns(started, turn.exchange.at + turn.exchange.duration)
         )
         assert c["gen_ai.response.id"] == turn.call.response_id
+        assert c["gen_ai.request.max_tokens"] == 256
         assert c["gen_ai.response.model"] == turn.call.model_responded
         assert c["gen_ai.response.finish_reasons"] == (turn.call.finish_reason,)
         assert c["gen_ai.usage.input_tokens"] == turn.call.usage.input_tokens
@@ -371,9 +397,16 @@ def test_a_live_run_exports_one_linked_trace_per_attempt_and_scores_on_its_root(
     assert attrs_of(tool)["gen_ai.tool.call.id"] == session.tool_calls[0].call.id
     assert close(tool.end_time_unix_nano, ns(started, logged.at))
     assert close(tool.start_time_unix_nano, ns(started, logged.at - float(fields["ms"]) / 1000))
-    (judge,) = (s for s in children if s.name.startswith("judge"))
+    # the judge's call is a trace of its own, linked to the attempt it graded
+    judge = every_root["grade basic/find-word"]
+    assert [s for s in langfuse.spans if s.trace_id == judge.trace_id] == [judge]
     j = attrs_of(judge)
+    assert judge.name == "chat judge-1" and judge.kind == Span.SPAN_KIND_CLIENT
     assert j["langfuse.observation.type"] == "evaluator"
+    assert j["gen_ai.provider.name"] == "openai"
+    (link,) = judge.links
+    assert (link.trace_id, link.span_id) == (root.trace_id, root.span_id)
+    assert j["langfuse.session.id"] == j["session.id"] == record.run_id + "/grading"
     (exchange,) = judge_exchanges(session)
     assert close(judge.start_time_unix_nano, ns(started, exchange.at))
     assert j["gen_ai.usage.input_tokens"] > 0
@@ -395,6 +428,13 @@ def test_a_live_run_exports_one_linked_trace_per_attempt_and_scores_on_its_root(
         assert len(trace_roots) == 1
         assert score["observationId"] == trace_roots[0].span_id.hex()
     mine = {s["name"]: s for s in by_trace[root.trace_id.hex()]}
+    assert set(by_trace) == {r.trace_id.hex() for r in roots.values()}  # none on the grading
+    assert mine["judge"]["metadata"] == {"grading_trace_id": judge.trace_id.hex()}
+    assert all(
+        datetime.datetime.fromisoformat(s["timestamp"]).timestamp() * 1e9
+        == pytest.approx(root.end_time_unix_nano, abs=2_000)
+        for s in mine.values()
+    )
     assert mine["passed"]["dataType"] == "BOOLEAN" and mine["passed"]["value"] == 1
     assert mine["judge"]["dataType"] == "NUMERIC" and mine["judge"]["value"] == 4
     checks = [n for n in mine if n.startswith("check.")]
@@ -513,9 +553,31 @@ def test_the_standard_variables_pick_the_endpoint_headers_and_timeout() -> None:
     )
     assert generic is not None and not generic.langfuse
     assert generic.traces.url == "http://127.0.0.1:4318/v1/traces"
-    assert dict(generic.traces.headers) == {"api-key": "a=b", "x-team": "core"}
+    # as the SDK reads them: the traces-specific variable replaces the generic one
+    assert dict(generic.traces.headers) == {"x-team": "core"}
     assert generic.traces.timeout == 2.5
-    assert "a=b" not in repr(generic) and "a=b" not in generic.describe()
+    only_generic = export_config(
+        {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318/",
+            "OTEL_EXPORTER_OTLP_HEADERS": "api-key=a%3Db,x-team = evals ",
+            "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip",
+            "OTEL_SERVICE_NAME": "checkout-evals",
+            "OTEL_RESOURCE_ATTRIBUTES": "service.name=ignored,team=a%2Cb,service.namespace=ai",
+        }
+    )
+    assert only_generic is not None
+    assert dict(only_generic.traces.headers) == {"api-key": "a=b", "x-team": "evals"}
+    assert "a=b" not in repr(only_generic) and "a=b" not in only_generic.describe()
+    assert only_generic.traces.compression == "gzip"
+    assert only_generic.resource == (
+        ("service.name", "checkout-evals"),
+        ("team", "a,b"),
+        ("service.namespace", "ai"),
+    )
+    with pytest.raises(ExportConfigError, match="OTEL_RESOURCE_ATTRIBUTES: entry 2"):
+        export_config(
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x", "OTEL_RESOURCE_ATTRIBUTES": "a=1,b"}
+        )
     specific = export_config(
         {
             "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318",
@@ -537,6 +599,16 @@ def test_the_standard_variables_pick_the_endpoint_headers_and_timeout() -> None:
     assert headers["x-langfuse-ingestion-version"] == "4"
     assert base64.b64decode(headers["authorization"].split()[1]).decode() == f"{PUBLIC}:{SECRET}"
     assert SECRET not in lf.describe() and SECRET not in repr(lf)
+    both = export_config(
+        {
+            "LANGFUSE_BASE_URL": "http://127.0.0.1:3001",
+            "LANGFUSE_HOST": "http://127.0.0.1:3000",
+            "LANGFUSE_PUBLIC_KEY": PUBLIC,
+            "LANGFUSE_SECRET_KEY": SECRET,
+        }
+    )
+    assert both is not None and both.scores is not None  # LANGFUSE_HOST is the deprecated name
+    assert both.scores.url == "http://127.0.0.1:3001/api/public/scores"
     assert export_config({}) is None
     with_userinfo = export_config({"OTEL_EXPORTER_OTLP_ENDPOINT": "https://u:hunter2@otel.example"})
     assert with_userinfo is not None

@@ -6,10 +6,6 @@ The export steps of ``evaltape live`` and ``replay`` are the library's
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
-import attrs
 import click
 
 from evaltape.recorder import Session
@@ -21,16 +17,13 @@ from evaltape.scoring.cases._load import load_suites
 from evaltape.scoring.checks._score import Score
 from evaltape.scoring.cost._pricing import resolve_prices
 from evaltape.scoring.export._config import ExportConfigError, export_config
-from evaltape.scoring.export._exporter import (
-    Exporter,
-    ExportJob,
-    ExportReport,
-    Rescore,
-)
+from evaltape.scoring.export._exporter import Exporter, ExportJob, Rescore
+from evaltape.scoring.export._progress import Delivered, merge, sent_before
 from evaltape.scoring.export._span_model import TraceOptions
 from evaltape.scoring.judge._judgement import JudgeError, Judgement
 from evaltape.scoring.results._record_files import read_record, resolve_run, write_record
 from evaltape.scoring.results._records import AttemptResult, RunKind, RunState, Verdict, attempt_key
+from evaltape.scoring.run._host import Host
 from evaltape.scoring.run._judge_step import default_scorer
 from evaltape.scoring.run._rescore import locate_tape, rescore_session
 
@@ -79,25 +72,27 @@ def _rescorer(config: Config) -> Rescore:
 def export(run: str, again: bool, content: bool, config: Config) -> None:
     """Export the attempts of a finished run RUN (default: latest) as OTLP traces.
 
-    Where they go comes from the environment: LANGFUSE_HOST /
+    Where they go comes from the environment: LANGFUSE_BASE_URL /
     LANGFUSE_PUBLIC_KEY / LANGFUSE_SECRET_KEY (traces and scores), else
     OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (with
     OTEL_EXPORTER_OTLP_HEADERS).  Attempts the run record says were exported
-    are skipped unless --again.  Exit 0 when every attempt was sent, 1 when
+    are skipped unless --again; one whose spans went but not every score gets
+    only its missing scores.  Exit 0 when every attempt was sent, 1 when
     the export failed, 2 when nothing is configured or a variable is bad.
     """
     path = resolve_run(config.results, run)
     record = read_record(path)
     if record.state is RunState.RUNNING:
         fail(f"run {record.run_id} is still running; export it once it has finished", 2)
+    environ = Host.of_process().environ
     try:
-        target = export_config(os.environ)
+        target = export_config(environ)
     except ExportConfigError as exc:
         fail(str(exc), 2)
         return
     if target is None:
         fail(
-            "no export target: set LANGFUSE_HOST, LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY, "
+            "no export target: set LANGFUSE_BASE_URL, LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY, "
             "or OTEL_EXPORTER_OTLP_ENDPOINT",
             2,
         )
@@ -115,20 +110,25 @@ def export(run: str, again: bool, content: bool, config: Config) -> None:
         click.echo(f"run {record.run_id}: nothing to export ({len(done)} already exported)")
         return
     click.echo(f"export: {target.describe()}", err=True)
-    prices = resolve_prices(config.pricing, os.environ)
+    prices = resolve_prices(config.pricing, environ)
     options = TraceOptions(
         run_id=record.run_id,
         agent=config.agent or "agent",
         environment=target.environment,
+        user=target.user,
         content=content,
     )
-    exporter = Exporter(target, options, prices, rescore=_rescorer(config))
+
+    def save(delivered: Delivered) -> None:  # written at once: a later stop loses nothing
+        write_record(config.results, merge(read_record(path), (delivered,)))
+
+    exporter = Exporter(target, options, prices, rescore=_rescorer(config), on_delivered=save)
     for a in chosen:
         mode = RunKind.REPLAY if a.mode is RunKind.REPLAY else RunKind.LIVE
         tape = locate_tape(a.tape, mode, cassettes=config.cassettes, results=config.results)
-        exporter.submit(ExportJob(attempt=a, tape=tape))
+        spans, names = (False, ()) if again else sent_before(record, attempt_key(a))
+        exporter.submit(ExportJob(attempt=a, tape=tape, spans_sent=spans, scores_sent=names))
     report = exporter.close(timeout=None)
-    _save(config.results, path, report)
     for line in report.skipped:
         click.echo(f"evaltape: warning: not exported: {line}", err=True)
     scores = f", {report.scores} scores" if target.langfuse else ""
@@ -137,12 +137,3 @@ def export(run: str, again: bool, content: bool, config: Config) -> None:
     )
     if report.failure:
         fail(report.failure, 1)
-
-
-def _save(results: Path, path: Path, report: ExportReport) -> None:
-    """Merge the delivered keys into the record, re-read so a concurrent edit is kept."""
-    if not report.exported:
-        return
-    record = read_record(path)
-    merged = tuple(dict.fromkeys((*record.exported, *report.exported)))
-    write_record(results, attrs.evolve(record, exported=merged))

@@ -1,13 +1,13 @@
-"""The spans under an attempt's root: one per model call, one per tool call, one for the judge."""
+"""The spans under an attempt's root: one per model call, one per tool call."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from evaltape.recorder import HarnessEvent, Session, ToolCallRecord, Turn, Usage, decode_call
-from evaltape.scoring.cost._pricing import Prices, call_cost
+from evaltape.recorder import HarnessEvent, Session, ToolCallRecord, Turn
 from evaltape.scoring.export._span_attrs import (
     cost_attrs,
+    max_tokens_attrs,
     messages_json,
     output_json,
     server_attrs,
@@ -22,8 +22,6 @@ from evaltape.scoring.export._span_model import (
     epoch_ns,
     span_id,
 )
-from evaltape.scoring.judge._judgement import Judgement
-from evaltape.scoring.judge._role import judge_exchanges
 
 
 def chat_span(
@@ -42,6 +40,7 @@ def chat_span(
         ("gen_ai.provider.name", provider),
         ("gen_ai.request.model", model),
         *server_attrs(exchange.request.url),
+        *max_tokens_attrs(exchange.request.body),
     )
     if call.model_responded:
         out += (("gen_ai.response.model", call.model_responded),)
@@ -144,54 +143,3 @@ def _tool_attrs(record: ToolCallRecord, options: TraceOptions) -> Attrs:
         if record.result is not None:
             out += (("gen_ai.tool.call.result", record.result),)
     return out
-
-
-def judge_span(
-    session: Session,
-    judgement: Judgement | None,
-    tid: bytes,
-    parent: bytes,
-    options: TraceOptions,
-    prices: Prices,
-) -> Span | None:
-    judged = judge_exchanges(session)
-    if not judged:
-        return None
-    exchange = judged[-1]
-    call = decode_call(exchange)
-    usage = call.usage if call is not None else Usage.unknown()
-    model = (judgement.model if judgement is not None else "") or (
-        call.model_requested if call is not None else ""
-    )
-    cost = call_cost(prices, model, usage) if model else None
-    out: Attrs = (
-        ("gen_ai.operation.name", "chat"),
-        ("langfuse.observation.type", "evaluator"),
-        ("gen_ai.request.model", model or "unknown"),
-        *server_attrs(exchange.request.url),
-        *usage_attrs(usage),
-        *cost_attrs(cost),
-    )
-    if judgement is not None:
-        out += (
-            ("evaltape.judge.rubric", judgement.rubric),
-            ("evaltape.judge.state", judgement.state.value),
-        )
-        if judgement.score is not None:
-            out += (("evaltape.judge.score", judgement.score),)
-        if options.content and judgement.rationale:
-            out += (("evaltape.judge.rationale", judgement.rationale),)
-    failed = exchange.error is not None or (call is not None and bool(call.error))
-    started = session.header.started_at
-    return Span(
-        trace_id=tid,
-        span_id=span_id(tid, "judge"),
-        parent_span_id=parent,
-        name=f"judge {model or 'unknown'}",
-        kind=SpanKind.CLIENT,
-        start_ns=epoch_ns(started, exchange.at),
-        end_ns=epoch_ns(started, exchange.at + exchange.duration),
-        attributes=out,
-        error=failed,
-        status_message="judge call failed" if failed else "",
-    )

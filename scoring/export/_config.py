@@ -3,16 +3,21 @@
 Two kinds of target, chosen by the standard variables:
 
 - Langfuse, when ``LANGFUSE_PUBLIC_KEY`` and ``LANGFUSE_SECRET_KEY`` are set
-  (``LANGFUSE_HOST``, default ``https://cloud.langfuse.com``): traces go to
+  (``LANGFUSE_BASE_URL``, or the deprecated ``LANGFUSE_HOST``, default
+  ``https://cloud.langfuse.com``): traces go to
   ``{host}/api/public/otel/v1/traces`` with Basic auth ``public:secret`` and
   ``x-langfuse-ingestion-version: 4``; scores go to ``{host}/api/public/scores``.
 - any OTLP/HTTP collector: ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is used as
   it is, ``OTEL_EXPORTER_OTLP_ENDPOINT`` gets ``/v1/traces`` appended;
-  headers from ``OTEL_EXPORTER_OTLP_HEADERS`` then
-  ``OTEL_EXPORTER_OTLP_TRACES_HEADERS`` (comma-separated, url-encoded
-  ``key=value``; the traces-specific one wins per key); timeout in
-  milliseconds from ``OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`` or
-  ``OTEL_EXPORTER_OTLP_TIMEOUT`` (default 10 000).
+  headers from ``OTEL_EXPORTER_OTLP_TRACES_HEADERS``, else
+  ``OTEL_EXPORTER_OTLP_HEADERS`` (comma-separated, url-encoded ``key=value``;
+  the traces-specific variable replaces the generic one, as the SDK reads
+  them); timeout in milliseconds from ``OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`` or
+  ``OTEL_EXPORTER_OTLP_TIMEOUT`` (default 10 000); ``gzip`` or ``none`` from
+  ``OTEL_EXPORTER_OTLP_TRACES_COMPRESSION`` or ``OTEL_EXPORTER_OTLP_COMPRESSION``.
+
+Every target gets the resource ``OTEL_RESOURCE_ATTRIBUTES`` and
+``OTEL_SERVICE_NAME`` describe (``_resource``).
 
 Langfuse wins when both are configured.  Header values and keys are kept out
 of every ``repr`` and message: ``describe`` names endpoints only.
@@ -27,10 +32,17 @@ from urllib.parse import unquote, urlsplit
 
 import attrs
 
-from evaltape.scoring._errors import ScoringError
+from evaltape.scoring.export._resource import ExportConfigError as ExportConfigError
+from evaltape.scoring.export._resource import resource_attributes
 
 DEFAULT_LANGFUSE_HOST = "https://cloud.langfuse.com"
-"""Langfuse's cloud, used when keys are set and ``LANGFUSE_HOST`` is not."""
+"""Langfuse's cloud, used when keys are set and no ``LANGFUSE_BASE_URL`` (or ``LANGFUSE_HOST``)."""
+
+LANGFUSE_URL_VARS = ("LANGFUSE_BASE_URL", "LANGFUSE_HOST")
+"""Where Langfuse's URL is read, first set wins (``LANGFUSE_HOST`` is the deprecated name)."""
+
+COMPRESSIONS = ("none", "gzip")
+"""``OTEL_EXPORTER_OTLP_COMPRESSION`` values the traces may be sent with."""
 
 LANGFUSE_TRACES_PATH = "/api/public/otel/v1/traces"
 """Langfuse's OTLP/HTTP traces endpoint, below the host."""
@@ -50,10 +62,6 @@ ENVIRONMENT_VARS = ("EVALTAPE_EXPORT_ENVIRONMENT", "LANGFUSE_TRACING_ENVIRONMENT
 _ENVIRONMENT = re.compile(r"^(?!langfuse)[a-z0-9_-]{1,40}$")
 
 
-class ExportConfigError(ScoringError):
-    """An export variable holds something unusable; the message names the variable."""
-
-
 @attrs.frozen(kw_only=True)
 class Target:
     """One HTTP endpoint and what to send it."""
@@ -64,6 +72,8 @@ class Target:
     """Request headers (may hold keys: never printed)."""
     timeout: float = DEFAULT_TIMEOUT
     """Seconds one request may take."""
+    compression: str = "none"
+    """``none`` or ``gzip`` (traces only)."""
 
     @property
     def host(self) -> str:
@@ -81,6 +91,10 @@ class ExportConfig:
     """Langfuse's scores endpoint; None for a plain OTLP collector."""
     environment: str = "default"
     """The Langfuse environment every trace and score is put in."""
+    resource: tuple[tuple[str, str], ...] = ()
+    """Resource attributes from ``OTEL_RESOURCE_ATTRIBUTES`` and ``OTEL_SERVICE_NAME``."""
+    user: str = ""
+    """``EVALTAPE_EXPORT_USER``: the user every trace is put under ("" for none)."""
 
     @property
     def langfuse(self) -> bool:
@@ -156,16 +170,15 @@ def _environment(environ: Mapping[str, str]) -> str:
     return "default"
 
 
-def _langfuse(environ: Mapping[str, str], timeout: float, environment: str) -> ExportConfig:
+def _langfuse(environ: Mapping[str, str], timeout: float) -> ExportConfig:
     public = environ.get("LANGFUSE_PUBLIC_KEY", "").strip()
     secret = environ.get("LANGFUSE_SECRET_KEY", "").strip()
     if not public or not secret:
         missing = "LANGFUSE_SECRET_KEY" if public else "LANGFUSE_PUBLIC_KEY"
         raise ExportConfigError(f"{missing} is not set (Langfuse needs both keys)")
-    raw_host = (
-        environ.get("LANGFUSE_HOST", "").strip() or environ.get("LANGFUSE_BASE_URL", "").strip()
-    )
-    host = _url(raw_host, "LANGFUSE_HOST") if raw_host else DEFAULT_LANGFUSE_HOST
+    named = [(n, environ.get(n, "").strip()) for n in LANGFUSE_URL_VARS]
+    raw_name, raw_host = next(((n, v) for n, v in named if v), ("", ""))
+    host = _url(raw_host, raw_name) if raw_host else DEFAULT_LANGFUSE_HOST
     host = host.rstrip("/")
     token = base64.b64encode(f"{public}:{secret}".encode()).decode("ascii")
     auth = ("authorization", f"Basic {token}")
@@ -173,9 +186,10 @@ def _langfuse(environ: Mapping[str, str], timeout: float, environment: str) -> E
         url=host + LANGFUSE_TRACES_PATH,
         headers=(auth, ("x-langfuse-ingestion-version", INGESTION_VERSION)),
         timeout=timeout,
+        compression=_compression(environ),
     )
     scores = Target(url=host + LANGFUSE_SCORES_PATH, headers=(auth,), timeout=timeout)
-    return ExportConfig(traces=traces, scores=scores, environment=environment)
+    return ExportConfig(traces=traces, scores=scores)
 
 
 def export_config(environ: Mapping[str, str]) -> ExportConfig | None:
@@ -188,7 +202,7 @@ def export_config(environ: Mapping[str, str]) -> ExportConfig | None:
         return None
     langfuse = any(
         environ.get(k, "").strip()
-        for k in ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY", "LANGFUSE_HOST")
+        for k in ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY", *LANGFUSE_URL_VARS)
     )
     specific = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
     generic = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
@@ -204,22 +218,35 @@ def export_config(environ: Mapping[str, str]) -> ExportConfig | None:
         )
     timeout = _timeout(environ)
     environment = _environment(environ)
+    resource = resource_attributes(environ)
+    user = environ.get("EVALTAPE_EXPORT_USER", "").strip()
     if langfuse:
-        return _langfuse(environ, timeout, environment)
+        lf = _langfuse(environ, timeout)
+        return attrs.evolve(lf, environment=environment, resource=resource, user=user)
     if specific:
         url = _url(specific, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
     else:
         url = _url(generic, "OTEL_EXPORTER_OTLP_ENDPOINT").rstrip("/") + "/v1/traces"
-    merged = dict(
-        parse_headers(environ.get("OTEL_EXPORTER_OTLP_HEADERS", ""), "OTEL_EXPORTER_OTLP_HEADERS")
+    name = next(
+        (
+            n
+            for n in ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
+            if environ.get(n, "").strip()
+        ),
+        "OTEL_EXPORTER_OTLP_HEADERS",
     )
-    merged.update(
-        parse_headers(
-            environ.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS", ""),
-            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
-        )
+    headers = dict(parse_headers(environ.get(name, ""), name))
+    target = Target(
+        url=url, headers=tuple(headers.items()), timeout=timeout, compression=_compression(environ)
     )
-    return ExportConfig(
-        traces=Target(url=url, headers=tuple(merged.items()), timeout=timeout),
-        environment=environment,
-    )
+    return ExportConfig(traces=target, environment=environment, resource=resource, user=user)
+
+
+def _compression(environ: Mapping[str, str]) -> str:
+    for name in ("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION"):
+        raw = environ.get(name, "").strip().lower()
+        if raw:
+            if raw not in COMPRESSIONS:
+                raise ExportConfigError(f"{name}: expected none or gzip, got {raw!r}")
+            return raw
+    return "none"

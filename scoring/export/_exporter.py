@@ -2,10 +2,12 @@
 
 The run hands each scored attempt to ``Exporter.submit`` as it finishes; one
 worker thread reads the attempt's session back from its tape, builds its
-trace (``scoring._otel_spans``), posts it (``scoring._otlp_wire``,
-``scoring._export_send``) and, for Langfuse, its scores.  At the end the run
-calls ``close(timeout)``, which waits at most that long and returns the keys
-of the attempts whose trace was delivered, for ``RunRecord.exported``.
+trace (``_spans``), turns it into OpenTelemetry SDK spans (``_sdk_spans``),
+sends them with the SDK's OTLP/HTTP exporter (``_traces_out``) and, for
+Langfuse, posts the scores not yet delivered (``_langfuse``).  Each attempt's
+``Delivered`` is handed to ``on_delivered`` as soon as it is known (so a
+caller can write it down before the next attempt) and collected for
+``close(timeout)``, which waits at most that long and reports them all.
 
 The first failure (collector down, a 4xx, a timeout, retries used up) is
 handed to ``on_failure`` once and stops exporting for the rest of the run:
@@ -28,11 +30,13 @@ from evaltape.recorder import Session, TapeError, TapeReader, fold
 from evaltape.scoring.checks._score import Score
 from evaltape.scoring.cost._pricing import Prices
 from evaltape.scoring.export._config import ExportConfig
-from evaltape.scoring.export._langfuse import post_scores
+from evaltape.scoring.export._langfuse import post_score, score_bodies
+from evaltape.scoring.export._progress import Delivered
+from evaltape.scoring.export._sdk_spans import resource, sdk_spans
 from evaltape.scoring.export._send import DEFAULT_BACKOFF, Backoff, ExportFailed, Sender
 from evaltape.scoring.export._span_model import AttemptTrace, TraceOptions
 from evaltape.scoring.export._spans import attempt_trace
-from evaltape.scoring.export._wire import CONTENT_TYPE, encode_spans
+from evaltape.scoring.export._traces_out import TraceSender
 from evaltape.scoring.judge._judgement import Judgement
 from evaltape.scoring.results._records import AttemptResult
 
@@ -52,6 +56,10 @@ class ExportJob:
     """Its score with every check; None lets ``Exporter.rescore`` compute it."""
     judgement: Judgement | None = None
     """What the judge said, for a judged attempt."""
+    spans_sent: bool = False
+    """Its spans were delivered before: only scores are missing."""
+    scores_sent: tuple[str, ...] = ()
+    """Names of its scores delivered before (not sent again)."""
 
 
 Rescore = Callable[[AttemptResult, Session], tuple[Score | None, Judgement | None]]
@@ -62,8 +70,8 @@ Rescore = Callable[[AttemptResult, Session], tuple[Score | None, Judgement | Non
 class ExportReport:
     """What an exporter did."""
 
-    exported: tuple[str, ...]
-    """Keys of attempts whose trace was delivered, in delivery order."""
+    delivered: tuple[Delivered, ...]
+    """Every attempt that got anywhere (spans, or spans and scores), in delivery order."""
     scores: int
     """Scores posted (Langfuse only)."""
     skipped: tuple[str, ...]
@@ -72,6 +80,11 @@ class ExportReport:
     """The first delivery failure, one line; "" when none."""
     unfinished: int
     """Attempts still queued or under way when ``close`` stopped waiting."""
+
+    @property
+    def exported(self) -> tuple[str, ...]:
+        """Keys of the attempts whose spans and every score were delivered."""
+        return tuple(d.key for d in self.delivered if d.complete)
 
 
 def load_session(tape: Path, session_id: str) -> Session | str:
@@ -97,6 +110,7 @@ class Exporter:
         prices: Prices,
         *,
         on_failure: Callable[[ExportFailed], None] = lambda failure: None,
+        on_delivered: Callable[[Delivered], None] = lambda delivered: None,
         rescore: Rescore | None = None,
         backoff: Backoff = DEFAULT_BACKOFF,
         sleep: Callable[[float], None] = time.sleep,
@@ -106,12 +120,14 @@ class Exporter:
         self.options = options
         self.prices = prices
         self._on_failure = on_failure
+        self._on_delivered = on_delivered
         self._rescore = rescore
         self._client = httpx.Client(transport=transport, follow_redirects=False)
         self._sender = Sender(self._client, backoff=backoff, sleep=sleep)
+        self._traces = TraceSender(config.traces)
         self._queue: queue.Queue[ExportJob | None] = queue.Queue()
         self._lock = threading.Lock()
-        self._exported: list[str] = []
+        self._delivered: list[Delivered] = []
         self._skipped: list[str] = []
         self._scores = 0
         self._failure: ExportFailed | None = None
@@ -131,9 +147,10 @@ class Exporter:
         self._thread.join(timeout)
         if not self._thread.is_alive():
             self._client.close()
+            self._traces.close()
         with self._lock:
             return ExportReport(
-                exported=tuple(self._exported),
+                delivered=tuple(self._delivered),
                 scores=self._scores,
                 skipped=tuple(self._skipped),
                 failure=str(self._failure) if self._failure is not None else "",
@@ -172,18 +189,32 @@ class Exporter:
             with self._lock:
                 self._skipped.append(built)
             return
+        spans, sent = job.spans_sent, list(job.scores_sent)
         try:
-            body = encode_spans(built.spans)
-            self._sender.post(self.config.traces, body, CONTENT_TYPE)
-            with self._lock:
-                self._exported.append(built.key)
+            if not spans:
+                res = resource(
+                    self.config.resource, environment=built.environment, release=built.release
+                )
+                self._traces.send(sdk_spans(built.spans, res))
+                spans = True
             if self.config.scores is not None:
-                sent = post_scores(self._sender, self.config.scores, built)
-                with self._lock:
-                    self._scores += sent
+                for body in score_bodies(built):
+                    name = str(body["name"])
+                    if name not in sent:
+                        post_score(self._sender, self.config.scores, body)
+                        sent.append(name)
+                        with self._lock:
+                            self._scores += 1
+            complete = True
         except ExportFailed as exc:
+            complete = False
             with self._lock:
                 first = self._failure is None
                 self._failure = exc
             if first:
                 self._on_failure(exc)
+        if spans:
+            done = Delivered(key=built.key, spans=True, scores=tuple(sent), complete=complete)
+            with self._lock:
+                self._delivered.append(done)
+            self._on_delivered(done)

@@ -5,11 +5,13 @@ Langfuse does not read scores from OTLP spans, so each score is posted to
 observation (the ``invoke_agent`` span).  Each body carries a stable ``id``
 derived from the trace id and the score's name, so posting it again (a
 retry, ``evaltape export --again``) overwrites the score instead of adding a
-second one.
+second one.  Each is dated at the attempt's end (``timestamp``), so a resend
+is identical, and the judge's score names the grading trace in its metadata.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 
 from evaltape.scoring.export._config import Target
@@ -30,16 +32,22 @@ def score_bodies(trace: AttemptTrace) -> tuple[dict[str, object], ...]:
             "value": score.value,
             "dataType": score.data_type,
             "environment": trace.environment,
+            "timestamp": _iso(trace.scored_ns),
         }
         if score.comment:
             body["comment"] = score.comment
+        if score.metadata:
+            body["metadata"] = dict(score.metadata)
         bodies.append(body)
     return tuple(bodies)
 
 
-def post_scores(sender: Sender, target: Target, trace: AttemptTrace) -> int:
-    """Post every score of ``trace``; returns how many were sent.  Raises ``ExportFailed``."""
-    bodies = score_bodies(trace)
-    for body in bodies:
-        sender.post(target, json.dumps(body).encode("utf-8"), "application/json")
-    return len(bodies)
+def post_score(sender: Sender, target: Target, body: dict[str, object]) -> None:
+    """Post one score body.  Raises ``ExportFailed``."""
+    sender.post(target, json.dumps(body).encode("utf-8"), "application/json")
+
+
+def _iso(ns: int) -> str:
+    """Unix nanoseconds as an ISO 8601 UTC time to the microsecond (``...Z``)."""
+    when = datetime.datetime.fromtimestamp(ns // 1000 / 1_000_000, tz=datetime.UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -65,7 +65,7 @@ def retry_after(value: str | None, now: Callable[[], float]) -> float | None:
     return max(0.0, when.timestamp() - now())
 
 
-def _one_line(text: str, limit: int = 200) -> str:
+def one_line(text: str, limit: int = 200) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[:limit] + "..."
 
@@ -100,13 +100,13 @@ class Sender:
             except httpx.TimeoutException:
                 raise ExportFailed(host, f"timed out after {target.timeout:g} s") from None
             except httpx.ConnectError as exc:
-                raise ExportFailed(host, f"cannot connect ({_one_line(str(exc))})") from None
+                raise ExportFailed(host, f"cannot connect ({one_line(str(exc))})") from None
             except httpx.HTTPError as exc:
-                raise ExportFailed(host, f"{type(exc).__name__}: {_one_line(str(exc))}") from None
+                raise ExportFailed(host, f"{type(exc).__name__}: {one_line(str(exc))}") from None
             if response.is_success:
                 return response
             status = f"HTTP {response.status_code}"
-            detail = _one_line(response.text) if response.text else response.reason_phrase
+            detail = one_line(response.text) if response.text else response.reason_phrase
             if response.status_code not in RETRIED:
                 raise ExportFailed(host, f"{status} {detail}".rstrip())
             if n == tries - 1:

@@ -48,6 +48,25 @@ def cost_attrs(cost: float | None) -> Attrs:
     )
 
 
+MAX_TOKENS_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+"""Request fields that cap the reply's tokens (Chat Completions, its newer name, Responses)."""
+
+
+def max_tokens_attrs(body: bytes) -> Attrs:
+    """``gen_ai.request.max_tokens`` when the request's JSON body set a limit, else none."""
+    try:
+        data = json.loads(body) if body else None
+    except ValueError:
+        return ()
+    if not isinstance(data, dict):
+        return ()
+    for name in MAX_TOKENS_FIELDS:
+        limit = data.get(name)
+        if isinstance(limit, int) and not isinstance(limit, bool):
+            return (("gen_ai.request.max_tokens", limit),)
+    return ()
+
+
 def server_attrs(url: str) -> Attrs:
     parts = urlsplit(url)
     if not parts.hostname:

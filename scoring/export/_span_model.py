@@ -44,6 +44,18 @@ class SpanEvent:
 
 
 @attrs.frozen(kw_only=True)
+class SpanLink:
+    """A pointer from one span to a span of another trace (the grading trace to its attempt)."""
+
+    trace_id: bytes
+    """16 bytes."""
+    span_id: bytes
+    """8 bytes."""
+    attributes: Attrs = ()
+    """Key/value pairs."""
+
+
+@attrs.frozen(kw_only=True)
 class Span:
     """One span, ready to encode."""
 
@@ -65,6 +77,8 @@ class Span:
     """Key/value pairs, in a fixed order."""
     events: tuple[SpanEvent, ...] = ()
     """Span events (the root's evaluation results)."""
+    links: tuple[SpanLink, ...] = ()
+    """Links to spans of other traces."""
     error: bool = False
     """Status ERROR; otherwise the status is left unset."""
     status_message: str = ""
@@ -83,6 +97,8 @@ class ScoreValue:
     """``BOOLEAN`` or ``NUMERIC`` (Langfuse's data types)."""
     comment: str = ""
     """Why (a reason, a check's detail, the judge's rationale); only with content."""
+    metadata: tuple[tuple[str, str], ...] = ()
+    """Key/value pairs sent with the score (the judge's grading trace id)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -92,11 +108,15 @@ class AttemptTrace:
     key: str
     """``attempt_key`` of the attempt."""
     spans: tuple[Span, ...]
-    """The root first, then its children in time order."""
+    """The root first, then its children in time order, then the grading trace's span."""
     scores: tuple[ScoreValue, ...]
     """Every score; each is also an evaluation event on the root."""
     environment: str
     """The Langfuse environment the trace belongs to."""
+    release: str = ""
+    """The harness version that recorded the attempt ("" when unknown)."""
+    scored_ns: int = 0
+    """Unix nanoseconds the scores are dated (the attempt's end, so a resend is identical)."""
 
     @property
     def root(self) -> Span:
@@ -114,6 +134,8 @@ class TraceOptions:
     """The agent setting (``module:function`` or ``cmd:...``): the agent's name."""
     environment: str = "default"
     """Langfuse environment (lower case letters, digits, ``-`` and ``_``)."""
+    user: str = ""
+    """The user every trace is put under (``user.id``); "" for none."""
     content: bool = False
     """Put prompts, messages, tool arguments and results, reasons and rationale on spans."""
 
@@ -125,6 +147,15 @@ def trace_id(run_id: str, a: AttemptResult) -> bytes:
     """The attempt's 16-byte trace id: a hash of run id, suite, case, model and attempt."""
     seed = "\0".join(("evaltape-trace", run_id, a.suite, a.case_id, a.model, str(a.attempt)))
     return _nonzero(hashlib.sha256(seed.encode("utf-8")).digest()[:16])
+
+
+def grading_trace_id(trace: bytes) -> bytes:
+    """The 16-byte id of the trace that holds the judge's call for the attempt ``trace``."""
+    return _nonzero(hashlib.sha256(b"evaltape-grading\0" + trace).digest()[:16])
+
+
+GRADING_SESSION_SUFFIX = "/grading"
+"""Appended to the run id for the session of the grading traces (kept out of the run's)."""
 
 
 def span_id(trace: bytes, label: str) -> bytes:

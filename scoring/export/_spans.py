@@ -5,16 +5,21 @@ session and its score, and returns values.  The trace follows the
 OpenTelemetry GenAI semantic conventions, with the attributes Langfuse reads
 to name, group and type what it shows:
 
-- the root span ``invoke_agent {agent}`` covers the session, carries the
-  aggregate usage, the trace's name (``suite/case``), session (run id),
-  environment, release, tags and metadata, and one ``gen_ai.evaluation.result``
-  event per score;
+- the root span ``invoke_agent {agent}`` covers the session and carries the
+  trace's metadata and one ``gen_ai.evaluation.result`` event per score, but no
+  usage or cost (its children carry those; a total on the root would be
+  counted twice by backends that add a trace's spans up);
 - one CLIENT span ``chat {model}`` per model call, at its recorded start and
   end, with the response's model, id, finish reason, usage and cost;
 - one ``execute_tool {name}`` span per tool call; its timing is the agent's
   ``tool`` harness event when it logged one, else the gap between the turn
   that asked for the call and the next one;
-- one judge span (a Langfuse evaluator) with the judge's own usage and cost.
+- the judge's call, as the one span of a separate grading trace linked to the
+  attempt (``_grading``), so its tokens never count as the agent's.
+
+Every span carries the run-level attributes (``run_attrs``): trace name
+(``suite/case``), session (the run id, as ``langfuse.session.id`` and the
+standard ``session.id``), tags, environment, release and user.
 
 Ids are derived from the run id, suite, case, model and attempt, so the same
 attempt always gets the same trace id and span ids.  Nothing the model, the
@@ -25,12 +30,16 @@ is set.
 
 from __future__ import annotations
 
+import attrs
+
 from evaltape.recorder import ModelCall, Session
 from evaltape.scoring.checks._score import Score
 from evaltape.scoring.cost._pricing import Prices, call_cost
-from evaltape.scoring.export._child_spans import chat_span, judge_span, tool_spans
-from evaltape.scoring.export._span_attrs import cost_attrs, provider_name, usage_attrs
+from evaltape.scoring.export._child_spans import chat_span, tool_spans
+from evaltape.scoring.export._grading import grading_span
+from evaltape.scoring.export._span_attrs import provider_name
 from evaltape.scoring.export._span_model import (
+    GRADING_SESSION_SUFFIX,
     AttemptTrace,
     Attrs,
     Span,
@@ -59,23 +68,17 @@ def attempt_trace(
     tid = trace_id(options.run_id, attempt)
     root_id = span_id(tid, "invoke_agent")
     started = session.header.started_at
+    release = session.header.harness_version or ""
     provider = provider_name((t.call for t in session.turns), _first_url(session))
     children: list[Span] = []
-    total_cost: float | None = 0.0 if session.turns else None
     for turn in session.turns:
         cost = call_cost(prices, _priced_model(turn.call, attempt), turn.call.usage)
         children.append(chat_span(session, turn, provider, cost, tid, root_id, options))
-        total_cost = None if cost is None or total_cost is None else total_cost + cost
     children.extend(tool_spans(session, tid, root_id, options))
-    judge = judge_span(session, judgement, tid, root_id, options, prices)
-    if judge is not None:
-        children.append(judge)
     children.sort(key=lambda s: (s.start_ns, s.span_id))
     scores = attempt_scores(attempt, score, judgement, content=options.content)
     start = epoch_ns(started)
     end = max([epoch_ns(started, session.duration), *(c.end_ns for c in children)])
-    if attempt.cost is not None:
-        total_cost = attempt.cost
     root = Span(
         trace_id=tid,
         span_id=root_id,
@@ -84,17 +87,68 @@ def attempt_trace(
         kind=SpanKind.INTERNAL,
         start_ns=start,
         end_ns=end,
-        attributes=_root_attrs(attempt, session, provider, total_cost, options),
+        attributes=_root_attrs(attempt, session, provider, options),
         events=tuple(evaluation_event(s, end, options.content) for s in scores),
         error=attempt.verdict is Verdict.ERROR and not attempt.quarantined,
         status_message=_status(attempt, session, options.content),
     )
+    shared = run_attrs(
+        trace_name=f"{attempt.suite}/{attempt.case_id}",
+        session=options.run_id,
+        tags=_tags(attempt),
+        release=release,
+        options=options,
+    )
+    spans = [_with(s, shared) for s in (root, *children)]
+    grading = grading_span(session, judgement, root, options, prices)
+    if grading is not None:
+        graded = run_attrs(
+            trace_name=f"grade {attempt.suite}/{attempt.case_id}",
+            session=options.run_id + GRADING_SESSION_SUFFIX,
+            tags=(attempt.suite, "grading"),
+            release=release,
+            options=options,
+        )
+        spans.append(_with(grading, graded))
+        link = (("grading_trace_id", grading.trace_id.hex()),)
+        scores = tuple(attrs.evolve(s, metadata=link) if s.name == "judge" else s for s in scores)
     return AttemptTrace(
         key=attempt_key(attempt),
-        spans=(root, *children),
+        spans=tuple(spans),
         scores=scores,
         environment=options.environment,
+        release=release,
+        scored_ns=end,
     )
+
+
+def run_attrs(
+    *, trace_name: str, session: str, tags: tuple[str, ...], release: str, options: TraceOptions
+) -> Attrs:
+    """What every span of a trace carries, so filtering observations by any of it finds them
+    all: trace name, session (Langfuse's and the standard ``session.id``), tags,
+    environment, release, user and run id."""
+    out: Attrs = (
+        ("langfuse.trace.name", trace_name),
+        ("langfuse.session.id", session),
+        ("session.id", session),
+        ("langfuse.trace.tags", tags),
+        ("langfuse.environment", options.environment),
+    )
+    if release:
+        out += (("langfuse.release", release),)
+    if options.user:
+        out += (("langfuse.user.id", options.user), ("user.id", options.user))
+    return (*out, ("evaltape.run.id", options.run_id))
+
+
+def _with(span: Span, shared: Attrs) -> Span:
+    return attrs.evolve(span, attributes=span.attributes + shared)
+
+
+def _tags(attempt: AttemptResult) -> tuple[str, ...]:
+    tags = tuple(dict.fromkeys((attempt.suite, attempt.model, attempt.verdict.value)))
+    return (*tags, "quarantined") if attempt.quarantined else tags
 
 
 def _first_url(session: Session) -> str:
@@ -115,15 +169,10 @@ def _status(attempt: AttemptResult, session: Session, content: bool) -> str:
 
 
 def _root_attrs(
-    attempt: AttemptResult,
-    session: Session,
-    provider: str,
-    cost: float | None,
-    options: TraceOptions,
+    attempt: AttemptResult, session: Session, provider: str, options: TraceOptions
 ) -> Attrs:
     header = session.header
     end = session.end
-    release = header.harness_version or ""
     meta: Attrs = (
         ("langfuse.trace.metadata.suite", attempt.suite),
         ("langfuse.trace.metadata.case", attempt.case_id),
@@ -141,31 +190,19 @@ def _root_attrs(
         meta += (("langfuse.trace.metadata.commit", header.harness_commit),)
     if options.content and attempt.reason:
         meta += (("langfuse.trace.metadata.reason", attempt.reason),)
-    tags = tuple(dict.fromkeys((attempt.suite, attempt.model, attempt.verdict.value)))
-    if attempt.quarantined:
-        tags += ("quarantined",)
     out: Attrs = (
         ("gen_ai.operation.name", "invoke_agent"),
         ("gen_ai.provider.name", provider),
         ("gen_ai.agent.name", options.agent),
         ("gen_ai.request.model", attempt.model),
-        *usage_attrs(session.usage),
-        *cost_attrs(cost),
         ("langfuse.observation.type", "agent"),
-        ("langfuse.trace.name", f"{attempt.suite}/{attempt.case_id}"),
-        ("langfuse.session.id", options.run_id),
-        ("langfuse.environment", options.environment),
-        ("langfuse.trace.tags", tags),
         *meta,
-        ("evaltape.run.id", options.run_id),
         ("evaltape.suite", attempt.suite),
         ("evaltape.case.id", attempt.case_id),
         ("evaltape.attempt", attempt.attempt),
         ("evaltape.verdict", attempt.verdict.value),
         ("evaltape.session.id", attempt.session_id),
     )
-    if release:
-        out += (("langfuse.release", release),)
     if header.seed is not None:
         out += (("gen_ai.request.seed", header.seed),)
     if attempt.verdict is Verdict.ERROR and not attempt.quarantined:

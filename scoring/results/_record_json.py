@@ -88,6 +88,7 @@ def record_to_json(r: RunRecord) -> dict[str, object]:
         "baseline_accepted": r.baseline_accepted,
         "baseline": r.baseline,
         "exported": list(r.exported),
+        "export_partial": {key: list(names) for key, names in r.export_partial},
     }
 
 
@@ -271,4 +272,13 @@ def record_from_json(data: object, where: str) -> RunRecord:
         baseline_accepted=(f.flag("baseline_accepted") if "baseline_accepted" in f.data else False),
         baseline=f.text("baseline") if "baseline" in f.data else "",
         exported=f.texts("exported") if "exported" in f.data else (),
+        export_partial=_partial(f, where) if "export_partial" in f.data else (),
     )
+
+
+def _partial(f: Fields, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    data = f.data["export_partial"]
+    if not isinstance(data, dict):
+        raise RecordError(f'{where}: field "export_partial": expected an object, got {_type(data)}')
+    inner = Fields(data, f'{where}: field "export_partial"')
+    return tuple((key, inner.texts(key)) for key in data)

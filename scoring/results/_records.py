@@ -171,7 +171,11 @@ class RunRecord:
     baseline: str = ""
     """The run id (or saved baseline name) the gate compared against; "" for none."""
     exported: tuple[str, ...] = ()
-    """Attempt keys (``attempt_key``) already exported as traces; each is exported once."""
+    """Attempt keys (``attempt_key``) whose spans and every score were delivered; each is
+    exported once."""
+    export_partial: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Attempts whose spans were delivered but not every score: (attempt key, names of the
+    scores delivered).  ``evaltape export RUN`` sends the rest."""
 
     @property
     def completed(self) -> int:

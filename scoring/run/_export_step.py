@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from evaltape.scoring.cost._pricing import Prices
 from evaltape.scoring.export._config import export_config
 from evaltape.scoring.export._exporter import DEFAULT_CLOSE_TIMEOUT, Exporter, ExportJob
+from evaltape.scoring.export._progress import merge
 from evaltape.scoring.export._send import ExportFailed
 from evaltape.scoring.export._span_model import TraceOptions
 from evaltape.scoring.results._history import RunLog
@@ -40,7 +41,11 @@ def start_export(
         return None
     reporter.note(f"export: {config.describe()}")
     options = TraceOptions(
-        run_id=run_id, agent=agent, environment=config.environment, content=content
+        run_id=run_id,
+        agent=agent,
+        environment=config.environment,
+        user=config.user,
+        content=content,
     )
 
     def on_failure(failure: ExportFailed) -> None:
@@ -71,7 +76,8 @@ def finish_export(
     reporter: Reporter,
     timeout: float = DEFAULT_CLOSE_TIMEOUT,
 ) -> None:
-    """Wait (at most ``timeout``) for the exporter; record the exported keys in the run."""
+    """Wait (at most ``timeout``) for the exporter; record in the run what was delivered
+    (attempts exported in full, and those whose spans went but not every score)."""
     if exporter is None:
         return
     report = exporter.close(timeout)
@@ -82,6 +88,6 @@ def finish_export(
         )
     for line in report.skipped:
         reporter.warning(f"not exported: {line}")
-    if report.exported:
-        merged = tuple(dict.fromkeys((*log.record.exported, *report.exported)))
-        log.update(exported=merged)
+    if report.delivered:
+        merged = merge(log.record, report.delivered)
+        log.update(exported=merged.exported, export_partial=merged.export_partial)
