@@ -60,6 +60,7 @@ def attempt_to_json(a: AttemptResult) -> dict[str, object]:
         "fingerprint": a.fingerprint,
         "outputs_digest": a.outputs_digest,
         "effects_digest": a.effects_digest,
+        **({"confirmation": True} if a.confirmation else {}),
     }
 
 
@@ -88,6 +89,7 @@ def record_to_json(r: RunRecord) -> dict[str, object]:
         "baseline_accepted": r.baseline_accepted,
         "baseline": r.baseline,
         "exported": list(r.exported),
+        **({"confirm_trials": r.confirm_trials} if r.confirm_trials else {}),
     }
 
 
@@ -235,6 +237,7 @@ def attempt_from_json(data: object, where: str) -> AttemptResult:
         fingerprint=f.text("fingerprint") if "fingerprint" in f.data else "",
         outputs_digest=f.text("outputs_digest") if "outputs_digest" in f.data else "",
         effects_digest=f.text("effects_digest") if "effects_digest" in f.data else "",
+        confirmation=f.flag("confirmation") if "confirmation" in f.data else False,
     )
 
 
@@ -271,4 +274,5 @@ def record_from_json(data: object, where: str) -> RunRecord:
         baseline_accepted=(f.flag("baseline_accepted") if "baseline_accepted" in f.data else False),
         baseline=f.text("baseline") if "baseline" in f.data else "",
         exported=f.texts("exported") if "exported" in f.data else (),
+        confirm_trials=f.whole("confirm_trials") if "confirm_trials" in f.data else 0,
     )
