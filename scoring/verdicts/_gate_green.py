@@ -112,7 +112,10 @@ def green_rule(
             continue
         rerun = again.get(m.key)
         if rerun is None or rerun.total == 0:
-            reasons.append(f"{line}, and no confirmation re-run could be counted")
+            reasons.append(
+                f"{line}; no confirmation re-run was counted (a --gate run re-runs it "
+                f"{confirm} time(s) before deciding)"
+            )
         elif rerun.passed == 0:
             reasons.append(f"{line} and {rerun.passed}/{rerun.total} on confirmation re-runs")
         else:
