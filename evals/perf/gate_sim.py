@@ -115,24 +115,19 @@ class Pair:
     """It would have closed without confirmation (``confirm=0``)."""
 
 
-def simulate_pair(
+def decide(
     built: Attempts,
-    p: np.ndarray,
-    after_p: np.ndarray,
+    before: list[AttemptResult],
+    now_q: np.ndarray,
     rng: np.random.Generator,
     *,
-    noise: Noise = Noise(),
     confirm: int = CONFIRM,
     without: bool = False,
-) -> Pair:
-    """Draw a baseline at ``p`` and a current run at ``after_p``; decide as the gate does.
-
-    ``without`` also decides the pair with no confirmation (for the comparison)."""
-    cases = built.cases
-    before_q = run_rates(p, noise, rng)
-    now_q = run_rates(after_p, noise, rng)
-    before = built.run(rng.random((cases, TRIALS)) < before_q[:, None])
-    now = built.run(rng.random((cases, TRIALS)) < now_q[:, None])
+) -> tuple[Pair, list[AttemptResult]]:
+    """Draw a current run at rates ``now_q`` and decide it against ``before`` as the gate
+    does, confirmation re-runs drawn at the same rates; (decision, the current run's planned
+    attempts).  ``without`` also decides with no confirmation (for the comparison)."""
+    now = built.run(rng.random((built.cases, TRIALS)) < now_q[:, None])
     extra: list[AttemptResult] = []
     if confirm:
         for _, case_id in to_confirm(before, now):
@@ -145,7 +140,43 @@ def simulate_pair(
     if without:
         plain = decide_gate(before, now, alpha=ALPHA, confirm=0)
         unconfirmed = plain.state is GateState.CLOSED
-    return Pair(closed=closed, by_test=by_test, unconfirmed=unconfirmed)
+    return Pair(closed=closed, by_test=by_test, unconfirmed=unconfirmed), now
+
+
+def simulate_pair(
+    built: Attempts,
+    p: np.ndarray,
+    after_p: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    noise: Noise = Noise(),
+    confirm: int = CONFIRM,
+    without: bool = False,
+) -> Pair:
+    """Draw a baseline at ``p`` and a current run at ``after_p``; decide as the gate does."""
+    before_q = run_rates(p, noise, rng)
+    before = built.run(rng.random((built.cases, TRIALS)) < before_q[:, None])
+    pair, _ = decide(
+        built, before, run_rates(after_p, noise, rng), rng, confirm=confirm, without=without
+    )
+    return pair
+
+
+def chain(
+    built: Attempts, p: np.ndarray, runs: int, rng: np.random.Generator, *, confirm: int = CONFIRM
+) -> int:
+    """``runs`` healthy runs in a row, as CI history makes them: each is compared with the
+    newest run the gate did not block (a blocked run never becomes the baseline).
+    Returns how many were blocked."""
+    baseline = built.run(rng.random((built.cases, TRIALS)) < p[:, None])
+    blocked = 0
+    for _ in range(runs):
+        pair, now = decide(built, baseline, p, rng, confirm=confirm)
+        if pair.closed:
+            blocked += 1
+        else:
+            baseline = now
+    return blocked
 
 
 def broken_current(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
