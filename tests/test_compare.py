@@ -109,14 +109,20 @@ def test_several_trials_use_the_sign_flip_test_on_per_case_differences() -> None
     assert (c.test.ci_low, c.test.ci_high) == pytest.approx((100 * ci.low, 100 * ci.high))
 
 
-def test_run_sides_carry_wilson_intervals_and_pass_at_k() -> None:
-    c = compare(run({"s/a": "PPP", "s/b": "PPF"}), run({"s/a": "PPP", "s/b": "FFF"}))
-    assert (c.baseline.passed, c.baseline.total) == (5, 6)
-    low, high = proportion_confint(5, 6, method="wilson")
-    assert (c.baseline.wilson_low, c.baseline.wilson_high) == pytest.approx((low, high))
+def test_run_sides_carry_intervals_clustered_by_case_and_pass_at_k() -> None:
+    c = compare(
+        run({"s/a": "PPP", "s/b": "PPF", "s/c": "PFF"}),
+        run({"s/a": "PPP", "s/b": "FFF", "s/c": "PPF"}),
+    )
+    assert (c.baseline.passed, c.baseline.total) == (6, 9)
+    # the per-case rates are the sample (a t interval on them), never the 9 pooled trials
+    ci = sps.ttest_1samp([1.0, 2 / 3, 1 / 3], 0.0).confidence_interval(0.95)
+    assert c.baseline.interval == pytest.approx((max(0.0, ci.low), min(1.0, ci.high)))
+    pooled = proportion_confint(6, 9, method="wilson")
+    assert c.baseline.interval[1] - c.baseline.interval[0] > pooled[1] - pooled[0]
     assert c.baseline.k == 3
-    assert c.baseline.pass_hat_k == pytest.approx(0.5)  # a: 1, b: 0
-    assert c.current.pass_at_k == pytest.approx(0.5)  # a: 1, b: 0
+    assert c.baseline.pass_hat_k == pytest.approx(1 / 3)  # a: 1, b: 0, c: 0
+    assert c.current.pass_at_k == pytest.approx(2 / 3)  # a: 1, b: 0, c: 1
     assert c.cohens_h < 0 and c.effect in {"small", "medium", "large"}
 
 
@@ -193,7 +199,7 @@ def test_the_report_puts_evidence_first_then_rates_then_moves() -> None:
         text.index("paired sign-flip permutation test (exact)"),
         text.index("effect:"),
         text.index("Pass rates:"),
-        text.index("Wilson 95%"),
+        text.index("clustered by case; SE"),
         text.index("pass@k: run A"),
         text.index("pass^k: run A"),
         text.index("unpaired z-test"),
@@ -205,6 +211,7 @@ def test_the_report_puts_evidence_first_then_rates_then_moves() -> None:
     assert f"p(current worse) = {c.test.p_worse:.4f}" in text
     assert f"Cohen's h = {c.cohens_h:+.2f} ({c.effect})" in text
     assert "  regressed s/c00: 3/3 -> 0/3" in text
+    assert "Wilson" not in text  # no headline interval pools the trials of a case
 
 
 def test_the_one_trial_report_names_mcnemar_and_omits_pass_at_k() -> None:

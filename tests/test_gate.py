@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import math
 
+import attrs
 import pytest
+from scipy import stats as sps
 from test_compare import cases, run
 
-from evaltape.scoring import GateState, decide_gate
+from evaltape.scoring import AttemptResult, GateDecision, GateState, decide_gate
 from evaltape.scoring.judge._judgement import JudgeStatus
-from evaltape.scoring.stats._power import binomial_diff_sd, cases_needed
-from evaltape.scoring.verdicts._gate import MIN_GREEN_TRIALS, decide
+from evaltape.scoring.stats import cases_needed, plan_power, planned_power, shrunk_rates
+from evaltape.scoring.verdicts._gate import decide
+from evaltape.scoring.verdicts._gate_green import MIN_GREEN_TRIALS, UnequalTrials, to_confirm
 
 HEALTHY = cases(20, "PPP")
 
@@ -141,36 +144,77 @@ def test_run_zero_passes_and_notes_what_it_did_not_gate() -> None:
     assert any("judged case x" in n for n in d.notes)
 
 
-def test_a_small_drop_that_is_not_significant_is_called_underpowered() -> None:
-    baseline = cases(10, "PPP")
-    current = with_(baseline, c00="PFF", c01="PPF")
-    d = decide_gate(run(baseline), run(current))
-    assert d.state is GateState.OPEN
-    c = d.comparison
-    assert c is not None and not c.significant
-    needed = cases_needed(-c.test.effect_points / 100, c.test.sd_points / 100)
-    assert needed > 10
-    assert (
-        f"inconclusive: underpowered — about {needed} cases needed to detect a drop of "
-        f"{-c.test.effect_points:.1f} points" in d.notes[0]
+def confirmations(spec: dict[str, str]) -> list[AttemptResult]:
+    """Confirmation re-runs of ``{"suite/case": "FFF"}``, numbered after 3 planned trials."""
+    return [attrs.evolve(a, attempt=a.attempt + 3, confirmation=True) for a in run(spec)]
+
+
+def test_a_broken_green_case_closes_only_when_its_confirmation_re_runs_fail_too() -> None:
+    current = run(with_(HEALTHY, c07="FFF"))
+    confirmed = decide_gate(run(HEALTHY), current + confirmations({"s/c07": "FFF"}))
+    assert confirmed.state is GateState.CLOSED
+    assert confirmed.reasons == (
+        "previously green case s/c07 fails now: 3/3 in the baseline, 0/3 now "
+        "and 0/3 on confirmation re-runs",
+    )
+    lucky = decide_gate(run(HEALTHY), current + confirmations({"s/c07": "FPF"}))
+    assert lucky.state is GateState.OPEN
+    assert any("but 1/3 on confirmation re-runs: not confirmed" in n for n in lucky.notes)
+    unconfirmed = decide_gate(run(HEALTHY), current)  # the re-runs never ran: closed, and said
+    assert unconfirmed.state is GateState.CLOSED
+    assert "no confirmation re-run was counted" in unconfirmed.reasons[0]
+    unasked = decide_gate(run(HEALTHY), current, confirm=0)
+    assert unasked.reasons == (
+        "previously green case s/c07 fails now: 3/3 in the baseline, 0/3 now",
     )
 
 
-def test_an_even_drop_without_spread_uses_the_binomial_planning_sd() -> None:
-    baseline = cases(3, "PPP")
-    current = cases(3, "PPF")
-    d = decide_gate(run(baseline), run(current))
-    c = d.comparison
-    assert c is not None and c.test.sd_points == 0.0 and not c.significant
-    needed = cases_needed(1 / 3, binomial_diff_sd(1.0, 2 / 3, 3))
-    assert any(f"about {needed} cases needed" in n for n in d.notes), d.notes
+def test_confirmation_re_runs_never_enter_the_paired_test_or_the_rates() -> None:
+    base = run(HEALTHY)
+    current = run(with_(HEALTHY, c07="FFF"))
+    plain = decide_gate(base, current, confirm=0).comparison
+    mixed = decide_gate(base, current + confirmations({"s/c07": "PPP"})).comparison
+    assert plain is not None and mixed is not None
+    assert mixed.test == plain.test and mixed.current == plain.current
+    assert to_confirm(base, current) == (("s", "c07"),)
+    assert to_confirm(base, current, flaky={("s", "c07")}) == ()
 
 
-def test_no_underpowered_note_without_a_drop() -> None:
-    d = decide_gate(run(HEALTHY), run(with_(HEALTHY, c00="FFP")))
-    imp = decide_gate(run(with_(HEALTHY, c00="FFP")), run(HEALTHY))
-    assert any("underpowered" in n for n in d.notes)
-    assert not any("underpowered" in n for n in imp.notes)
+def test_a_baseline_with_other_trials_per_case_is_refused() -> None:
+    with pytest.raises(UnequalTrials, match="1 trial\\(s\\) per case and this run 3"):
+        decide_gate(run(cases(20, "P")), run(cases(20, "PPP")))
+
+
+def test_the_power_note_is_planned_from_the_baseline_not_from_the_result() -> None:
+    baseline = with_(cases(20, "PPP"), c00="PPF", c01="FPP")
+    quiet = decide_gate(run(baseline), run(baseline))
+    dropped = decide_gate(run(baseline), run(with_(baseline, c02="PFF", c03="PPF")))
+    assert quiet.state is dropped.state is GateState.OPEN
+
+    def note(d: GateDecision) -> str:
+        return next(n for n in d.notes if n.startswith("power: "))
+
+    assert note(quiet) == note(dropped)  # a-priori: the same whatever happened now
+    rates = shrunk_rates([(3, 3)] * 18 + [(2, 3)] * 2)
+    plan = plan_power(rates, 3, drop=0.05)
+    assert note(quiet) == (
+        f"power: 20 cases x 3 trial(s) detect a drop of {plan.detectable_points:.1f} points "
+        f"with 80% power at alpha 0.05; a 5-point drop needs about {plan.cases_needed} cases "
+        "at 3 trial(s) (planned from the baseline's per-case rates, not from this result)"
+    )
+    assert not any("underpowered" in n for n in quiet.notes + dropped.notes)
+
+
+def test_the_planned_power_matches_the_normal_formula_and_grows_with_cases() -> None:
+    rates = [0.9] * 50
+    drop = 0.10
+    sd = math.sqrt((0.9 * 0.1 + 0.8 * 0.2) / 3)
+    expected = float(sps.norm.cdf(drop * math.sqrt(50) / sd - sps.norm.ppf(0.95)))
+    assert planned_power(rates, 3, drop) == pytest.approx(expected)
+    assert planned_power(rates, 3, drop, cases=200) > planned_power(rates, 3, drop)
+    plan = plan_power(rates, 3, drop=drop)
+    assert planned_power(rates, 3, plan.detectable_points / 100) == pytest.approx(0.8, abs=1e-6)
+    assert plan.cases_needed == cases_needed(drop, sd)
 
 
 def test_one_trial_runs_use_mcnemar_and_a_single_flip_is_only_a_note() -> None:

@@ -1,18 +1,23 @@
-"""The release gate's power and false-alarm rate, measured by seeded simulation.
+"""The release gate's false alarms and power, measured by seeded simulation.
 
-Each simulated pair is a baseline run and a current run of the same suite
-(3 trials per case).  Per-case pass rates are either all 0.93 ("flat") or
-drawn once per pair from Beta(9.3, 0.7) (mean 0.93, "spread"), the same for
-both runs; the current run loses ``drop`` points on every case (clipped at
-0).  Every pair goes through ``decide_gate`` exactly as a CI run would; the
-table gives the share of pairs that close the gate.  Drop 0 is the
-false-alarm rate.  Seeded: the same arguments give the same table on any
-machine.
+Each simulated pair is a baseline run and a current run of one suite (3 trials
+per case) under one of three models of per-case pass rates (all 0.93;
+Beta(9.3, 0.7); 80% of cases at 0.995 and 20% at 0.7), at 20, 50 and 200
+cases.  Every pair goes through ``to_confirm`` and ``decide_gate`` as
+``evaltape live --gate`` does, confirmation re-runs included (``gate_sim``).
+Healthy pairs draw both runs from the same rates (a close is a false alarm);
+the power rows break one random case (rate 0) or lower every case by 5, 10 or
+20 points.  The correlated rows add within-case correlation (one case-run rate
+shared by a case's trials in a run) and run-level drift (one logit shift per
+run).  The chain row plays 30 healthy runs in a row, each compared with the
+newest run the gate did not block, as a CI history would (a blocked run never
+becomes the baseline, so a lucky baseline can keep blocking).
 
-Rewrites the table between the markers in docs/statistics.md.
+Seeded per cell: the same arguments give the same tables on any machine, in
+any order of cells.  Rewrites the tables between the markers in
+docs/statistics.md.
 
-    python evals/perf/power_table.py              # simulate and update the doc
-    python evals/perf/power_table.py --no-doc     # print the table only
+    python evals/perf/power_table.py                 # full tables, update the doc
     python evals/perf/power_table.py --pairs 200 --no-doc
 """
 
@@ -22,91 +27,158 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-from evaltape.scoring import AttemptResult, GateState, Verdict, decide_gate
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gate_sim import (
+    ALPHA,
+    CONFIRM,
+    MODELS,
+    TRIALS,
+    Attempts,
+    Noise,
+    broken_current,
+    chain,
+    dropped,
+    simulate_pair,
+    wilson_text,
+)
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "statistics.md"
 START = "<!-- power-table:start -->"
 END = "<!-- power-table:end -->"
-TRIALS = 3
-RATE = 0.93
-BETA = (9.3, 0.7)
 SIZES = (20, 50, 200)
-DROPS = (0.0, 0.05, 0.10, 0.20)
-ALPHA = 0.05
+DROPS = (0.05, 0.10, 0.20)
+ICC = 0.1
+DRIFT = 0.1
+CHAIN_RUNS = 30
+CHAIN_CASES = 50
 SEED = 2026
 
-
-class Attempts:
-    """Prebuilt attempt values, one per (case, trial, verdict), shared by every run."""
-
-    def __init__(self, cases: int) -> None:
-        self.cases = cases
-        self.table = {
-            (i, t, passed): AttemptResult(
-                suite="sim",
-                case_id=f"case{i:03d}",
-                model="m",
-                attempt=t,
-                verdict=Verdict.PASSED if passed else Verdict.FAILED,
-            )
-            for i in range(cases)
-            for t in range(TRIALS)
-            for passed in (True, False)
-        }
-
-    def run(self, outcomes: np.ndarray) -> list[AttemptResult]:
-        """The attempts of a run whose (case, trial) outcomes are ``outcomes``."""
-        return [
-            self.table[(i, t, bool(outcomes[i, t]))]
-            for i in range(self.cases)
-            for t in range(TRIALS)
-        ]
+Cell = tuple[str, int, str, int]
+"""(rate model, cases, scenario, pairs)."""
 
 
-def simulate(
-    cases: int, drop: float, spread: bool, pairs: int, rng: np.random.Generator
-) -> tuple[float, float]:
-    """(share of pairs that close the gate, share closed by the paired test alone)."""
+def run_cell(cell: Cell, seed: int) -> tuple[Cell, dict[str, int]]:
+    """Simulate one cell; counts of closes, by the test alone, and without confirmation."""
+    model, cases, scenario, pairs = cell
+    names = list(MODELS)
+    scenarios = ["healthy", "broken", "drop5", "drop10", "drop20", "icc", "drift", "chain"]
+    rng = np.random.default_rng([seed, names.index(model), cases, scenarios.index(scenario)])
     built = Attempts(cases)
-    closed = by_test = 0
+    draw = MODELS[model]
+    counts = {"closed": 0, "by_test": 0, "unconfirmed": 0, "n": 0}
+    if scenario == "chain":
+        for _ in range(pairs):
+            p = draw(rng, cases)
+            counts["closed"] += chain(built, p, CHAIN_RUNS, rng)
+            counts["unconfirmed"] += chain(built, p, CHAIN_RUNS, rng, confirm=0)
+            counts["n"] += CHAIN_RUNS
+        return cell, counts
+    noise = Noise(icc=ICC) if scenario == "icc" else Noise()
+    if scenario == "drift":
+        noise = Noise(icc=ICC, drift=DRIFT)
+    without = scenario in ("healthy", "broken")
     for _ in range(pairs):
-        p = rng.beta(*BETA, size=cases) if spread else np.full(cases, RATE)
-        before = rng.random((cases, TRIALS)) < p[:, None]
-        after = rng.random((cases, TRIALS)) < np.clip(p - drop, 0.0, 1.0)[:, None]
-        d = decide_gate(built.run(before), built.run(after), alpha=ALPHA)
-        closed += d.state is GateState.CLOSED
-        by_test += any(r.startswith("significant regression") for r in d.reasons)
-    return closed / pairs, by_test / pairs
+        p = draw(rng, cases)
+        if scenario == "broken":
+            after = broken_current(p, rng)
+        elif scenario.startswith("drop"):
+            after = dropped(p, int(scenario[4:]) / 100)
+        else:
+            after = p
+        pair = simulate_pair(built, p, after, rng, noise=noise, without=without)
+        counts["closed"] += pair.closed
+        counts["by_test"] += pair.by_test
+        counts["unconfirmed"] += pair.unconfirmed
+        counts["n"] += 1
+    return cell, counts
 
 
-def table(pairs: int, seed: int, argv: Sequence[str]) -> str:
-    """The markdown table with the command that produced it."""
-    rng = np.random.default_rng(seed)
-    command = " ".join(["python evals/perf/power_table.py", *argv])
-    se = 100 * (0.25 / pairs) ** 0.5
-    lines = [
-        f"Produced by `{command}`: {pairs} simulated pairs per cell, seed {seed}, "
-        f"{TRIALS} trials per case, alpha {ALPHA:g}. Each cell is the share of pairs that "
-        "closed the gate, and in brackets the share closed by the paired test alone (the "
-        "rest by the previously-green rule). Monte Carlo error: at most "
-        f"±{se:.1f} points (one standard error).",
-        "",
-        "| per-case rates | cases | false alarm (no drop) | drop 5 points | drop 10 points "
-        "| drop 20 points |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for spread in (False, True):
-        label = f"Beta{BETA} (mean {RATE})" if spread else f"all {RATE}"
+def cells(pairs: int) -> list[Cell]:
+    out: list[Cell] = []
+    for model in MODELS:
         for cases in SIZES:
-            cells = []
+            out.append((model, cases, "healthy", pairs))
+            out.append((model, cases, "broken", pairs // 2))
             for drop in DROPS:
-                closed, by_test = simulate(cases, drop, spread, pairs, rng)
-                cells.append(f"{closed * 100:.1f}% ({by_test * 100:.1f}%)")
-            lines.append(f"| {label} | {cases} | " + " | ".join(cells) + " |")
+                out.append((model, cases, f"drop{round(drop * 100)}", pairs // 4))
+            out.append((model, cases, "icc", pairs // 2))
+            out.append((model, cases, "drift", pairs // 2))
+    out.append(("Beta(9.3, 0.7)", CHAIN_CASES, "chain", max(1, pairs // 20)))
+    return out
+
+
+def tables(pairs: int, seed: int, jobs: int, argv: Sequence[str]) -> str:
+    todo = cells(pairs)
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        done = dict(pool.map(run_cell, todo, [seed] * len(todo)))
+
+    def pct(cell: Cell, key: str = "closed") -> str:
+        c = done[cell]
+        return wilson_text(c[key], c["n"])
+
+    command = " ".join(["python evals/perf/power_table.py", *argv])
+    lines = [
+        f"Produced by `{command}`: seed {seed}, {TRIALS} trials per case, "
+        f"{CONFIRM} confirmation re-runs, alpha {ALPHA:g}; healthy cells {pairs} pairs, "
+        f"one-broken-case and correlated cells {pairs // 2}, drop cells {pairs // 4}. "
+        "Each cell is the share of pairs that closed the gate with its Wilson 95% interval.",
+        "",
+        "False alarms (healthy pairs; target at most alpha + 1 point = 6%):",
+        "",
+        "| per-case rates | cases | gate closes | paired test alone | without confirmation |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for model in MODELS:
+        for cases in SIZES:
+            cell = (model, cases, "healthy", pairs)
+            lines.append(
+                f"| {model} | {cases} | {pct(cell)} | {pct(cell, 'by_test')} "
+                f"| {pct(cell, 'unconfirmed')} |"
+            )
+    lines += [
+        "",
+        "Power (share of pairs closed after a real change):",
+        "",
+        "| per-case rates | cases | one broken case | same, without confirmation "
+        "| drop 5 points | drop 10 points | drop 20 points |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for model in MODELS:
+        for cases in SIZES:
+            broken = (model, cases, "broken", pairs // 2)
+            drops = [pct((model, cases, f"drop{round(d * 100)}", pairs // 4)) for d in DROPS]
+            lines.append(
+                f"| {model} | {cases} | {pct(broken)} | {pct(broken, 'unconfirmed')} | "
+                + " | ".join(drops)
+                + " |"
+            )
+    lines += [
+        "",
+        f"Correlated trials (healthy pairs): within-case correlation {ICC:g}, then also a "
+        f"run-level logit drift of standard deviation {DRIFT:g}:",
+        "",
+        "| per-case rates | cases | within-case correlation | plus run-level drift |",
+        "|---|---:|---:|---:|",
+    ]
+    for model in MODELS:
+        for cases in SIZES:
+            icc = (model, cases, "icc", pairs // 2)
+            drift = (model, cases, "drift", pairs // 2)
+            lines.append(f"| {model} | {cases} | {pct(icc)} | {pct(drift)} |")
+    chain_cell = ("Beta(9.3, 0.7)", CHAIN_CASES, "chain", max(1, pairs // 20))
+    lines += [
+        "",
+        f"Chains of {CHAIN_RUNS} healthy runs at {CHAIN_CASES} cases (Beta(9.3, 0.7)), each "
+        "compared with the newest run the gate did not block: blocked on "
+        f"{pct(chain_cell)} of {done[chain_cell]['n']} runs "
+        f"({pct(chain_cell, 'unconfirmed')} without confirmation).",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -121,14 +193,15 @@ def write_doc(section: str, path: Path = DOC) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args_given = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pairs", type=int, default=1000, help="simulated pairs per cell")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=2000, help="healthy pairs per cell")
     parser.add_argument("--seed", type=int, default=SEED, help="seed of the generator")
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes")
     parser.add_argument("--no-doc", action="store_true", help="print only; leave the doc")
     args = parser.parse_args(args_given)
-    shown = [a for a in args_given if a != "--no-doc"]
+    shown = [a for a in args_given if a not in ("--no-doc",) and not a.startswith("--jobs")]
     began = time.perf_counter()
-    section = table(args.pairs, args.seed, shown)
+    section = tables(args.pairs, args.seed, args.jobs, shown)
     print(section, end="")
     print(f"({time.perf_counter() - began:.0f} s)", file=sys.stderr)
     if not args.no_doc:

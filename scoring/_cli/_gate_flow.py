@@ -1,8 +1,9 @@
 """The gate, baselines and the scoreboard, as ``evaltape live`` flags.
 
-``@gate_options`` adds ``--gate``, ``--alpha``, ``--accept-baseline``,
-``--baseline NAME``, ``--save-baseline``, ``--list-baselines``,
-``--baseline-history NAME`` and ``--scoreboard`` and hands the command one
+``@gate_options`` adds ``--gate``, ``--alpha``, ``--confirm-trials N``,
+``--plan-drop POINTS``, ``--accept-baseline``, ``--baseline NAME``,
+``--save-baseline``, ``--list-baselines``, ``--baseline-history NAME`` and
+``--scoreboard`` and hands the command one
 ``GateOptions``.  The decisions are ``verdicts._gate_flow``'s (``run_live``
 calls it); this module lists baselines and prints the gate report, the
 scoreboard and what was saved.
@@ -24,7 +25,7 @@ from evaltape.scoring.results import _baselines as baselines
 from evaltape.scoring.results._baselines import Baseline, BaselineError
 from evaltape.scoring.results._records import RunRecord, Verdict
 from evaltape.scoring.verdicts._compare_render import render_comparison
-from evaltape.scoring.verdicts._gate import GateState
+from evaltape.scoring.verdicts._gate import CONFIRM_TRIALS, PLAN_DROP, GateState
 from evaltape.scoring.verdicts._gate_flow import (
     GATE_TRIALS,
     GateOptions,
@@ -50,6 +51,8 @@ def gate_options(func: Callable[..., R]) -> Callable[..., R]:
             list_all=kwargs.pop("list_baselines"),
             history_of=kwargs.pop("baseline_history"),
             scoreboard=kwargs.pop("scoreboard"),
+            confirm=kwargs.pop("confirm_trials"),
+            plan_drop=kwargs.pop("plan_drop") / 100.0,
         )
         if opts.accept and not opts.gate:
             raise click.UsageError("--accept-baseline only makes sense with --gate")
@@ -68,6 +71,23 @@ def gate_options(func: Callable[..., R]) -> Callable[..., R]:
             default=0.05,
             show_default=True,
             help="Significance level of the gate's paired regression test.",
+        ),
+        click.option(
+            "--confirm-trials",
+            type=click.IntRange(min=0, max=20),
+            default=CONFIRM_TRIALS,
+            show_default=True,
+            metavar="N",
+            help="With --gate: a case green in the baseline that fails every trial is run N "
+            "more times and closes the gate only if those fail too (0: close at once).",
+        ),
+        click.option(
+            "--plan-drop",
+            type=click.FloatRange(min=0, max=100, min_open=True),
+            default=PLAN_DROP * 100,
+            show_default=True,
+            metavar="POINTS",
+            help="With --gate: the drop, in points, whose needed case count the power note gives.",
         ),
         click.option(
             "--accept-baseline",

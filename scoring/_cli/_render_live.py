@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import click
 
 from evaltape.recorder import Usage
@@ -14,19 +16,37 @@ from evaltape.scoring.cost._pricing import Prices, built_in_prices
 from evaltape.scoring.judge._floors import case_floors, judge_status
 from evaltape.scoring.judge._judge import Judge
 from evaltape.scoring.judge._judgement import DEFAULT_FLOORS, Floors, JudgeState, JudgeStatus
-from evaltape.scoring.results._records import Verdict, tally
+from evaltape.scoring.results._records import AttemptResult, Verdict, tally
 from evaltape.scoring.run._jobs import JobResult
 from evaltape.scoring.run._live import LiveOutcome
 from evaltape.scoring.run._pool import PoolOutcome
 from evaltape.scoring.run._stop import StopKind
+from evaltape.scoring.stats import suite_interval, suite_rate
 from evaltape.scoring.verdicts._entry_check import entry_exit_code, render_entry_results
 from evaltape.scoring.verdicts._flips import render_flips, summarize_flips
 from evaltape.scoring.verdicts._gate_flow import GateOptions
+from evaltape.scoring.verdicts._outcomes import case_outcomes
 
 EXIT_AUTH = 2
 """The provider refused the credentials (also: bad input)."""
 EXIT_TIME_LIMIT = 124
 """The overall ``--time-limit`` passed; finished attempts are kept."""
+
+
+def _rate_line(attempts: Sequence[AttemptResult]) -> str:
+    """``  pass rate: 83.3% per-case mean (95% CI 61.2-100.0%, clustered by case)``.
+
+    Only with two or more cases and repeated trials: trials of one case are not
+    independent, so the interval treats the case as the unit (never a pooled Wilson).
+    """
+    counts = [(o.passed, o.total) for o in case_outcomes(attempts).values() if o.total]
+    if len(counts) < 2 or all(t == 1 for _, t in counts):
+        return ""
+    low, high = suite_interval(counts)
+    return (
+        f"  pass rate: {suite_rate(counts) * 100:.1f}% per-case mean "
+        f"(95% CI {low * 100:.1f}-{high * 100:.1f}%, clustered by case)"
+    )
 
 
 def tokens(usage: Usage) -> str:
@@ -42,7 +62,8 @@ def print_summary(
     *,
     prices: Prices | None = None,
 ) -> JudgeStatus:
-    """Per model ``model: passed/total`` with tokens and cost, then the run's, then the judge.
+    """Per model ``model: passed/total`` with tokens, the pass rate with its interval
+    clustered by case, and cost; then the run's, then the judge.
 
     Every cost carries the price table's vintage; a model with no price shows
     ``n/a``, never $0.00.  A single-model run lists each case (tokens, cost)
@@ -69,6 +90,9 @@ def print_summary(
             f"{tally_row.model}: {tally_row.passed}/{tally_row.total} passed{extra} · "
             f"{tokens(usage)}"
         )
+        rate = _rate_line([a for a in attempts if a.model == tally_row.model])
+        if rate:
+            click.echo(rate)
         cost = costs_total(r.cost for r in mine)
         click.echo(f"  cost: {cost_line(cost, prices)}")
         rows.append(

@@ -4,13 +4,16 @@ Either side is a run (``latest``, a run id or unique prefix, a record file)
 or a saved baseline (``baseline:NAME``).  The comparison is paired on the
 cases both ran, with the model each side ran; nothing runs and nothing is
 written.  It reports, it does not decide: the exit code is 0 whatever the
-result (``evaltape live --gate`` is the decision).
+result (``evaltape live --gate`` is the decision), but it prints what the gate
+decides on the same attempts beside the test, so the two never disagree
+silently.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import attrs
 import click
 
 from evaltape.scoring._cli._boundary import boundary
@@ -20,9 +23,11 @@ from evaltape.scoring._config import Config, display_path
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.results import _baselines as baselines
 from evaltape.scoring.results._record_files import read_record, resolve_run
-from evaltape.scoring.results._records import AttemptResult
+from evaltape.scoring.results._records import AttemptResult, RunRecord
 from evaltape.scoring.verdicts._compare import compare
+from evaltape.scoring.verdicts._compare_gate import gate_beside
 from evaltape.scoring.verdicts._compare_render import render_comparison
+from evaltape.scoring.verdicts._gate import CONFIRM_TRIALS
 
 BASELINE_PREFIX = "baseline:"
 
@@ -31,13 +36,20 @@ class CompareError(ScoringError):
     """The two sides cannot be compared as asked."""
 
 
-def _side(spec: str, config: Config, model: str | None) -> tuple[list[AttemptResult], str]:
-    """The attempts ``spec`` names, for one model, and a label for the report."""
+@attrs.frozen(kw_only=True)
+class _Side:
+    attempts: list[AttemptResult]
+    label: str
+    record: RunRecord | None = None
+
+
+def _side(spec: str, config: Config, model: str | None) -> _Side:
+    """The attempts ``spec`` names, for one model, a label for the report, and its record."""
     if spec.startswith(BASELINE_PREFIX):
         b = baselines.load(folder(config), spec[len(BASELINE_PREFIX) :])
         if model is not None and b.model != model:
             raise CompareError(f'baseline "{b.name}" ran with model {b.model}, not {model}')
-        return list(b.attempts), f'baseline "{b.name}"'
+        return _Side(attempts=list(b.attempts), label=f'baseline "{b.name}"')
     path = resolve_run(config.results, spec)
     record = read_record(path)
     models = sorted({a.model for a in record.attempts})
@@ -55,7 +67,33 @@ def _side(spec: str, config: Config, model: str | None) -> tuple[list[AttemptRes
             "pick one with --model"
         )
     commit = f" @{record.commit}" if record.commit else ""
-    return [a for a in record.attempts if a.model == chosen], f"run {record.run_id}{commit}"
+    return _Side(
+        attempts=[a for a in record.attempts if a.model == chosen],
+        label=f"run {record.run_id}{commit}",
+        record=record,
+    )
+
+
+def _gate(before: _Side, now: _Side, config: Config, alpha: float) -> list[str]:
+    """What the gate decides on this pair, with the flaky cases of the runs before ``now``."""
+    record = now.record
+    if record is None:
+        return gate_beside(before.attempts, now.attempts, alpha=alpha)
+    model = now.attempts[0].model
+    earlier = [
+        p
+        for p in baselines.recent_runs(config.results, model, exclude=record.run_id)
+        if p.record.run_id < record.run_id
+    ]
+    fingerprints = {(a.suite, a.case_id): a.fingerprint for a in now.attempts}
+    return gate_beside(
+        before.attempts,
+        now.attempts,
+        alpha=alpha,
+        confirm=record.confirm_trials if record.gate else CONFIRM_TRIALS,
+        flaky=baselines.failed_in(earlier, fingerprints),
+        recorded=record.gate,
+    )
 
 
 def _only(attempts: Sequence[AttemptResult], suite: str | None) -> list[AttemptResult]:
@@ -95,16 +133,20 @@ def compare_cmd(
 
     BASE and CURRENT are run ids (or unique prefixes), ``latest``, run record
     files, or ``baseline:NAME``.  Paired on the common cases: statistical
-    evidence first, then pass rates, then the cases that moved.  Exit 0.
+    evidence first, then pass rates, then the cases that moved, then what
+    the gate decides on the same attempts.  Exit 0.
     """
-    before, before_label = _side(base, config, base_model or model)
-    now, now_label = _side(current, config, model)
-    before, now = _only(before, suite), _only(now, suite)
-    if not before or not now:
+    before = _side(base, config, base_model or model)
+    now = _side(current, config, model)
+    before = attrs.evolve(before, attempts=_only(before.attempts, suite))
+    now = attrs.evolve(now, attempts=_only(now.attempts, suite))
+    if not before.attempts or not now.attempts:
         raise CompareError(
-            f"nothing to compare: {len(before)} baseline and {len(now)} current attempts"
-            + (f" in suite {suite}" if suite else "")
+            f"nothing to compare: {len(before.attempts)} baseline and {len(now.attempts)} "
+            "current attempts" + (f" in suite {suite}" if suite else "")
         )
-    result = compare(before, now, alpha=alpha)
-    for line in render_comparison(result, baseline_label=before_label, current_label=now_label):
+    result = compare(before.attempts, now.attempts, alpha=alpha)
+    for line in render_comparison(result, baseline_label=before.label, current_label=now.label):
+        click.echo(line)
+    for line in _gate(before, now, config, alpha):
         click.echo(line)

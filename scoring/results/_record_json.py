@@ -60,6 +60,7 @@ def attempt_to_json(a: AttemptResult) -> dict[str, object]:
         "fingerprint": a.fingerprint,
         "outputs_digest": a.outputs_digest,
         "effects_digest": a.effects_digest,
+        **({"confirmation": True} if a.confirmation else {}),
     }
 
 
@@ -89,6 +90,7 @@ def record_to_json(r: RunRecord) -> dict[str, object]:
         "baseline": r.baseline,
         "exported": list(r.exported),
         "export_partial": {key: list(names) for key, names in r.export_partial},
+        **({"confirm_trials": r.confirm_trials} if r.confirm_trials else {}),
     }
 
 
@@ -236,6 +238,7 @@ def attempt_from_json(data: object, where: str) -> AttemptResult:
         fingerprint=f.text("fingerprint") if "fingerprint" in f.data else "",
         outputs_digest=f.text("outputs_digest") if "outputs_digest" in f.data else "",
         effects_digest=f.text("effects_digest") if "effects_digest" in f.data else "",
+        confirmation=f.flag("confirmation") if "confirmation" in f.data else False,
     )
 
 
@@ -273,6 +276,7 @@ def record_from_json(data: object, where: str) -> RunRecord:
         baseline=f.text("baseline") if "baseline" in f.data else "",
         exported=f.texts("exported") if "exported" in f.data else (),
         export_partial=_partial(f, where) if "export_partial" in f.data else (),
+        confirm_trials=f.whole("confirm_trials") if "confirm_trials" in f.data else 0,
     )
 
 

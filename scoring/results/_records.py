@@ -126,6 +126,10 @@ class AttemptResult:
     """Digest of the model's outputs in the session (what the model said and called)."""
     effects_digest: str = ""
     """Digest of what the harness did with them (tool results and the outcome checked)."""
+    confirmation: bool = False
+    """A gate's confirmation re-run: the case was green in the baseline and failed every
+    planned trial, so the gate ran it again before blocking.  Kept out of the paired test
+    and the pass rates, which compare the planned trials only."""
 
 
 @attrs.frozen(kw_only=True)
@@ -170,6 +174,8 @@ class RunRecord:
     """The gate closed but ``--accept-baseline`` waved the run through."""
     baseline: str = ""
     """The run id (or saved baseline name) the gate compared against; "" for none."""
+    confirm_trials: int = 0
+    """Confirmation re-runs the gate asked of a green case that broke (0: none asked)."""
     exported: tuple[str, ...] = ()
     """Attempt keys (``attempt_key``) whose spans and every score were delivered; each is
     exported once."""

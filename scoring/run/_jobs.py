@@ -55,6 +55,8 @@ class Job:
     environ: tuple[tuple[str, str], ...] = ()
     """Environment overrides for this attempt only (an A/B variant's ``env:K=V``), laid
     over ``JobEnv.environ``; never written to the tape.  ``os.environ`` is never changed."""
+    confirmation: bool = False
+    """A gate's confirmation re-run of a case that broke (``AttemptResult.confirmation``)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -193,6 +195,7 @@ class JobResult:
             fingerprint=self.job.case.fingerprint,
             outputs_digest=self.outputs_digest,
             effects_digest=self.effects_digest,
+            confirmation=self.job.confirmation,
         )
 
 

@@ -9,6 +9,7 @@ exported, the gate decided, the record finished and baselines saved.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
@@ -25,10 +26,11 @@ from evaltape.scoring.results._history import RunLog
 from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
 from evaltape.scoring.run._budget import Budget
 from evaltape.scoring.run._cassettes import update_cassette
+from evaltape.scoring.run._confirm import confirm_broken, plan_confirmations
 from evaltape.scoring.run._env import job_env, live_wire
 from evaltape.scoring.run._export_step import finish_export, submit
 from evaltape.scoring.run._host import SILENT, Host, Reporter
-from evaltape.scoring.run._jobs import JobResult
+from evaltape.scoring.run._jobs import Job, JobResult
 from evaltape.scoring.run._plan import AttemptKey, plan_live
 from evaltape.scoring.run._pool import PoolOutcome, run_pool
 from evaltape.scoring.run._setup import (
@@ -55,6 +57,7 @@ from evaltape.scoring.verdicts._gate_flow import (
     SavedBaseline,
     baselines_folder,
     check_named_baseline,
+    confirmations_needed,
     decide_gates,
     gate_fields,
     save_baselines,
@@ -168,7 +171,7 @@ def run_live(request: LiveRequest) -> LiveOutcome:
         raise RunRefused("--gate never changes the cassettes; drop --update-cassettes (or --gate)")
     folder = baselines_folder(config.suites)
     try:
-        check_named_baseline(opts, folder, request.models)
+        check_named_baseline(opts, folder, request.models, request.trials)
     except BaselineError as exc:
         raise _refused(exc) from exc
     selection = load_selection(config, host, request.cases, request.suite)
@@ -211,6 +214,7 @@ def run_live(request: LiveRequest) -> LiveOutcome:
         trials=trials,
         purpose=ENTRY_PURPOSE if request.entry_check else opts.purpose,
         total=len(jobs),
+        confirm_trials=opts.confirm if opts.gate else 0,
     )
     log = RunLog(config.results, record, clock=host.clock)
     log.start()
@@ -223,10 +227,11 @@ def run_live(request: LiveRequest) -> LiveOutcome:
     )  # fmt: skip
 
     updated: dict[Path, None] = {}
+    planned = [len(jobs)]  # grows by the gate's confirmation re-runs
 
     def on_result(result: JobResult) -> None:
         log.add(result.attempt_result())
-        reporter.attempt(result, len(jobs))
+        reporter.attempt(result, planned[0])
         if request.update_cassettes:
             try:
                 cassette = update_cassette(config.cassettes, result)
@@ -250,14 +255,42 @@ def run_live(request: LiveRequest) -> LiveOutcome:
             f"{judged_cases} judged case(s) and no judge_model: their "
             "replies are not graded (judge_status: not configured)"
         )
-    pool = run_pool(
-        jobs,
-        env,
-        concurrency=config.concurrency,
-        on_result=on_result,
-        time_limit=request.time_limit,
-        budget=Budget(request.budget) if request.budget is not None else None,
-    )
+    budget = Budget(request.budget) if request.budget is not None else None
+    began = host.clock()
+
+    def run(batch: Sequence[Job]) -> PoolOutcome:
+        spent = host.clock() - began
+        limit = None if request.time_limit is None else max(0.0, request.time_limit - spent)
+        return run_pool(
+            batch,
+            env,
+            concurrency=config.concurrency,
+            on_result=on_result,
+            time_limit=limit,
+            budget=budget,
+        )
+
+    pool = run(jobs)
+    if opts.gate and opts.confirm and pool.stopped is None:
+        try:
+            wanted = confirmations_needed(
+                opts, folder=folder, results=config.results, record=log.record,
+                on_problem=reporter.warning,
+            )  # fmt: skip
+        except BaselineError as exc:
+            raise _refused(exc) from exc
+        again = plan_confirmations(
+            wanted, chosen, trials=trials, confirm=opts.confirm, results=config.results,
+            run_id=run_id,
+        )  # fmt: skip
+        if again:
+            planned[0] += len(again)
+            log.update(total=planned[0])
+            reporter.note(
+                f"confirming {len(wanted)} case(s) that were green in the baseline and failed "
+                f"every trial: {opts.confirm} more trial(s) each before the gate decides"
+            )
+            pool, _ = confirm_broken(again, pool, run, env)
     finish_export(exporter, log, reporter)
     status = judge_status(r.judgement for r in pool.results)
     gates: tuple[ModelGate, ...] = ()

@@ -4,6 +4,7 @@
 ``pass_at_k``, ``pass_hat_k``, ``mcnemar_exact``, ``sign_flip_test``); the rest are public here.
 """
 
+from evaltape.scoring.stats._plan import PowerPlan, plan_power, planned_power, shrunk_rates
 from evaltape.scoring.stats._power import cases_needed, paired_power
 from evaltape.scoring.stats._signflip import SignFlip, SignFlipMethod, sign_flip_test
 from evaltape.scoring.stats._stats import (
@@ -23,6 +24,7 @@ from evaltape.scoring.stats._stats import (
 )
 
 __all__ = [
+    "PowerPlan",
     "SignFlip",
     "SignFlipMethod",
     "ZTest",
@@ -36,6 +38,9 @@ __all__ = [
     "paired_t_interval",
     "pass_at_k",
     "pass_hat_k",
+    "plan_power",
+    "planned_power",
+    "shrunk_rates",
     "sign_flip_test",
     "suite_interval",
     "suite_rate",

@@ -33,7 +33,6 @@ from evaltape.scoring.stats._stats import (
     pass_hat_k,
     suite_interval,
     two_proportion_z,
-    wilson,
 )
 from evaltape.scoring.verdicts._outcomes import CaseKey, CaseOutcome, case_outcomes
 
@@ -91,14 +90,12 @@ class RunSide:
     """Trials counted."""
     rate: float
     """Mean of per-case pass rates (NaN with no cases)."""
-    wilson_low: float
-    """Wilson 95% interval of ``passed / total`` (trials pooled): lower bound."""
-    wilson_high: float
-    """Upper bound of the Wilson interval."""
     clustered_se: float
     """Standard error of ``rate``, clustered by case (NaN below two cases)."""
     interval: tuple[float, float]
-    """``rate ± t·clustered_se``, 95%."""
+    """95% interval of ``rate``, clustered by case: ``rate ± t·clustered_se`` (Student t,
+    cases - 1 degrees of freedom).  Trials of one case are not independent, so no interval
+    pools them (a Wilson interval is for one case's trials only)."""
     k: int
     """Fewest trials of any tested case: the k of ``pass_at_k`` and ``pass_hat_k``."""
     pass_at_k: float
@@ -207,7 +204,6 @@ def _side(model: str, outcomes: Sequence[CaseOutcome]) -> RunSide:
     counts = [(o.passed, o.total) for o in outcomes]
     passed = sum(p for p, _ in counts)
     total = sum(t for _, t in counts)
-    low, high = wilson(passed, total)
     k = min((t for _, t in counts), default=0)
     n = len(counts)
     rate = sum(p / t for p, t in counts) / n if n else math.nan
@@ -217,8 +213,6 @@ def _side(model: str, outcomes: Sequence[CaseOutcome]) -> RunSide:
         passed=passed,
         total=total,
         rate=rate,
-        wilson_low=low,
-        wilson_high=high,
         clustered_se=clustered_se(counts),
         interval=suite_interval(counts),
         k=k,
@@ -302,14 +296,16 @@ def compare(
 ) -> Comparison:
     """Compare ``current`` with ``baseline``, paired on their common cases.
 
-    Each side must be attempts of one model (``case_outcomes``).  Cases in
+    Each side must be attempts of one model (``case_outcomes``); a gate's
+    confirmation re-runs are left out, so both sides count planned trials.  Cases in
     one run only are counted and ignored; quarantined and known-gap cases
     are reported as moves but kept out of the test, the rates and the z-test.
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
-    before = case_outcomes(baseline)
-    now = case_outcomes(current)
+    # a gate's confirmation re-runs are not planned trials: they never enter a comparison
+    before = case_outcomes(a for a in baseline if not a.confirmation)
+    now = case_outcomes(a for a in current if not a.confirmation)
     common = sorted(before.keys() & now.keys())
     unusable = tuple(k for k in common if before[k].total == 0 or now[k].total == 0)
     pairs = tuple((before[k], now[k]) for k in common if k not in unusable)

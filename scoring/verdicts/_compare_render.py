@@ -25,11 +25,15 @@ def _name(key: CaseKey) -> str:
 
 
 def _side_line(label: str, s: RunSide) -> str:
-    se = "n/a" if math.isnan(s.clustered_se) else f"{s.clustered_se * 100:.1f} points"
-    return (
-        f"  {label}: {s.passed}/{s.total} trials passed, per-case mean {_pct(s.rate)} "
-        f"(Wilson 95% {_pct(s.wilson_low)}-{_pct(s.wilson_high)}; clustered SE {se})"
-    )
+    if math.isnan(s.clustered_se):
+        spread = "one case: no interval"
+    else:
+        low, high = s.interval
+        spread = (
+            f"95% CI {_pct(low)}-{_pct(high)} clustered by case; "
+            f"SE {s.clustered_se * 100:.1f} points"
+        )
+    return f"  {label}: {s.passed}/{s.total} trials passed, per-case mean {_pct(s.rate)} ({spread})"
 
 
 def render_comparison(c: Comparison, *, baseline_label: str, current_label: str) -> list[str]:
@@ -56,7 +60,7 @@ def render_comparison(c: Comparison, *, baseline_label: str, current_label: str)
         ci = "n/a" if math.isnan(t.ci_low) else f"{t.ci_low:+.1f} to {t.ci_high:+.1f}"
         lines.append(
             f"  effect: {_pts(t.effect_points)} points "
-            f"(95% CI {ci}, paired t on per-case differences); "
+            f"(95% CI {ci}, paired t on per-case differences: clustered by case); "
             f"Cohen's h = {c.cohens_h:+.2f} ({c.effect})"
         )
     lines.append("Pass rates:")

@@ -8,7 +8,8 @@ gate instead closes on evidence:
 - a significant one-sided paired regression at ``alpha`` (``compare``);
 - a previously green case that is now broken: every trial passed in the
   baseline and *no* trial passes now, with at least ``MIN_GREEN_TRIALS``
-  trials on both sides (see ``MIN_GREEN_TRIALS`` for why);
+  trials on both sides (see ``MIN_GREEN_TRIALS`` for why), confirmed by
+  ``confirm`` re-runs in the same run that all fail too (``_gate_green``);
 - a judged case below its score floor;
 - a judge that did not grade what it had to (not configured, unscored,
   not re-judged, an error).
@@ -16,6 +17,11 @@ gate instead closes on evidence:
 Quarantined and known-gap cases never close it.  With no baseline for the
 model the run is run zero and passes.  Exit codes: 0 open or run zero,
 1 closed (``GateDecision.exit_code``).
+
+Like is compared with like: the paired test and the rates read the planned
+trials only (confirmation re-runs are marked and kept apart), and a baseline
+with another number of trials per case is refused (``UnequalTrials``): the
+sign-flip test assumes the two sides are exchangeable.
 """
 
 from __future__ import annotations
@@ -28,22 +34,24 @@ import attrs
 
 from evaltape.scoring.judge._judgement import JudgeStatus
 from evaltape.scoring.results._records import AttemptResult
-from evaltape.scoring.stats._power import binomial_diff_sd, cases_needed, paired_power
+from evaltape.scoring.stats._plan import plan_power, shrunk_rates
 from evaltape.scoring.verdicts._compare import Comparison, compare
+from evaltape.scoring.verdicts._gate_green import (
+    UnequalTrials,
+    green_rule,
+    planned,
+    trials_per_case,
+)
 from evaltape.scoring.verdicts._outcomes import case_outcomes
 
-MIN_GREEN_TRIALS = 3
-"""Trials a case needs on both sides before a green-to-broken move closes the gate.
-
-A healthy case at per-trial rate 0.93 goes 3/3 -> 0/3 with chance
-0.93^3 · 0.07^3 ≈ 0.03%, so among 20 such cases the rule fires on about
-0.55% of healthy runs.  With one trial a side the same case goes 1/1 -> 0/1
-6.5% of the time, and the rule would fire on most healthy runs; such moves
-are reported in the notes instead.
-"""
-
 POWER = 0.8
-"""Below this power to see the observed drop, a non-significant drop is called underpowered."""
+"""The power the planning note is stated at: four runs in five catch the drop."""
+
+PLAN_DROP = 0.05
+"""The drop (a rate: 5 points) the planning note says how many cases it needs."""
+
+CONFIRM_TRIALS = 3
+"""Re-runs a green case that broke gets before it can close the gate (0 of 3 + 0 of 3)."""
 
 OPEN_JUDGE = frozenset({"ok", "no judged cases", "graded", "not needed"})
 """Judge statuses (as text) that leave the gate open."""
@@ -99,22 +107,28 @@ def _excluded_names(current: Sequence[AttemptResult]) -> set[str]:
     return names
 
 
-def _underpowered(c: Comparison, alpha: float) -> str | None:
-    t = c.test
-    if c.significant or t.cases == 0 or not t.effect_points < 0.0:
+def _plan_note(c: Comparison, trials: int, alpha: float, drop: float) -> str | None:
+    tested = c.tested
+    if len(tested) < 2 or trials < 1:
         return None
-    drop = -t.effect_points / 100.0
-    sd = t.sd_points / 100.0 if not math.isnan(t.sd_points) else 0.0
-    if sd <= 0.0:
-        k = max(1, min(c.baseline.k, c.current.k))
-        sd = binomial_diff_sd(c.baseline.rate, c.current.rate, k)
-    if sd <= 0.0 or paired_power(drop, sd, t.cases, alpha=alpha) >= POWER:
-        return None
-    needed = cases_needed(drop, sd, alpha=alpha, power=POWER)
+    rates = shrunk_rates([(b.passed, b.total) for b, _ in tested])
+    plan = plan_power(rates, trials, alpha=alpha, power=POWER, drop=drop)
+    size = f"{plan.cases} cases x {trials} trial(s)"
+    if math.isnan(plan.detectable_points):
+        first = f"power: no drop is detected with {POWER:.0%} power by {size}"
+    else:
+        first = (
+            f"power: {size} detect a drop of {plan.detectable_points:.1f} points with "
+            f"{POWER:.0%} power at alpha {alpha:g}"
+        )
+    need = (
+        f"about {plan.cases_needed} cases"
+        if plan.cases_needed is not None
+        else "more cases than can be planned"
+    )
     return (
-        f"inconclusive: underpowered — about {needed} cases needed to detect a drop of "
-        f"{drop * 100:.1f} points at alpha {alpha:g} with power {POWER:g} "
-        f"(this comparison has {t.cases})"
+        f"{first}; a {plan.drop_points:g}-point drop needs {need} at {trials} trial(s) "
+        "(planned from the baseline's per-case rates, not from this result)"
     )
 
 
@@ -126,6 +140,8 @@ def decide_gate(
     judge_status: JudgeStatus | str = "ok",
     floor_failures: Sequence[str] = (),
     flaky: Collection[tuple[str, str]] = (),
+    confirm: int = CONFIRM_TRIALS,
+    plan_drop: float = PLAN_DROP,
 ) -> GateDecision:
     """Decide the gate for ``current`` against ``baseline`` (None: run zero).
 
@@ -136,7 +152,12 @@ def decide_gate(
     keys that failed in earlier baseline-eligible runs: for them the
     previously-green rule is a note, and the paired test alone decides (a
     case that is green in the baseline only by luck must not close a healthy
-    run).  Run zero passes; its notes still list judge and floor problems.
+    run).  ``confirm`` is how many confirmation re-runs (attempts marked
+    ``confirmation``) a green case that broke must also fail before it closes
+    the gate; 0 closes on the planned trials alone.  ``plan_drop`` is the drop
+    (a rate) the planning note sizes.  Run zero passes; its notes still list
+    judge and floor problems.  Raises ``UnequalTrials`` when the two sides
+    planned different trials per case.
     """
     judge = _judge_problem(judge_status)
     floors = [f"judged case {name} is below its score floor" for name in floor_failures]
@@ -144,7 +165,11 @@ def decide_gate(
         skipped = [f"not gated on run zero: {x}" for x in ([judge] if judge else []) + floors]
         first = "run zero: no baseline for this model, so the gate passes"
         return GateDecision(state=GateState.RUN_ZERO, notes=(first, *skipped))
-    c = compare(baseline, current, alpha=alpha)
+    before, now = planned(baseline), planned(current)
+    kb, kc = trials_per_case(before), trials_per_case(now)
+    if kb and kc and kb != kc:
+        raise UnequalTrials(kb, kc)
+    c = compare(before, now, alpha=alpha)
     reasons: list[str] = []
     notes: list[str] = []
     t = c.test
@@ -154,20 +179,9 @@ def decide_gate(
             f"{c.current.rate * 100:.1f}% ({t.effect_points:+.1f} points), "
             f"{t.method.value} p = {t.p_worse:.4f} <= alpha {alpha:g}"
         )
-    for m in c.moves:
-        if not (m.gated and m.broken):
-            continue
-        b, n = m.baseline, m.current
-        line = (
-            f"previously green case {m.key[0]}/{m.key[1]} fails now: "
-            f"{b.passed}/{b.total} in the baseline, {n.passed}/{n.total} now"
-        )
-        if m.key in flaky:
-            notes.append(f"{line} (it failed in earlier runs too: flaky, left to the paired test)")
-        elif min(b.total, n.total) >= MIN_GREEN_TRIALS:
-            reasons.append(line)
-        else:
-            notes.append(f"{line} (fewer than {MIN_GREEN_TRIALS} trials a side: not gated)")
+    green_reasons, green_notes = green_rule(c, current, flaky=flaky, confirm=confirm)
+    reasons.extend(green_reasons)
+    notes.extend(green_notes)
     excluded = _excluded_names(current) if floor_failures else set()
     for name, line in zip(floor_failures, floors, strict=True):
         if name in excluded:
@@ -176,9 +190,9 @@ def decide_gate(
             reasons.append(line)
     if judge:
         reasons.append(judge)
-    underpowered = _underpowered(c, alpha)
-    if underpowered:
-        notes.append(underpowered)
+    plan = _plan_note(c, kc or kb, alpha, plan_drop)
+    if plan:
+        notes.append(plan)
     if c.only_baseline or c.only_current:
         notes.append(
             f"{len(c.only_baseline)} cases only in the baseline and {len(c.only_current)} "

@@ -21,7 +21,15 @@ from evaltape.scoring.results import _baselines as baselines
 from evaltape.scoring.results._baselines import BaselineError
 from evaltape.scoring.results._records import AttemptResult, RunRecord
 from evaltape.scoring.run._jobs import JobResult
-from evaltape.scoring.verdicts._gate import GateDecision, GateState, decide_gate
+from evaltape.scoring.verdicts._gate import (
+    CONFIRM_TRIALS,
+    PLAN_DROP,
+    GateDecision,
+    GateState,
+    decide_gate,
+)
+from evaltape.scoring.verdicts._gate_green import UnequalTrials, to_confirm
+from evaltape.scoring.verdicts._outcomes import CaseKey
 
 GATE_TRIALS = 3
 """Trials per case that a gate and a scoreboard imply."""
@@ -47,6 +55,10 @@ class GateOptions:
     """Command line only: print every saved copy of this baseline instead of running."""
     scoreboard: bool = False
     """Exactly three trials; a case is credited only when all three pass."""
+    confirm: int = CONFIRM_TRIALS
+    """Re-runs of a green case that failed every trial before it may close the gate (0: none)."""
+    plan_drop: float = PLAN_DROP
+    """The drop (a rate) the gate's power note says how many cases it needs."""
 
     @property
     def purpose(self) -> str:
@@ -85,10 +97,13 @@ def baselines_folder(suites: Path) -> Path:
     return suites / baselines.BASELINES_DIR
 
 
-def check_named_baseline(opts: GateOptions, folder: Path, models: Sequence[str]) -> None:
+def check_named_baseline(
+    opts: GateOptions, folder: Path, models: Sequence[str], trials: int = 0
+) -> None:
     """Before any model call: a usable name; a baseline to compare with must exist and match.
 
-    With ``save`` the name may be new (the run creates it).  Raises ``BaselineError``.
+    With ``save`` the name may be new (the run creates it).  Under ``--gate`` the baseline
+    must have run ``trials`` trials per case (like with like).  Raises ``BaselineError``.
     """
     if opts.baseline is None:
         return
@@ -99,6 +114,12 @@ def check_named_baseline(opts: GateOptions, folder: Path, models: Sequence[str])
         raise BaselineError("--baseline NAME holds one model's run; use it with -m, not --compare")
     b = baselines.load(folder, opts.baseline)
     baselines.refuse_other_model(b, models[0])
+    if opts.gate and trials and b.trials != trials:
+        raise BaselineError(
+            f'baseline "{b.name}" ran {b.trials} trial(s) per case and this gate runs {trials}: '
+            "the gate compares like with like; re-save the baseline with "
+            f"--trials {trials} --save-baseline, or run with --trials {b.trials}"
+        )
 
 
 def floor_failures(results: Iterable[JobResult], floors: Floors) -> dict[str, list[str]]:
@@ -130,38 +151,80 @@ def decide_gates(
     for model in record.models:
         current = [a for a in record.attempts if a.model == model]
         recent = baselines.recent_runs(results, model, exclude=record.run_id, on_problem=on_problem)
-        prior, label = _baseline_for(opts, folder, recent, model)
-        fingerprints = {(a.suite, a.case_id): a.fingerprint for a in current}
-        decision = decide_gate(
-            prior,
-            current,
-            alpha=opts.alpha,
-            judge_status=judge_status,
-            floor_failures=failed.get(model, ()),
-            flaky=baselines.failed_in(recent, fingerprints),
-        )
+        prior, label, skipped = _baseline_for(opts, folder, recent, model, record.trials)
+        try:
+            decision = decide_gate(
+                prior,
+                current,
+                alpha=opts.alpha,
+                judge_status=judge_status,
+                floor_failures=failed.get(model, ()),
+                flaky=_flaky(recent, current),
+                confirm=opts.confirm,
+                plan_drop=opts.plan_drop,
+            )
+        except UnequalTrials as exc:
+            raise BaselineError(f"{label}: {exc}") from exc
+        if skipped:
+            decision = attrs.evolve(decision, notes=(*decision.notes, *skipped))
         gates.append(ModelGate(model=model, decision=decision, against=label))
     return tuple(gates)
 
 
+def _flaky(
+    recent: Sequence[baselines.Prior], current: Sequence[AttemptResult]
+) -> frozenset[CaseKey]:
+    fingerprints = {(a.suite, a.case_id): a.fingerprint for a in current}
+    return baselines.failed_in(recent, fingerprints)
+
+
 def _baseline_for(
-    opts: GateOptions, folder: Path, recent: Sequence[baselines.Prior], model: str
-) -> tuple[Sequence[AttemptResult] | None, str]:
+    opts: GateOptions, folder: Path, recent: Sequence[baselines.Prior], model: str, trials: int
+) -> tuple[Sequence[AttemptResult] | None, str, tuple[str, ...]]:
+    """(the baseline's attempts or None, its label, notes on runs passed over)."""
     if opts.baseline is not None:
         try:
             b = baselines.load(folder, opts.baseline)
         except BaselineError:
             if opts.save:  # saving under a new name: nothing to compare yet
-                return None, ""
+                return None, "", ()
             raise
         baselines.refuse_other_model(b, model)
         commit = f" @{b.commit}" if b.commit else ""
-        return b.attempts, f'baseline "{b.name}" (run {b.run_id}{commit})'
-    if not recent:
-        return None, ""
-    prior = recent[0]  # the implicit baseline: the newest eligible run
-    commit = f" @{prior.record.commit}" if prior.record.commit else ""
-    return prior.attempts, f"run {prior.record.run_id}{commit}"
+        return b.attempts, f'baseline "{b.name}" (run {b.run_id}{commit})', ()
+    skipped: list[str] = []
+    for prior in recent:  # the implicit baseline: the newest eligible run with the same trials
+        if prior.record.trials != trials:
+            skipped.append(
+                f"run {prior.record.run_id} was passed over as the baseline: it ran "
+                f"{prior.record.trials} trial(s) per case and this run {trials} (like with like)"
+            )
+            continue
+        commit = f" @{prior.record.commit}" if prior.record.commit else ""
+        return prior.attempts, f"run {prior.record.run_id}{commit}", tuple(skipped)
+    return None, "", tuple(skipped)
+
+
+def confirmations_needed(
+    opts: GateOptions, *, folder: Path, results: Path, record: RunRecord,
+    on_problem: Callable[[str], None],
+) -> tuple[tuple[str, CaseKey], ...]:  # fmt: skip
+    """(model, (suite, case)) of every case the previously-green rule would close the gate
+    on: green in the baseline, no planned trial passing now.  Each needs ``opts.confirm``
+    re-runs before the gate decides.  Empty when ``opts.confirm`` is 0."""
+    if opts.confirm <= 0:
+        return ()
+    wanted: list[tuple[str, CaseKey]] = []
+    for model in record.models:
+        current = [a for a in record.attempts if a.model == model]
+        recent = baselines.recent_runs(results, model, exclude=record.run_id, on_problem=on_problem)
+        prior, _, _ = _baseline_for(opts, folder, recent, model, record.trials)
+        if prior is None:
+            continue
+        wanted.extend(
+            (model, key) for key in to_confirm(prior, current, flaky=_flaky(recent, current))
+        )
+    return tuple(wanted)
 
 
 def gate_fields(gates: Sequence[ModelGate], accept: bool) -> dict[str, Any]:

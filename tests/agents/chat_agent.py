@@ -3,6 +3,9 @@
 ``CHAT_AGENT_VARIANT`` changes its behaviour the way a harness edit would:
 ``changed_request`` sends a different system prompt (a replay sees a new
 request), ``fail_after`` raises after the model answered.
+``CHAT_AGENT_UNLUCKY=<case id>`` fails that case's first three attempts (the
+planned trials of a gate) and passes the rest, as a healthy case that had a
+bad run would.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ def run(task: Task) -> str:
     task.log("turn", status=response.status_code)
     if variant == "fail_after":
         raise RuntimeError("the harness broke after the model answered")
+    if os.environ.get("CHAT_AGENT_UNLUCKY") == task.case_id and task.attempt < 3:
+        raise RuntimeError("an unlucky attempt")
     reply = str(data["choices"][0]["message"]["content"])
     (task.workspace / "reply.txt").write_text(reply, encoding="utf-8")
     return reply
