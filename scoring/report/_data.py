@@ -164,8 +164,11 @@ def rate_rows(cases: Iterable[CaseRow]) -> tuple[RateRow, ...]:
     groups: dict[tuple[str, str, str], list[CaseRow]] = {}
     for c in cases:
         groups.setdefault((c.side, c.suite, c.model), []).append(c)
+    sides = list(dict.fromkeys(side for side, _, _ in groups))
     rows = []
-    for (side, suite, model), items in groups.items():
+    for (side, suite, model), items in sorted(
+        groups.items(), key=lambda kv: (sides.index(kv[0][0]), kv[0][1], kv[0][2])
+    ):
         per_case = [(c.passed, c.total) for c in items if c.total]
         rate = suite_rate(per_case) if per_case else math.nan
         low, high = suite_interval(per_case) if per_case else (0.0, 1.0)

@@ -137,7 +137,8 @@ def build_report(runs: Runs, trace: TraceLines) -> Report:
     meta = [
         f"{kind} run {current.run_id} · {current.state.value}",
         f"commit {current.commit or 'unknown'} · evaltape {current.version}",
-        f"models {', '.join(current.models) or 'none'} · {current.trials} trial(s) per case",
+        f"models {', '.join(current.models) or 'none'} · "
+        f"up to {max((len(c.verdicts) for c in cases), default=0)} attempt(s) per case and model",
     ]
     if base is not None and not runs.ab:
         meta.append(f"compared against {base.kind.value} run {base.run_id}")
