@@ -1,6 +1,8 @@
 """``expectAnswer``: deterministic checks on the final reply, as a case declares them.
 
-The trajectory rules never read the reply; these do, without a judge model:
+The trajectory rules never read the reply; these do, without a judge model.
+The reply is the model's last turn as recorded (``Session.reply``), so a
+rescore of an old tape checks exactly what a live run checked:
 
 ```json
 "expectAnswer": {"contains": "4242", "matches": "\\bdone\\b", "equals": "4242",
