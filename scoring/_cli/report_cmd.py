@@ -29,7 +29,7 @@ from evaltape.scoring._config import Config, display_path
     help="Compare against this run: both sides' rates and the cases that moved.",
 )
 @click.option("--full", is_flag=True, help="Show every trace value in full (long values are cut).")
-@config_options("suites", "rubrics", "cassettes", "results", "hang_limit")
+@config_options("suites", "rubrics", "cassettes", "results", "hang_limit", "scorers")
 @boundary
 def report(run: str, output: Path, base: str | None, full: bool, config: Config) -> None:
     """Write one self-contained HTML page (no CDN, no server) for a run.

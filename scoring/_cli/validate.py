@@ -43,7 +43,7 @@ def load_or_report(paths: tuple[str, ...], config: Config) -> tuple[Suite, ...]:
 
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
-@config_options("suites", "rubrics")
+@config_options("suites", "rubrics", "scorers")
 def validate(paths: tuple[str, ...], config: Config) -> None:
     """Check suite files (PATHS: files or folders; default the suites folder).
 
