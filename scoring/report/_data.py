@@ -214,7 +214,8 @@ def counts(record: RunRecord) -> tuple[tuple[str, int], ...]:
 
 def decision(record: RunRecord, comparison: Comparison | None, ab: bool) -> Decision:
     """What the run decided: the replay's exit decision, the gate's, or the plain tally."""
-    changes = [Change(a.change) for a in record.attempts if a.change in Change._value2member_map_]
+    known = {c.value for c in Change}
+    changes = [Change(a.change) for a in record.attempts if a.change in known]
     if record.kind is RunKind.REPLAY and changes:
         code = replay_exit_code(changes)
         named = {c: changes.count(c) for c in Change if changes.count(c)}
