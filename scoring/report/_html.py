@@ -137,7 +137,8 @@ def _cases(r: Report) -> list[str]:
     return [
         "<h2>Cases</h2>",
         '<p class="meta">SPLIT: the attempts disagree (an instability signal, not a partial '
-        "pass). Each square is one attempt; click it for its trace.</p>",
+        "pass). SKIP: no attempt counts (skipped, or its evidence is unreliable). Each square "
+        "is one attempt; click it for its trace.</p>",
         '<input id="filter" type="search" placeholder="filter cases (id, model, PASS, SPLIT…)">',
         f'<table id="cases"><thead><tr>{side}<th>mark</th><th>case</th><th>model</th>'
         "<th>attempts</th><th>passed</th><th>Wilson 95%</th><th>replay</th><th>tokens</th>"
