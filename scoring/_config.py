@@ -66,6 +66,8 @@ class Config:
     """Seconds after which an open model call counts as hung."""
     pricing: Path | None
     """Price-override file, if any."""
+    scorers: str | None
+    """Custom scorers for every case, ``module:function`` comma-separated; None: none."""
     scrub: tuple[ScrubRule, ...]
     """User scrub rules for request bodies, in file order (the workspace path is built in)."""
     source: Path | None
@@ -156,6 +158,13 @@ def find_config(start: Path) -> Path | None:
         if (folder / ".git").exists():
             return None
     return None
+
+
+def scorer_names(config: Config) -> tuple[tuple[str, ...], str]:
+    """The configured custom scorers, and where they were set (for load-time errors)."""
+    names = tuple(p.strip() for p in (config.scorers or "").split(",") if p.strip())
+    where = display_path(config.source) if config.source is not None else "--scorers"
+    return names, where
 
 
 def display_path(path: Path) -> str:

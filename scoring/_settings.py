@@ -157,6 +157,14 @@ SETTINGS: tuple[Setting, ...] = (
         help="JSON file of per-model prices that override the built-in table.",
     ),
     Setting(
+        name="scorers",
+        kind=SettingKind.TEXT,
+        default=None,
+        metavar="MODULE:FUNCTION[,...]",
+        help="Custom scorers every case gets, run after the outcome checks (module:function, "
+        "comma-separated).",
+    ),
+    Setting(
         name="scrub",
         kind=SettingKind.RULES,
         default=None,

@@ -11,7 +11,7 @@ import click
 from evaltape.recorder import Session
 from evaltape.scoring._cli._boundary import boundary, fail
 from evaltape.scoring._cli._options import config_options
-from evaltape.scoring._config import Config, display_path
+from evaltape.scoring._config import Config, display_path, scorer_names
 from evaltape.scoring.cases._cases import CaseError
 from evaltape.scoring.cases._load import load_suites
 from evaltape.scoring.checks._score import Score
@@ -33,7 +33,13 @@ from evaltape.scoring.run._rescore import locate_tape, rescore_session
 def _rescorer(config: Config) -> Rescore:
     """Scores sessions again with today's cases, for the checks' scores."""
     try:
-        suites = load_suites((display_path(config.suites),), rubrics_dir=config.rubrics)
+        names, where = scorer_names(config)
+        suites = load_suites(
+            (display_path(config.suites),),
+            rubrics_dir=config.rubrics,
+            scorers=names,
+            scorers_from=where,
+        )
     except CaseError:
         suites = ()
     cases = {(c.suite, c.id): c for s in suites for c in s.cases}

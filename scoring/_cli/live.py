@@ -107,6 +107,7 @@ def models_of(model: str | None, compare: str | None, config: Config) -> tuple[s
     "concurrency",
     "trials",
     "hang_limit",
+    "scorers",
     "judge_model",
     "judge_base_url",
     "judge_constrain",

@@ -20,6 +20,7 @@ from evaltape.scoring._cli import (
     live,
     quarantine,
     replay_cmd,
+    report_cmd,
     rerecord,
     rescore,
     script,
@@ -47,6 +48,7 @@ COMMANDS: tuple[click.Command, ...] = (
     quarantine.quarantine_report_cmd,
     ab.ab,
     export.export,
+    report_cmd.report,
 )
 """Every subcommand, resolved through this one explicit table."""
 

@@ -67,6 +67,7 @@ from evaltape.scoring.run._stop import StopKind
     "base_url",
     "concurrency",
     "hang_limit",
+    "scorers",
     "judge_model",
     "judge_base_url",
     "judge_constrain",

@@ -39,6 +39,7 @@ LIVE_JUDGE_REFUSED = (
     "cassettes",
     "results",
     "hang_limit",
+    "scorers",
     "judge_mean_floor",
     "judge_trial_floor",
 )

@@ -7,7 +7,7 @@ from typing import NoReturn
 import click
 
 from evaltape.scoring._cli._options import config_options
-from evaltape.scoring._config import Config, display_path
+from evaltape.scoring._config import Config, display_path, scorer_names
 from evaltape.scoring.cases._cases import CaseError, CaseKind, Problem, Suite
 from evaltape.scoring.cases._load import load_suites
 
@@ -33,14 +33,17 @@ def load_or_report(paths: tuple[str, ...], config: Config) -> tuple[Suite, ...]:
     """Load ``paths`` (default: the configured suites folder) or report and exit 2."""
     targets = paths or (display_path(config.suites),)
     try:
-        return load_suites(targets, rubrics_dir=display_path(config.rubrics))
+        names, where = scorer_names(config)
+        return load_suites(
+            targets, rubrics_dir=display_path(config.rubrics), scorers=names, scorers_from=where
+        )
     except CaseError as exc:
         report_problems(exc.problems)
 
 
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
-@config_options("suites", "rubrics")
+@config_options("suites", "rubrics", "scorers")
 def validate(paths: tuple[str, ...], config: Config) -> None:
     """Check suite files (PATHS: files or folders; default the suites folder).
 

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 import attrs
 
 from evaltape.scoring._errors import ScoringError
+from evaltape.scoring.cases._answer import AnswerExpectation
+from evaltape.scoring.cases._custom import NamedScorer
 from evaltape.scoring.cases._fields import MUTATING_MODES, suggest
 from evaltape.scoring.cases._frozen import FrozenMap, JsonValue
 
@@ -94,6 +96,10 @@ class Case:
     """None of these tools may fire."""
     expect_bash_matches: tuple[str, ...] = ()
     """Python regular expressions; each must match some bash command (``re.search``)."""
+    expect_answer: AnswerExpectation | None = None
+    """Checks of the final reply (``expectAnswer``); None: the reply is not checked."""
+    scorers: tuple[NamedScorer, ...] = ()
+    """Custom scorers, the config's first, then the case's own (``scorer``), in order."""
     files: FrozenMap[str] | None = None
     """The sandbox's starting files (relative path to content); None: no sandbox."""
     verify: str | tuple[str, ...] | None = None

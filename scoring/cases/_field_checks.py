@@ -7,6 +7,8 @@ import posixpath
 import re
 from collections.abc import Callable
 
+from evaltape.scoring.cases._answer import check_expect_answer
+from evaltape.scoring.cases._custom import check_scorer_field
 from evaltape.scoring.cases._fields import (
     AGENT_MODES,
     KNOWN_GAP_FIELDS,
@@ -207,6 +209,8 @@ FIELD_CHECKS: tuple[tuple[str, Callable[[Messages, object], None]], ...] = (
     ("expectMaxTurns", _check_max_turns),
     ("forbidTools", _check_forbid),
     ("expectBashMatches", _check_bash),
+    ("expectAnswer", check_expect_answer),
+    ("scorer", check_scorer_field),
     ("files", _check_files),
     ("verify", _check_verify),
     ("verifyTimeout", _check_timeout),

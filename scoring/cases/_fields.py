@@ -19,10 +19,12 @@ TRAJECTORY_FIELDS: tuple[str, ...] = (
 )
 CODING_FIELDS: tuple[str, ...] = ("files", "verify", "verifyTimeout", "immutable")
 JUDGED_FIELDS: tuple[str, ...] = ("rubric",)
+ANSWER_FIELDS: tuple[str, ...] = ("expectAnswer", "scorer")
+"""Checks of the final reply (``_answer.py``) and custom scorers (``_custom.py``)."""
 OPTIONAL_FIELDS: tuple[str, ...] = ("model", "agentMode", "knownGap", "quarantined")
 
 FIELDS: tuple[str, ...] = (
-    REQUIRED + TRAJECTORY_FIELDS + CODING_FIELDS + JUDGED_FIELDS + OPTIONAL_FIELDS
+    REQUIRED + TRAJECTORY_FIELDS + ANSWER_FIELDS + CODING_FIELDS + JUDGED_FIELDS + OPTIONAL_FIELDS
 )
 """Every field a case may have, in the order the documentation lists them."""
 

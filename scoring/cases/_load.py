@@ -6,24 +6,46 @@ import hashlib
 import json
 import os
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TypeAlias
 
+import attrs
+
+from evaltape.scoring.cases._answer import build_answer
 from evaltape.scoring.cases._cases import AgentMode, Case, CaseError, KnownGap, Problem, Suite
+from evaltape.scoring.cases._custom import FIELD, SETTING, NamedScorer, import_scorer, scorer_specs
 from evaltape.scoring.cases._frozen import FrozenMap, freeze
 from evaltape.scoring.cases._validate import check_case, parse_line
 
 PathLike: TypeAlias = "str | os.PathLike[str]"
 
 
-def load_suites(paths: Iterable[PathLike], *, rubrics_dir: PathLike) -> tuple[Suite, ...]:
+def load_suites(
+    paths: Iterable[PathLike],
+    *,
+    rubrics_dir: PathLike,
+    scorers: Sequence[str] = (),
+    scorers_from: str = "config",
+    code_dir: PathLike | None = None,
+) -> tuple[Suite, ...]:
     """Load and check suite files; a folder means every ``*.jsonl`` directly in it.
 
-    Raises ``CaseError`` listing every problem of every file when anything is
-    wrong, so nothing runs on a half-valid suite.
+    ``scorers`` names custom scorers (``module:function``) every case gets,
+    from the config file ``scorers_from``; they and each case's own ``scorer``
+    are imported now, with ``code_dir`` (default: the current folder) first on
+    ``sys.path``.  Raises ``CaseError`` listing every problem of every file
+    when anything is wrong, so nothing runs on a half-valid suite.
     """
     problems: list[Problem] = []
+    code = Path(code_dir) if code_dir is not None else Path.cwd()
+    common: list[NamedScorer] = []
+    for spec in scorers:
+        found = import_scorer(spec, code)
+        if isinstance(found, str):
+            problems.append(Problem(scorers_from, 0, f'setting "{SETTING}": {found}'))
+        else:
+            common.append(found)
     files = _expand(paths, problems)
     rubrics = Path(rubrics_dir)
     first_seen: dict[str, tuple[str, int]] = {}
@@ -36,7 +58,7 @@ def load_suites(paths: Iterable[PathLike], *, rubrics_dir: PathLike) -> tuple[Su
                 Problem(path, 0, f'suite name "{name}" is already used by {suite_paths[name]}')
             )
         suite_paths.setdefault(name, path)
-        cases = _load_file(path, name, rubrics, first_seen, problems)
+        cases = _load_file(path, name, rubrics, first_seen, problems, (tuple(common), code))
         if cases is not None:
             suites.append(Suite(name=name, path=path, cases=cases))
     if problems:
@@ -74,6 +96,7 @@ def _load_file(
     rubrics: Path,
     first_seen: dict[str, tuple[str, int]],
     problems: list[Problem],
+    custom: tuple[tuple[NamedScorer, ...], Path],
 ) -> tuple[Case, ...] | None:
     try:
         data = Path(path).read_bytes()
@@ -106,9 +129,18 @@ def _load_file(
                 )
             else:
                 first_seen[case_id] = (path, number)
+        own: list[NamedScorer] = []
+        if not messages and FIELD in obj:
+            for spec in scorer_specs(obj[FIELD]):
+                found = import_scorer(spec, custom[1])
+                if isinstance(found, str):
+                    messages.append(f'field "{FIELD}": {found}')
+                else:
+                    own.append(found)
         problems.extend(Problem(path, number, m) for m in messages)
         if not messages:
-            cases.append(_build(obj, suite=suite, path=path, line=number, rubrics=rubrics))
+            case = _build(obj, suite=suite, path=path, line=number, rubrics=rubrics)
+            cases.append(attrs.evolve(case, scorers=(*custom[0], *own)))
     if len(problems) == before and not cases:
         problems.append(Problem(path, 0, "the suite has no cases"))
     return tuple(cases)
@@ -146,6 +178,7 @@ def _build(obj: dict[str, object], *, suite: str, path: str, line: int, rubrics:
         expect_max_turns=turns if isinstance(turns, int) else None,
         forbid_tools=tuple(_strs(get("forbidTools"))),
         expect_bash_matches=tuple(_strs(bash)) if isinstance(bash, list) else _one(bash),
+        expect_answer=build_answer(get("expectAnswer")),
         files=FrozenMap(
             tuple((posixpath.normpath(str(k)), str(v)) for k, v in _dict(files).items())
         )

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from evaltape.scoring.cases._field_checks import FIELD_CHECKS, check_text
 from evaltape.scoring.cases._fields import (
+    ANSWER_FIELDS,
     FIELDS,
     MUTATING_MODES,
     NON_MUTATING_MODES,
@@ -126,7 +127,7 @@ def _check_relations(out: Messages, case: dict[str, object], rubrics_dir: Path) 
         where = rubrics_dir / f"{rubric}.md"
         if not where.is_file():
             out.append(f'field "rubric": no rubric "{rubric}" (looked for {where})')
-    checks = (*TRAJECTORY_FIELDS, "verify", "immutable", "rubric")
+    checks = (*TRAJECTORY_FIELDS, *ANSWER_FIELDS, "verify", "immutable", "rubric")
     typo = any(name not in FIELDS for name in case)  # reported above; likely the check
     if not typo and not any(name in case for name in checks):
         out.append(

@@ -11,6 +11,8 @@ import attrs
 
 from evaltape.recorder import Session
 from evaltape.scoring.cases._cases import Case
+from evaltape.scoring.checks._answer import answer_checks
+from evaltape.scoring.checks._custom_run import custom_checks
 from evaltape.scoring.checks._outcome import outcome_checks
 from evaltape.scoring.checks._score import Check, Score, Scorer
 from evaltape.scoring.checks._trajectory import trajectory_checks
@@ -32,7 +34,9 @@ def score_session(
     hang_limit: float = DEFAULT_HANG_LIMIT,
     verify_timeout: float = DEFAULT_VERIFY_TIMEOUT,
 ) -> Score:
-    """Score one attempt: trajectory rules in order, then outcome checks if those passed.
+    """Score one attempt in a fixed order: trajectory rules, answer checks
+    (``expectAnswer``), outcome checks, then the case's custom scorers, each
+    stage only if everything before it passed.
 
     Stops at the first failed check, whose detail is the reason.  A judged
     case (one with a ``rubric``) that passed everything else gets a ``judge``
@@ -43,7 +47,11 @@ def score_session(
     """
     checks = list(trajectory_checks(case, session, hang_limit=hang_limit))
     if all(check.passed for check in checks):
+        checks += answer_checks(case, session)
+    if all(check.passed for check in checks):
         checks += outcome_checks(case, session, verify_timeout=verify_timeout)
+    if all(check.passed for check in checks):
+        checks += custom_checks(case, session)
     failed = next((check for check in checks if not check.passed), None)
     if failed is not None:
         return Score(passed=False, reason=failed.detail, checks=tuple(checks))

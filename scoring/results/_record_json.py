@@ -53,6 +53,7 @@ def attempt_to_json(a: AttemptResult) -> dict[str, object]:
         "replayed": a.replayed.value if a.replayed else None,
         "change": a.change,
         "change_detail": a.change_detail,
+        **({"change_diff": list(a.change_diff)} if a.change_diff else {}),
         "cost": a.cost,
         "judge_usage": _usage_json(a.judge_usage),
         "judge_cost": a.judge_cost,
@@ -227,6 +228,7 @@ def attempt_from_json(data: object, where: str) -> AttemptResult:
         replayed=f.member("replayed", Verdict, optional=True),
         change=f.text("change") if "change" in f.data else "",
         change_detail=f.text("change_detail") if "change_detail" in f.data else "",
+        change_diff=f.texts("change_diff") if "change_diff" in f.data else (),
         cost=f.number("cost", optional=True) if "cost" in f.data else None,
         judge_usage=(
             _usage_from(f.data["judge_usage"], f"{where}: judge_usage")

@@ -112,6 +112,9 @@ class AttemptResult:
     change_detail: str = ""
     """Replay only, for ``changed`` and ``stale``: what the harness changed, one line
     (``tool result changed: read {"path": "a.txt"}``, ``system prompt changed``)."""
+    change_diff: tuple[str, ...] = ()
+    """Replay only, for ``changed`` and ``stale``: the short recorded-vs-now diff
+    (``-`` recorded, ``+`` now), as ``evaltape replay`` prints it."""
     cost: float | None = None
     """USD for the agent's model calls (provider-reported where given); None when unknown."""
     judge_usage: Usage = attrs.field(factory=Usage)

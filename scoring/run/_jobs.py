@@ -188,6 +188,7 @@ class JobResult:
             else None,
             change=d.change.value if d else "",
             change_detail=d.detail if d and d.harness is not None else "",
+            change_diff=d.harness.diff if d and d.harness is not None else (),
             judge_usage=self.judge_usage,
             cost=self.cost.cost,
             judge_cost=self.judge_cost.cost if self.judge_cost.calls else None,

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 import attrs
 
 from evaltape.recorder import Source
-from evaltape.scoring._config import Config, display_path
+from evaltape.scoring._config import Config, display_path, scorer_names
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.cases._cases import CaseError, Problem, SelectionError, Suite, select
 from evaltape.scoring.cases._load import load_suites
@@ -64,8 +64,12 @@ def load_cases(
     """Every suite and the selected ones, or ``RunRefused`` (with the problems of invalid
     suite files)."""
     try:
+        names, where = scorer_names(config)
         suites = load_suites(
-            (display_path(config.suites),), rubrics_dir=display_path(config.rubrics)
+            (display_path(config.suites),),
+            rubrics_dir=display_path(config.rubrics),
+            scorers=names,
+            scorers_from=where,
         )
     except CaseError as exc:
         raise RunRefused(str(exc), problems=exc.problems) from exc
