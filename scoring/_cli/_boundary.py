@@ -51,6 +51,8 @@ def boundary(func: Callable[P, R]) -> Callable[P, R]:
             fail(str(exc), EXIT_REFUSED)
         except EXPECTED as exc:
             fail(str(exc))
+        except MemoryError:
+            fail("out of memory (a tape or record larger than this machine can hold?)")
         except BrokenPipeError:  # e.g. `evaltape show x | head`
             sys.stderr.close()
             sys.exit(0)
