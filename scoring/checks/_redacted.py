@@ -7,9 +7,12 @@ A check that ran on masked content says so in its detail.
 
 from __future__ import annotations
 
+import re
+
 from evaltape.recorder import Session
 
-_MASK_BYTES = frozenset(b"REDACTED*")
+_MASK = re.compile(rb"REDACTED\**|REDACTE|REDACT|REDAC|REDA|RED")
+"""A same-length mask: ``REDACTED`` then ``*``, or a prefix of it for a short secret."""
 
 
 def redacted_note(paths: tuple[str, ...]) -> str:
@@ -25,4 +28,7 @@ def same_but_masked(recorded: bytes, original: bytes, path: str, session: Sessio
         return True
     if path not in session.workspace_redacted or len(recorded) != len(original):
         return False
-    return all(a in _MASK_BYTES for a, b in zip(recorded, original, strict=True) if a != b)
+    expected = bytearray(original)
+    for m in _MASK.finditer(recorded):
+        expected[m.start() : m.end()] = m.group()
+    return expected == recorded
