@@ -5,14 +5,16 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from evaltape.recorder import Event, SessionEnded, SessionStarted, Status
+from evaltape.recorder import Event, Exchange, SessionEnded, SessionStarted, Status
 
 
 class Tee:
     """Appends to the tape and keeps the events; an abandoned agent thread is dropped.
 
-    Every event passes ``redactor`` first (``Redactor.redact_event``): what
-    is kept for scoring is exactly what the tape holds."""
+    Every event but an exchange passes ``redactor`` first
+    (``Redactor.redact_event``); exchanges come redacted from the recording
+    transport, which the runner builds with the same redactor, and are not
+    scanned twice.  What is kept for scoring is exactly what the tape holds."""
 
     def __init__(self, writer: Any, header: SessionStarted, redactor: Any = None) -> None:
         self.writer = writer
@@ -27,7 +29,9 @@ class Tee:
         return now
 
     def _safe(self, event: Any) -> Any:
-        return event if self.redactor is None else self.redactor.redact_event(event)
+        if self.redactor is None or isinstance(event, Exchange):
+            return event
+        return self.redactor.redact_event(event)
 
     def _reason(self, reason: str) -> str:
         return reason if self.redactor is None else str(self.redactor.redact_text(reason))
