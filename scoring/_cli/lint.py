@@ -103,6 +103,10 @@ def lint(
             click.echo(f"evaltape: error: {path}: cannot read: {exc.strerror}", err=True)
             unreadable = True
             continue
+        except MemoryError:
+            click.echo(f"evaltape: error: {path}: out of memory reading it", err=True)
+            unreadable = True
+            continue
         findings += found
         sessions += n_sessions
         events += n_events
