@@ -17,6 +17,7 @@ from evaltape.recorder._clients import (
     sdk_client_options,
 )
 from evaltape.recorder._codec import from_plain, to_plain
+from evaltape.recorder._env_secrets import secret_values
 from evaltape.recorder._errors import CorruptTape, NewerFormat, NotATape, RedactionError, TapeError
 from evaltape.recorder._events import (
     Chunk,
@@ -154,6 +155,7 @@ __all__ = [
     "script_exchanges",
     "sdk_client_options",
     "secret_preview",
+    "secret_values",
     "to_plain",
     "workspace_spellings",
     "write_script_tape",

@@ -291,6 +291,7 @@ def to_plain(event: Event) -> Plain:
             "at": event.at,
             "files": [[f.path, f.mode, f.data] for f in event.files],
             "omitted": list(event.omitted),
+            **({"redacted": list(event.redacted)} if event.redacted else {}),
         }
     raise TypeError(f"not an event: {event!r}")
 
@@ -363,6 +364,7 @@ def from_plain(plain: Plain) -> Event:
                 at=_get(plain, "at", _NUMBER),
                 files=_files(plain),
                 omitted=_strings(plain, "omitted"),
+                redacted=_strings(plain, "redacted"),
             )
     except (TypeError, ValueError) as exc:
         raise TapeError(f"malformed {kind!r} event: {exc}") from exc

@@ -88,6 +88,18 @@ class DeltaDecoder:
     def __init__(self) -> None:
         self._recent: deque[bytes] = deque(maxlen=KEEP)
 
+    def size(self, ref: list[int] | None, middle: bytes) -> int:
+        """Length of the body ``decode`` would rebuild, found without building it;
+        raises ``ValueError`` if the reference is impossible."""
+        if ref is None:
+            return len(middle)
+        back, prefix, suffix = ref
+        if not 1 <= back <= len(self._recent):
+            raise ValueError(f"delta refers to body -{back}, only {len(self._recent)} known")
+        if prefix < 0 or suffix < 0 or prefix + suffix > len(self._recent[-back]):
+            raise ValueError("delta range outside its base body")
+        return prefix + len(middle) + suffix
+
     def decode(self, ref: list[int] | None, middle: bytes) -> bytes:
         """Rebuild a body; raises ``ValueError`` if the reference is impossible."""
         if ref is None:

@@ -252,6 +252,9 @@ class WorkspaceSnapshot:
     """Files kept, sorted by path."""
     omitted: tuple[str, ...] = ()
     """Paths left out (too large, or over the snapshot's budget)."""
+    redacted: tuple[str, ...] = ()
+    """Paths of files whose content had secrets masked before recording (same
+    length, see docs/redaction.md): checks of these run on redacted content."""
 
 
 Event: TypeAlias = (

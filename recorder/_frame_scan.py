@@ -115,32 +115,66 @@ def crc_checks(f: BinaryIO, at: int, head: bytes, fh: FrameHeader) -> bool:
     return crc == fh.crc
 
 
-def resync(f: BinaryIO, start: int) -> int | None:
-    """Offset of the next frame at or after ``start`` whose CRC checks."""
+class ScanBudget:
+    """Bytes a reader may read while looking for the next frame after damage.
+
+    Every byte after ``SYNC`` could start a frame whose CRC covers the many
+    bytes its header claims, so fake headers could make resynchronising read
+    the file over and over.  The budget (a few times the file size) keeps it
+    linear: once spent, the rest of the file is reported skipped.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.left = 4 * size + (16 << 20)
+        self.spent = False
+
+    def take(self, n: int) -> bool:
+        """Spend ``n`` bytes; False (and ``spent``) if they are not left."""
+        if n > self.left:
+            self.spent = True
+            return False
+        self.left -= n
+        return True
+
+
+def resync(f: BinaryIO, start: int, budget: ScanBudget | None = None) -> int | None:
+    """Offset of the next frame at or after ``start`` whose CRC checks.
+
+    Reads each block once and each candidate's claimed payload once, all
+    charged to ``budget`` (a fresh one for this file if None); None when no
+    frame follows or the budget is spent.
+    """
     size = os.fstat(f.fileno()).st_size
+    if budget is None:
+        budget = ScanBudget(size)
     pos = start
     while True:
         f.seek(pos)
         block = f.read(_READ)
-        if len(block) < len(SYNC):
+        if len(block) < len(SYNC) or not budget.take(len(block)):
             return None
         i = block.find(SYNC)
-        if i < 0:
-            pos += len(block) - len(SYNC) + 1
-            continue
-        candidate = pos + i
-        f.seek(candidate)
-        head = f.read(FRAME_HEADER_SIZE)
-        if len(head) == FRAME_HEADER_SIZE:
-            fh = parse_frame_header(head)
-            if (
-                fh.comp_len <= MAX_EVENT_BYTES
-                and fh.raw_len <= MAX_EVENT_BYTES
-                and candidate + FRAME_HEADER_SIZE + fh.comp_len <= size
-                and crc_checks(f, candidate, head, fh)
-            ):
-                return candidate
-        pos = candidate + 1
+        while i >= 0:
+            candidate = pos + i
+            head = block[i : i + FRAME_HEADER_SIZE]
+            if len(head) < FRAME_HEADER_SIZE:
+                f.seek(candidate)
+                head = f.read(FRAME_HEADER_SIZE)
+            if len(head) == FRAME_HEADER_SIZE:
+                fh = parse_frame_header(head)
+                if (
+                    fh.comp_len <= MAX_EVENT_BYTES
+                    and fh.raw_len <= MAX_EVENT_BYTES
+                    and candidate + FRAME_HEADER_SIZE + fh.comp_len <= size
+                ):
+                    if not budget.take(fh.comp_len):
+                        return None
+                    if crc_checks(f, candidate, head, fh):
+                        return candidate
+            i = block.find(SYNC, i + 1)
+        if len(block) < _READ:
+            return None
+        pos += len(block) - len(SYNC) + 1
 
 
 def torn_session(f: BinaryIO, offset: int, head: bytes, end: int) -> str | None:
@@ -178,6 +212,7 @@ def frames(
     is not reported a second time.
     """
     size = os.fstat(f.fileno()).st_size
+    budget = ScanBudget(size)
     offset = header.size
     f.seek(offset)
     while offset < size:
@@ -206,7 +241,14 @@ def frames(
                         offset += FRAME_HEADER_SIZE + fh.comp_len
                         continue
                     bad = "frame fails its CRC-32"
-        nxt = resync(f, offset + 1)
+        nxt = resync(f, offset + 1, budget)
+        if budget.spent:
+            log.corrupt(
+                f"{bad}; gave up looking for the next frame (too many false frame "
+                f"headers); the remaining {size - offset} bytes are skipped",
+                offset,
+            )
+            return
         end = size if nxt is None else nxt
         torn = torn_session(f, offset, head, end)
         if torn is not None:

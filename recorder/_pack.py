@@ -12,24 +12,40 @@ import msgpack
 
 from evaltape.recorder._codec import Plain
 from evaltape.recorder._delta import DeltaDecoder, DeltaEncoder
+from evaltape.recorder._frames import MAX_EVENT_BYTES
+from evaltape.recorder._limits import END_RESERVE, DecodeBudget, compress_bound
 
 
 class Packer:
-    """Plain event -> msgpack bytes, delta-encoding request bodies."""
+    """Plain event -> msgpack bytes, delta-encoding request bodies.
 
-    def __init__(self) -> None:
+    ``budget`` counts the session's decoded bytes as its reader will; an event
+    past it is refused (``ValueError``) with the session's state untouched."""
+
+    def __init__(self, budget: DecodeBudget | None = None) -> None:
         self._delta = DeltaEncoder()
+        self._budget = budget if budget is not None else DecodeBudget()
 
-    def pack(self, plain: Plain) -> bytes:
+    def pack(self, plain: Plain, *, last: bool = False) -> bytes:
         """Pack one event; raises ``TypeError``/``ValueError``/``OverflowError``
-        for values msgpack cannot hold, leaving the session's state usable."""
+        for values msgpack cannot hold or a reader would refuse, leaving the
+        session's state usable.  Only the ``last`` event may use the budget
+        kept for the session's end."""
         request = plain.get("request")
+        extra = 0
         if request is not None:
             ref, middle = self._delta.encode(request["body"])
             if ref is not None:
+                extra = len(request["body"]) - len(middle)
                 plain = {**plain, "request": {**request, "body": middle, "base": ref}}
         try:
             packed: bytes = msgpack.packb(plain, use_bin_type=True)
+            if compress_bound(len(packed)) > MAX_EVENT_BYTES:
+                raise ValueError(
+                    f"event packs to {len(packed)} bytes; its frame could pass the "
+                    f"{MAX_EVENT_BYTES}-byte limit a reader accepts"
+                )
+            self._budget.charge(len(packed) + extra, reserve=0 if last else END_RESERVE)
         except BaseException:
             # The encoder already counts this body as sent, but it never will be.
             # A fresh encoder only refers to bodies written after this point,
@@ -40,10 +56,14 @@ class Packer:
 
 
 class Unpacker:
-    """msgpack bytes -> plain event, undoing the delta stage."""
+    """msgpack bytes -> plain event, undoing the delta stage.
 
-    def __init__(self) -> None:
+    ``budget`` bounds the decoded size of each event and of the session: an
+    event past it is refused (``ValueError``) before its body is rebuilt."""
+
+    def __init__(self, budget: DecodeBudget | None = None) -> None:
         self._delta = DeltaDecoder()
+        self._budget = budget if budget is not None else DecodeBudget()
 
     def unpack(self, data: bytes) -> Plain:
         """Unpack one event; raises ``ValueError`` for anything but a valid map."""
@@ -65,5 +85,8 @@ class Unpacker:
                 isinstance(ref, list) and len(ref) == 3 and all(type(x) is int for x in ref)
             ):
                 raise ValueError("request body delta is not [back, prefix, suffix]")
+            self._budget.charge(len(data) - len(body) + self._delta.size(ref, body))
             request["body"] = self._delta.decode(ref, body)
+        else:
+            self._budget.charge(len(data))
         return plain

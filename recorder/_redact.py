@@ -52,7 +52,10 @@ from evaltape.recorder._redact_bodies import (
     header_value,
     set_length,
     split_like,
+    unreadable_marker,
+    without_encoding,
 )
+from evaltape.recorder._redact_events import redact_event
 from evaltape.recorder._secret_rules import (
     DEFAULT_HEADER_NAME_PATTERN,
     DEFAULT_HEADER_NAMES,
@@ -65,13 +68,19 @@ from evaltape.recorder._secret_scan import (
     compile_allow,
     compile_header_pattern,
     compile_rules,
+    longest_match,
     looks_random,
     scan_body,
     scan_pairs,
+    value_spans,
 )
+from evaltape.recorder._secret_views import views
 
 HEADER_MARKER = "[REDACTED]"
 """What a redacted header's value becomes."""
+
+KNOWN_SECRET = "known secret (from the environment)"
+"""The kind reported for a match of ``Redactor.values``."""
 
 MASK_WORD = b"REDACTED"
 """The word a same-length mask starts with; the rest of the mask is ``*``."""
@@ -118,6 +127,8 @@ class Redactor:
     allow: tuple[str, ...] = ()
     """Regular expressions; a secret that fully matches one is left alone
     (e.g. a published test key)."""
+    values: tuple[str, ...] = ()
+    """Known secrets (e.g. API keys from the environment), masked wherever they occur."""
     _compiled: tuple[Scanner, ...] = attrs.field(init=False, repr=False, eq=False)
     _allowed: tuple[re.Pattern[bytes], ...] = attrs.field(init=False, repr=False, eq=False)
     _header_re: re.Pattern[str] = attrs.field(init=False, repr=False, eq=False)
@@ -136,8 +147,9 @@ class Redactor:
         headers: Iterable[str] = (),
         patterns: Iterable[str | SecretRule] = (),
         allow: Iterable[str] = (),
+        values: Iterable[str] = (),
     ) -> Redactor:
-        """A copy with more header names, secret patterns and allow-list entries.
+        """A copy with more header names, secret patterns, allow-list entries and known secrets.
 
         A plain string pattern becomes a rule of kind "custom pattern".
         """
@@ -150,7 +162,16 @@ class Redactor:
             rules=self.rules + rules,
             header_names=self.header_names | {h.lower() for h in headers},
             allow=self.allow + tuple(allow),
+            values=self.values + tuple(v for v in values if v and v not in self.values),
         )
+
+    @property
+    def longest(self) -> int:
+        """Most bytes one secret can span (rules and known values); data scanned in
+        pieces must overlap by this much to miss nothing."""
+        lengths = [longest_match(s) for s in self._compiled]
+        lengths += [len(v.encode("utf-8", "surrogateescape")) for v in self.values]
+        return max(lengths, default=0)
 
     # -- finding ------------------------------------------------------------
 
@@ -181,9 +202,23 @@ class Redactor:
                     continue
                 yield start, end, index
 
+    def _all_spans(self, data: bytes) -> Iterator[tuple[int, int, int]]:
+        yield from self._spans(data)
+        yield from value_spans(data, self.values, len(self.rules))
+
     def scan_bytes(self, data: bytes) -> tuple[Finding, ...]:
-        """Secret-shaped spans of ``data``, in order, overlaps merged."""
-        spans = sorted(self._spans(data))
+        """Secret-shaped spans of ``data``, in order, overlaps merged.
+
+        Known values and rules are also matched in the views of ``data`` a
+        reader would see (JSON escapes undone, a stream's event texts joined);
+        a secret found there is reported at each raw range that spells it."""
+        spans = list(self._all_spans(data))
+        for view in views(data):
+            for start, end, index in self._all_spans(view.data):
+                ranges = view.to_raw(start, end)
+                if len(ranges) > 1 or ranges[0][1] - ranges[0][0] != end - start:
+                    spans += [(lo, hi, index) for lo, hi in ranges]  # unseen by the raw scan
+        spans.sort()
         merged: list[list[int]] = []
         for start, end, index in spans:
             if merged and start < merged[-1][1]:
@@ -192,7 +227,10 @@ class Redactor:
                 last[2] = min(last[2], index)
             else:
                 merged.append([start, end, index])
-        return tuple(Finding(kind=self.rules[i].kind, start=s, end=e) for s, e, i in merged)
+        return tuple(Finding(kind=self._kind(i), start=s, end=e) for s, e, i in merged)
+
+    def _kind(self, index: int) -> str:
+        return self.rules[index].kind if index < len(self.rules) else KNOWN_SECRET
 
     # -- masking --------------------------------------------------------------
 
@@ -237,6 +275,9 @@ class Redactor:
     def _redact_body(self, chunks: tuple[Chunk, ...], encoding: str) -> tuple[Chunk, ...]:
         joined = b"".join(c.data for c in chunks)
         decoded = decode_body(joined, encoding)
+        if decoded is None and joined:  # cannot be checked: not written raw
+            marker = unreadable_marker(encoding)
+            return tuple(attrs.evolve(c, data=b"" if i else marker) for i, c in enumerate(chunks))
         if decoded is None or decoded is joined:
             red = self.redact_bytes(joined)
             return chunks if red is joined else cut_at(red, chunks)
@@ -250,7 +291,9 @@ class Redactor:
         encoding = header_value(request.headers, "content-encoding")
         body = self._redact_body((Chunk(at=0.0, data=request.body),), encoding)[0].data
         headers = self.redact_headers(request.headers)
-        if body is not request.body and len(body) != len(request.body):
+        if body is not request.body and decode_body(request.body, encoding) is None:
+            headers = without_encoding(headers, len(body))
+        elif body is not request.body and len(body) != len(request.body):
             headers = set_length(headers, len(body))
         return attrs.evolve(request, url=self.redact_text(request.url), headers=headers, body=body)
 
@@ -261,7 +304,9 @@ class Redactor:
         headers = self.redact_headers(response.headers)
         if chunks is not response.chunks:
             size = sum(len(c.data) for c in chunks)
-            if size != sum(len(c.data) for c in response.chunks):
+            if chunks[0].data == unreadable_marker(encoding):
+                headers = without_encoding(headers, size)
+            elif size != sum(len(c.data) for c in response.chunks):
                 headers = set_length(headers, size)
         return attrs.evolve(response, headers=headers, chunks=chunks)
 
@@ -277,6 +322,10 @@ class Redactor:
             if error is None
             else attrs.evolve(error, message=self.redact_text(error.message)),
         )
+
+    def redact_event(self, event: Event) -> Event:
+        """A copy of any event with its secrets masked (see ``_redact_events``)."""
+        return redact_event(self, event)
 
     # -- scanning whole events (lint) ---------------------------------------
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import zlib
 
 import attrs
 import zstandard
 
+from evaltape.recorder._adapters._sse import decode_content
 from evaltape.recorder._events import (
     Chunk,
     Headers,
@@ -20,41 +22,55 @@ def header_value(headers: Headers, name: str) -> str:
     return ""
 
 
-def decode_body(data: bytes, encoding: str) -> bytes | None:
-    """The decoded body for a ``content-encoding`` we know, else None.
+def _codings(encoding: str) -> list[str]:
+    names = (c.strip().lower() for c in encoding.split(","))
+    return [c for c in names if c not in ("", "identity")]
 
-    Identity returns ``data`` itself.  A stream cut short decodes as far as it
-    goes.  Unknown encodings (e.g. ``br``) and undecodable data return None.
+
+def decode_body(data: bytes, encoding: str) -> bytes | None:
+    """The decoded body, every ``content-encoding`` undone (``gzip, gzip`` too), else None.
+
+    The decoder is the adapters' own (``decode_content``), so what is scanned
+    for secrets is what a reader of the tape decodes.  Identity returns
+    ``data`` itself.  A stream cut short decodes as far as it goes.  Unknown
+    encodings and undecodable data return None.
     """
-    enc = encoding.strip().lower()
-    if enc in ("", "identity"):
+    if not _codings(encoding):
         return data
-    try:
-        if enc in ("gzip", "x-gzip", "deflate"):
-            wbits = 47 if enc != "deflate" else 15
-            try:
-                return zlib.decompressobj(wbits).decompress(data)
-            except zlib.error:
-                if enc != "deflate":
-                    raise
-                return zlib.decompressobj(-15).decompress(data)  # raw deflate
-        if enc == "zstd":
-            return zstandard.ZstdDecompressor().decompressobj().decompress(data)
-    except (zlib.error, zstandard.ZstdError):
+    out = decode_content(data, (("content-encoding", encoding),))
+    if out.problem and not out.problem.endswith("is cut short"):
         return None
-    return None
+    return out.data
 
 
 def encode_body(data: bytes, encoding: str) -> bytes:
-    enc = encoding.strip().lower()
-    if enc in ("gzip", "x-gzip"):
-        c = zlib.compressobj(6, zlib.DEFLATED, 31)
-        return c.compress(data) + c.flush()
-    if enc == "deflate":
-        return zlib.compress(data)
-    if enc == "zstd":
-        return zstandard.ZstdCompressor().compress(data)
+    """``data`` encoded again with each coding of ``encoding``, in the order listed."""
+    for enc in _codings(encoding):
+        if enc in ("gzip", "x-gzip"):
+            c = zlib.compressobj(6, zlib.DEFLATED, 31)
+            data = c.compress(data) + c.flush()
+        elif enc == "deflate":
+            data = zlib.compress(data)
+        elif enc == "zstd":
+            data = zstandard.ZstdCompressor().compress(data)
+        elif enc == "br":
+            data = bytes(importlib.import_module("brotli").compress(data))
     return data
+
+
+def unreadable_marker(encoding: str) -> bytes:
+    """What an undecodable body is recorded as: it cannot be checked for secrets."""
+    shown = encoding.strip()[:60].encode("ascii", "replace")
+    return (
+        b"[evaltape: body not recorded: its content-encoding '" + shown + b"' does not "
+        b"decode, so it could not be checked for secrets]"
+    )
+
+
+def without_encoding(headers: Headers, size: int) -> Headers:
+    """``headers`` without content-encoding, content-length set to ``size``."""
+    kept = tuple((k, v) for k, v in headers if k.lower() != "content-encoding")
+    return set_length(kept, size)
 
 
 def split_like(data: bytes, chunks: tuple[Chunk, ...]) -> tuple[Chunk, ...]:

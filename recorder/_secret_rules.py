@@ -40,28 +40,28 @@ DEFAULT_RULES: tuple[SecretRule, ...] = (
             r"(?:-----END[A-Z ]{0,40}PRIVATE KEY-----)?"
         ),
     ),
-    SecretRule(kind="Anthropic API key", pattern=rf"sk-ant-{_TOKEN}{{20,}}"),
-    SecretRule(kind="Langfuse key", pattern=r"pk-lf-[A-Za-z0-9-]{8,}"),
-    SecretRule(kind="Langfuse key", pattern=r"sk-lf-[A-Za-z0-9-]{8,}"),
+    SecretRule(kind="Anthropic API key", pattern=rf"sk-ant-{_TOKEN}{{20,512}}"),
+    SecretRule(kind="Langfuse key", pattern=r"pk-lf-[A-Za-z0-9-]{8,256}"),
+    SecretRule(kind="Langfuse key", pattern=r"sk-lf-[A-Za-z0-9-]{8,256}"),
     SecretRule(
         kind="OpenAI API key",
-        pattern=rf"sk-(?:proj-|svcacct-|admin-|None-)?{_TOKEN}{{20,}}",
+        pattern=rf"sk-(?:proj-|svcacct-|admin-|None-)?{_TOKEN}{{20,512}}",
     ),
     SecretRule(
         kind="AWS access key id",
         pattern=r"A(?:KIA|SIA|BIA|CCA)[0-9A-Z]{16}(?![0-9A-Z])",
     ),
-    SecretRule(kind="GitHub token", pattern=r"gh[pousr]_[A-Za-z0-9]{30,}"),
-    SecretRule(kind="GitHub token", pattern=r"github_pat_[A-Za-z0-9_]{22,}"),
+    SecretRule(kind="GitHub token", pattern=r"gh[pousr]_[A-Za-z0-9]{30,255}"),
+    SecretRule(kind="GitHub token", pattern=r"github_pat_[A-Za-z0-9_]{22,255}"),
     SecretRule(kind="Google API key", pattern=rf"AIza{_TOKEN}{{35}}"),
-    SecretRule(kind="Slack token", pattern=r"xox[abposre]-[A-Za-z0-9-]{10,}"),
+    SecretRule(kind="Slack token", pattern=r"xox[abposre]-[A-Za-z0-9-]{10,255}"),
     SecretRule(
         kind="JWT",
-        pattern=rf"eyJ{_TOKEN}{{8,}}\.eyJ{_TOKEN}{{8,}}\.{_TOKEN}*",
+        pattern=rf"eyJ{_TOKEN}{{8,4096}}\.eyJ{_TOKEN}{{8,8192}}\.{_TOKEN}{{0,4096}}",
     ),
     SecretRule(
         kind="bearer token",
-        pattern=r"bearer\s+(?P<s>[a-z0-9._~+/=-]{16,})",
+        pattern=r"bearer\s{1,16}(?P<s>[a-z0-9._~+/=-]{16,4096})",
         lowercase=True,
     ),
     SecretRule(
@@ -69,7 +69,7 @@ DEFAULT_RULES: tuple[SecretRule, ...] = (
         pattern=(
             r"[?&;](?:key|api[_-]?key|apikey|access[_-]?token|token|auth|secret|"
             r"client[_-]?secret|password|sig|signature|x-goog-api-key)="
-            r"(?P<s>[^&#\s\"'\\<>]{8,})"
+            r"(?P<s>[^&#\s\"'\\<>]{8,2048})"
         ),
         lowercase=True,
     ),
@@ -77,7 +77,7 @@ DEFAULT_RULES: tuple[SecretRule, ...] = (
         kind="secret-named JSON value",
         pattern=(
             r"(?:api[_-]?key|apikey|token|secret|password|passwd|credential|private[_-]?key)"
-            r"\\?\"\s*:\s*\\?\"(?P<s>[^\"\\]{16,512})\\?\""
+            r"\\?\"\s{0,16}:\s{0,16}\\?\"(?P<s>[^\"\\]{16,512})\\?\""
         ),
         lowercase=True,
         generic=True,
@@ -86,10 +86,29 @@ DEFAULT_RULES: tuple[SecretRule, ...] = (
         kind="secret-named assignment",
         pattern=(
             r"(?:api[_-]?key|apikey|secret[_-]?key|access[_-]?token|auth[_-]?token|"
-            r"client[_-]?secret|password)\s*[=:]\s*['\"]?(?P<s>[a-z0-9_./+=-]{16,512})"
+            r"client[_-]?secret|password)\s{0,16}[=:]\s{0,16}['\"]?(?P<s>[a-z0-9_./+=-]{16,512})"
         ),
         lowercase=True,
         generic=True,
+    ),
+    SecretRule(
+        kind="AWS secret access key",
+        pattern=(
+            r"aws_?secret_?access_?key\\?[\"']?\s{0,16}[=:]\s{0,16}\\?[\"']?"
+            r"(?P<s>[a-z0-9/+=]{40})(?![a-z0-9/+=])"
+        ),
+        lowercase=True,
+    ),
+    SecretRule(
+        kind="URL password",
+        pattern=(
+            r"[a-z][a-z0-9+.-]{1,20}://[^\s:/@\"'<>\\]{1,256}:"
+            r"(?P<s>[^\s:/@\"'<>\\]{1,256})@"
+        ),
+    ),
+    SecretRule(
+        kind="short OpenAI-style key",
+        pattern=r"(?<![A-Za-z0-9_-])sk-(?=[A-Za-z_-]{0,19}[0-9])[A-Za-z0-9_-]{6,19}(?![A-Za-z0-9_-])",
     ),
 )
 """The built-in secret shapes, most specific first (the first rule covering a
@@ -115,6 +134,9 @@ RULE_ANCHORS: dict[tuple[str, bool, bool], tuple[bytes, ...]] = {
             (b"?", b"&", b";"),
             (b"api", b"token", b"secret", b"passw", b"credential", b"private"),
             (b"api", b"secret", b"access", b"auth", b"client", b"password"),
+            (b"aws",),
+            (),  # a scheme, then "://": the regex engine's prefix search
+            (b"sk-",),
         ),
         strict=True,
     )

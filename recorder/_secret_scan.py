@@ -176,3 +176,20 @@ def scan_body(
         return f"{label} chunk {lo}"
 
     data(where, joined)
+
+
+def value_spans(data: bytes, values: tuple[str, ...], index: int) -> Iterator[tuple[int, int, int]]:
+    """Every occurrence of each known secret value in ``data``, tagged ``index``."""
+    for value in values:
+        raw = value.encode("utf-8", "surrogateescape")
+        for at in _occurrences(data, raw):
+            yield at, at + len(raw), index
+
+
+def longest_match(scanner: Scanner) -> int:
+    """Most bytes a match of the scanner's pattern spans (``MAXREPEAT`` if unbounded)."""
+    try:
+        high = re._parser.parse(scanner.regex.pattern, scanner.regex.flags).getwidth()[1]  # type: ignore[attr-defined]
+    except Exception:  # a private parser: any surprise means "no bound"
+        return int(re._constants.MAXREPEAT)  # type: ignore[attr-defined]
+    return int(high)

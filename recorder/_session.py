@@ -120,6 +120,8 @@ class Session:
     """Seconds from start to end (to the last event seen, if the session did not end)."""
     tagged_exchanges: tuple[Exchange, ...] = ()
     """Calls tagged with a role (``ROLE_HEADER``), in order; never turns, usage or errors."""
+    workspace_redacted: tuple[str, ...] = ()
+    """Paths of the last snapshot's files whose secrets were masked before recording."""
 
     @property
     def session_id(self) -> str:
@@ -216,4 +218,5 @@ def fold(events: Iterable[Event]) -> Session:
         workspace_omitted=snapshot.omitted if snapshot is not None else (),
         duration=end.at if end is not None else last,
         tagged_exchanges=tuple(tagged),
+        workspace_redacted=snapshot.redacted if snapshot is not None else (),
     )

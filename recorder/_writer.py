@@ -143,7 +143,7 @@ class SessionWriter:
         if self._failed:
             raise TapeError(f"{self.path}: session {self.header.session_id}: {self._failed}")
         try:
-            raw = self._packer.pack(to_plain(event))
+            raw = self._packer.pack(to_plain(event), last=bool(flags & FLAG_END))
         except (TypeError, ValueError, OverflowError) as exc:
             raise TapeError(
                 f"{self.path}: cannot record {type(event).__name__}: {type(exc).__name__}: {exc}"

@@ -15,10 +15,12 @@ from evaltape.replay._match import Divergence, Normalized, api_of, first_differe
 from evaltape.replay._modes import Action, RecordMode, parse_mode, resolve_mode
 from evaltape.replay._program import ProgramResult, run_program
 from evaltape.replay._proxy import TapeProxy
+from evaltape.replay._proxy_limits import TOKEN_HEADER, ProxyLimits
 from evaltape.replay._transport import ReplayTransport, Unmatched
 from evaltape.replay._upstreams import Upstreams
 
 __all__ = [
+    "TOKEN_HEADER",
     "Action",
     "ChangeKind",
     "Classification",
@@ -29,6 +31,7 @@ __all__ = [
     "NoRecording",
     "Normalized",
     "ProgramResult",
+    "ProxyLimits",
     "RecordMode",
     "ReplayError",
     "ReplayTransport",

@@ -22,7 +22,6 @@ import contextlib
 import socket
 import threading
 from collections.abc import Iterator, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
 import httpx
@@ -40,11 +39,24 @@ from evaltape.recorder import (
 from evaltape.replay._errors import ReplayError
 from evaltape.replay._proxy_errors import (
     BAD_REQUEST_STATUS,
+    FORBIDDEN_STATUS,
     MISS_STATUS,
     PROXY_STATUS,
+    TOO_LARGE_STATUS,
     UPSTREAM_STATUS,
     error_body,
     miss_kind,
+)
+from evaltape.replay._proxy_limits import (
+    TOKEN_HEADER,
+    BoundedServer,
+    LimitedHandler,
+    ProxyLimits,
+    TooLarge,
+    admitted,
+    new_token,
+    read_body,
+    token_path,
 )
 from evaltape.replay._transport import ReplayTransport
 from evaltape.replay._upstreams import Upstreams
@@ -62,6 +74,7 @@ HOP_BY_HOP = frozenset(
         "expect",
         "host",
         "content-length",
+        TOKEN_HEADER,
     }
 )
 """Headers that describe one connection, not the message; never forwarded
@@ -95,6 +108,10 @@ class TapeProxy:
     ``errors`` lists every replay miss served as a 599 and every internal
     failure served as a 500, in order; ``upstream_failures`` every transport
     failure served as a 502 (``"ConnectError: ..."``).
+
+    Only requests presenting ``token`` (default: a fresh random one) are
+    served; ``url`` and ``env()`` carry it.  ``limits`` bound request size,
+    read time and connections (see ``ProxyLimits``).
     """
 
     def __init__(
@@ -105,15 +122,19 @@ class TapeProxy:
         port: int = 0,
         timeout: float = SDK_TIMEOUT,
         connect_timeout: float = SDK_CONNECT_TIMEOUT,
+        token: str | None = None,
+        limits: ProxyLimits | None = None,
     ) -> None:
         self.transport = transport
+        self.token = token if token else new_token()
+        self.limits = limits if limits is not None else ProxyLimits()
         self.upstreams = upstreams if upstreams is not None else Upstreams()
         self.port = port
         self.timeouts = httpx.Timeout(timeout, connect=connect_timeout).as_dict()
         self.errors: list[Exception] = []
         self.upstream_failures: list[str] = []
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
+        self._server: BoundedServer | None = None
         self._thread: threading.Thread | None = None
         self._open: set[socket.socket] = set()
 
@@ -148,10 +169,11 @@ class TapeProxy:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:<port>``; valid once started."""
+        """``http://127.0.0.1:<port>/evaltape-<token>``: the base every request goes
+        under; valid once started."""
         if self._server is None:
             raise RuntimeError("the proxy is not running; call start() first")
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://127.0.0.1:{self.port}{token_path(self.token)}"
 
     @property
     def replaying_tape(self) -> bool:
@@ -177,8 +199,9 @@ class TapeProxy:
         """Start serving in a background thread."""
         if self._server is not None:
             return self
-        server = ThreadingHTTPServer(("127.0.0.1", self.port), _handler_for(self))
-        server.daemon_threads = True
+        server = BoundedServer(
+            ("127.0.0.1", self.port), _handler_for(self), self.limits.max_connections
+        )
         self._server = server
         self.port = server.server_address[1]
         self._thread = threading.Thread(
@@ -245,14 +268,15 @@ class TapeProxy:
         )
 
 
-def _handler_for(proxy: TapeProxy) -> type[BaseHTTPRequestHandler]:
+def _handler_for(proxy: TapeProxy) -> type[LimitedHandler]:
     class Handler(_Handler):
         owner = proxy
+        limits = proxy.limits
 
     return Handler
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(LimitedHandler):
     """Turns one HTTP request into a transport call and streams the answer back."""
 
     protocol_version = "HTTP/1.1"
@@ -275,24 +299,25 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
 
-    def _read_body(self) -> bytes:
-        if "chunked" in self.headers.get("transfer-encoding", "").lower():
-            parts: list[bytes] = []
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return b"".join(parts)
-                parts.append(self.rfile.read(size))
-                self.rfile.readline()
-        return self.rfile.read(int(self.headers.get("content-length") or 0))
-
     def _relay(self) -> None:
         proxy = self.owner
+        target = admitted(self.path, self.headers.get(TOKEN_HEADER), proxy.token)
+        if target is None:  # another local user, or a stray program: never recorded
+            self.close_connection = True
+            self._error(FORBIDDEN_STATUS, "evaltape_forbidden", "missing or wrong proxy token")
+            return
         try:
-            body = self._read_body()
-            request = proxy.build_request(self.command, self.path, list(self.headers.items()), body)
+            body = read_body(
+                self.rfile,
+                self.headers.get("transfer-encoding", ""),
+                self.headers.get("content-length"),
+                proxy.limits.max_body,
+            )
+            request = proxy.build_request(self.command, target, list(self.headers.items()), body)
+        except TooLarge as exc:
+            self.close_connection = True
+            self._error(TOO_LARGE_STATUS, "evaltape_request_too_large", str(exc))
+            return
         except (ValueError, httpx.InvalidURL) as exc:
             self.close_connection = True
             self._error(BAD_REQUEST_STATUS, "evaltape_bad_request", f"unreadable request: {exc}")

@@ -14,6 +14,10 @@ PROXY_STATUS = 500
 """Status of the response a program gets when the proxy itself failed."""
 BAD_REQUEST_STATUS = 400
 """Status of the response to a request the proxy cannot read (bad framing)."""
+FORBIDDEN_STATUS = 403
+"""Status of the response to a request without the proxy's token (nothing is recorded)."""
+TOO_LARGE_STATUS = 413
+"""Status of the response to a request whose body is over the proxy's limit."""
 
 _MISS_TYPES: tuple[tuple[type[ReplayError], str], ...] = (
     (Diverged, "evaltape_diverged"),

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from evaltape.recorder import (
@@ -26,6 +27,7 @@ from evaltape.recorder import (
     Status,
     TapeReader,
     WorkspaceSnapshot,
+    default_redactor,
     fold,
     open_session,
 )
@@ -406,3 +408,31 @@ def test_a_failed_node_check_is_not_reported_by_its_version_banner(tmp_path: Pat
         "verify exited 1: AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:"
     )
     assert "-1 !== 5" in score.reason
+
+
+@pytest.mark.parametrize(
+    ("recorded", "passed"),
+    [
+        (b'KEY = "REDACTED**************************"\n', True),
+        (b'KEY = "REDACTED**************************"\nextra\n', False),
+        (b'KEY = "sk-proj-OTHERothero0therOTHERother"\n', False),
+        (b'KEY = "REDACTED*****************DATE******"\n', False),
+    ],
+)
+def test_an_immutable_file_masked_before_recording_is_compared_outside_its_masks(
+    tmp_path: Path, recorded: bytes, passed: bool
+) -> None:
+    original = 'KEY = "sk-proj-a1B2c3D4e5F6g7H8i9J0k1L2m3"\n'
+    case = _case(tmp_path, files={"keys.py": original}, immutable=["keys.py"])
+    secret_free = default_redactor().redact_event(
+        WorkspaceSnapshot(at=1.0, files=(FileEntry(path="keys.py", data=original.encode()),))
+    )
+    assert isinstance(secret_free, WorkspaceSnapshot)
+    assert secret_free.redacted == ("keys.py",)
+    snapshot = attrs.evolve(secret_free, files=(FileEntry(path="keys.py", data=recorded),))
+    events: list[Event] = [HEADER, _edit_turn(), snapshot]
+    events.append(SessionEnded(at=1.5, status=Status.COMPLETED))
+    score = score_session(case, fold(events))
+    assert score.passed is passed, score.reason
+    workspace = next(c for c in score.checks if c.name == "workspace")
+    assert "checked on redacted content" in workspace.detail

@@ -10,6 +10,7 @@ import socket
 import sys
 import threading
 import time
+import urllib.parse
 from pathlib import Path
 
 import anthropic
@@ -153,9 +154,15 @@ def read_chunked(sock: socket.socket, on_chunk: threading.Event) -> tuple[bytes,
         on_chunk.set()
 
 
+def under(proxy: TapeProxy, path: str) -> str:
+    """``path`` under the proxy's base (which carries its token)."""
+    return urllib.parse.urlsplit(proxy.url).path + path
+
+
 def post_raw(url: str, path: str, body: bytes) -> socket.socket:
-    host, port = url.removeprefix("http://").split(":")
-    sock = socket.create_connection((host, int(port)), timeout=10)
+    parts = urllib.parse.urlsplit(url)
+    path = parts.path + path
+    sock = socket.create_connection((parts.hostname, parts.port), timeout=10)
     sock.sendall(
         b"POST %s HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
         b"content-length: %d\r\n\r\n%s" % (path.encode(), len(body), body)
@@ -240,7 +247,9 @@ def test_an_unreachable_upstream_is_a_502_live_and_in_replay(tmp_path: Path) -> 
 
     def status_and_body(proxy: TapeProxy) -> tuple[int, object]:
         conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=10)
-        conn.request("POST", "/v1/chat/completions", body, {"content-type": "application/json"})
+        conn.request(
+            "POST", under(proxy, "/v1/chat/completions"), body, {"content-type": "application/json"}
+        )
         response = conn.getresponse()
         return response.status, json.load(response)
 
@@ -306,8 +315,9 @@ def test_placeholders_and_env_point_the_program_at_the_proxy(tmp_path: Path) -> 
 
 def post_chunked(url: str, path: str, body: bytes) -> socket.socket:
     """Send ``body`` with chunked transfer-encoding, in two pieces."""
-    host, port = url.removeprefix("http://").split(":")
-    sock = socket.create_connection((host, int(port)), timeout=10)
+    parts = urllib.parse.urlsplit(url)
+    path = parts.path + path
+    sock = socket.create_connection((parts.hostname, parts.port), timeout=10)
     half = len(body) // 2
     pieces = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in (body[:half], body[half:]))
     sock.sendall(
@@ -376,7 +386,7 @@ def test_content_encoding_passes_through_untouched(api: FakeAPI, tmp_path: Path)
     def fetch(proxy: TapeProxy) -> tuple[str | None, bytes]:
         conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=10)
         headers = {"content-type": "application/json", "accept-encoding": "gzip"}
-        conn.request("POST", "/v1/chat/completions", body, headers)
+        conn.request("POST", under(proxy, "/v1/chat/completions"), body, headers)
         response = conn.getresponse()
         return response.getheader("content-encoding"), response.read()
 
@@ -401,7 +411,9 @@ def test_a_stream_broken_upstream_breaks_the_program_stream_live_and_in_replay(
 
     def fetch(proxy: TapeProxy) -> bytes:
         conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=10)
-        conn.request("POST", "/v1/chat/completions", body, {"content-type": "application/json"})
+        conn.request(
+            "POST", under(proxy, "/v1/chat/completions"), body, {"content-type": "application/json"}
+        )
         response = conn.getresponse()
         assert response.status == 200
         with pytest.raises(http.client.IncompleteRead) as caught:
@@ -425,8 +437,9 @@ def test_a_request_with_broken_framing_gets_a_400(tmp_path: Path) -> None:
     with TapeProxy.replaying([]) as proxy:
         sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
         sock.sendall(
-            b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n"
+            b"POST %s HTTP/1.1\r\nhost: x\r\n"
             b"transfer-encoding: chunked\r\n\r\nzz\r\n"
+            % under(proxy, "/v1/chat/completions").encode()
         )
         reply = sock.makefile("rb").read()
     head, _, payload = reply.partition(b"\r\n\r\n")

@@ -9,13 +9,14 @@ outside a run's pool into exit 130.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from typing import NoReturn, ParamSpec, TypeVar
 
 import click
 
-from evaltape.recorder import TapeError
+from evaltape.recorder import TapeError, default_redactor, secret_values
 from evaltape.scoring._cli.validate import report_problems
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.run._setup import RunRefused
@@ -33,9 +34,15 @@ EXIT_INTERRUPTED = 130
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    """Print ``evaltape: error: message`` to stderr and exit with ``code``."""
-    click.echo(f"evaltape: error: {message}", err=True)
+    """Print ``evaltape: error: message`` to stderr (secrets masked) and exit with ``code``."""
+    click.echo(f"evaltape: error: {console_safe(message)}", err=True)
     sys.exit(code)
+
+
+def console_safe(line: str) -> str:
+    """``line`` with secrets masked: the built-in rules and this process's key-like
+    environment values (the console is a file we write, too)."""
+    return default_redactor().extended(values=secret_values(os.environ)).redact_text(line)
 
 
 def boundary(func: Callable[P, R]) -> Callable[P, R]:
@@ -51,6 +58,8 @@ def boundary(func: Callable[P, R]) -> Callable[P, R]:
             fail(str(exc), EXIT_REFUSED)
         except EXPECTED as exc:
             fail(str(exc))
+        except MemoryError:
+            fail("out of memory (a tape or record larger than this machine can hold?)")
         except BrokenPipeError:  # e.g. `evaltape show x | head`
             sys.stderr.close()
             sys.exit(0)

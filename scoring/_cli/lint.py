@@ -1,4 +1,4 @@
-"""``evaltape lint``: refuse tapes that hold secret-shaped strings.
+"""``evaltape lint``: refuse tapes, run records and history that hold secret-shaped strings.
 
 Detection is the recorder's redaction rules (``recorder.Redactor``), so lint
 flags exactly what recording would have masked.  Exit codes: 0 clean, 1 a
@@ -21,17 +21,19 @@ from evaltape.recorder import (
     default_redactor,
     secret_preview,
 )
+from evaltape.scoring._cli._lint_text import TEXT_SUFFIXES, lint_text, run_files
 
 EXIT_SECRET = 1
 EXIT_UNREADABLE = 2
 
 
 def tape_files(paths: tuple[str, ...]) -> Iterator[Path]:
-    """The files named, and every ``*.tape`` under the directories named."""
+    """The files named, and every ``*.tape``, run record and history under the directories named."""
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
             yield from sorted(p for p in path.rglob("*.tape") if p.is_file())
+            yield from run_files(path)
         else:
             yield path
 
@@ -67,7 +69,8 @@ def lint(
 ) -> None:
     """Check that the tapes in PATHS hold no secrets.
 
-    PATHS are tape files or directories (searched recursively for *.tape).
+    PATHS are tape files, run records (*.json), history files (*.jsonl) or
+    directories (searched recursively for *.tape, runs/*.json, history.jsonl).
     Every event is scanned: URLs, headers, bodies (decoded when gzip, deflate
     or zstd), workspace files, harness event fields and session metadata.
     Each finding prints as ``file: session S event N: KIND at WHERE: PREVIEW``
@@ -82,6 +85,13 @@ def lint(
     findings = tapes = sessions = events = 0
     unreadable = False
     for path in tape_files(paths):
+        if path.suffix in TEXT_SUFFIXES:
+            try:
+                findings += lint_text(path, redactor)
+            except OSError as exc:
+                click.echo(f"evaltape: error: {path}: cannot read: {exc.strerror}", err=True)
+                unreadable = True
+            continue
         tapes += 1
         try:
             found, n_sessions, n_events, bad = _lint_one(str(path), redactor)
@@ -91,6 +101,10 @@ def lint(
             continue
         except OSError as exc:
             click.echo(f"evaltape: error: {path}: cannot read: {exc.strerror}", err=True)
+            unreadable = True
+            continue
+        except MemoryError:
+            click.echo(f"evaltape: error: {path}: out of memory reading it", err=True)
             unreadable = True
             continue
         findings += found

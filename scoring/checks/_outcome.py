@@ -31,6 +31,7 @@ from pathlib import Path
 
 from evaltape.recorder import FileEntry, Session
 from evaltape.scoring.cases._cases import Case
+from evaltape.scoring.checks._redacted import redacted_note, same_but_masked
 from evaltape.scoring.checks._score import Check
 
 _OUTPUT_LIMIT = 1 << 20
@@ -65,13 +66,15 @@ def outcome_checks(
             detail = f"cannot restore the workspace snapshot: {exc.strerror or exc}"
             return (Check(name="workspace", passed=False, detail=detail),)
         restored = f"{len(snapshot)} file{'' if len(snapshot) == 1 else 's'} restored"
+        if session.workspace_redacted:
+            restored += redacted_note(session.workspace_redacted)
         checks = [Check(name="workspace", passed=True, detail=restored)]
         for path in case.immutable:
             entry = snapshot.get(path)
             if entry is None:
                 checks.append(Check(name="immutable", passed=False, detail=f"{path} was deleted"))
                 return tuple(checks)
-            if entry.data != files[path].encode("utf-8"):
+            if not same_but_masked(entry.data, files[path].encode("utf-8"), path, session):
                 checks.append(Check(name="immutable", passed=False, detail=f"{path} was modified"))
                 return tuple(checks)
         if case.immutable:

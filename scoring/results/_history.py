@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 
+from evaltape.recorder import Redactor, default_redactor
 from evaltape.scoring.results._record_files import record_path, write_record
 from evaltape.scoring.results._record_json import Fields
 from evaltape.scoring.results._records import (
@@ -158,14 +159,15 @@ def history_path(results: Path) -> Path:
     return results / HISTORY_FILE
 
 
-def append_history(results: Path, entry: HistoryEntry) -> None:
-    """Append ``entry`` as one line: ``O_APPEND``, a single write, fsync.
+def append_history(results: Path, entry: HistoryEntry, redactor: Redactor | None = None) -> None:
+    """Append ``entry`` as one line, redacted like a record: ``O_APPEND``, a single write, fsync.
 
     If the file ends in a torn line (a writer killed mid-write), the new
     line starts on a fresh line so only the torn one is lost.
     """
     path = history_path(results)
-    line = (json.dumps(entry_to_json(entry), separators=(",", ":")) + "\n").encode("utf-8")
+    text = json.dumps(entry_to_json(entry), separators=(",", ":")) + "\n"
+    line = (redactor or default_redactor()).redact_text(text).encode("utf-8")
     try:
         results.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -257,9 +259,11 @@ class RunLog:
         *,
         clock: Callable[[], float],
         interval: float = 0.5,
+        redactor: Redactor | None = None,
     ) -> None:
         self.results = results
         """The results folder."""
+        self._redactor = redactor
         self._record = record
         self._attempts: list[AttemptResult] = list(record.attempts)
         self._clock = clock
@@ -321,7 +325,7 @@ class RunLog:
             )
             final = self._write(now)
             self._finished = True
-        append_history(self.results, entry_from_record(final))
+        append_history(self.results, entry_from_record(final), self._redactor)
         return final
 
     def _check_open(self) -> None:
@@ -330,7 +334,7 @@ class RunLog:
 
     def _write(self, now: float) -> RunRecord:
         current = attrs.evolve(self._record, attempts=tuple(self._attempts), updated_at=now)
-        write_record(self.results, current)
+        write_record(self.results, current, self._redactor)
         self._last_write = now
         self.writes += 1
         return current

@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from evaltape.recorder import Redactor, default_redactor
 from evaltape.scoring.results._record_json import record_from_json, record_to_json
 from evaltape.scoring.results._records import RUNS_DIR, RecordError, RunRecord
 
@@ -39,10 +40,14 @@ def record_path(results: Path, run_id: str) -> Path:
     return results / RUNS_DIR / f"{run_id}.json"
 
 
-def write_record(results: Path, record: RunRecord) -> Path:
-    """Write ``record`` atomically to ``<results>/runs/<run id>.json``; returns the path."""
+def write_record(results: Path, record: RunRecord, redactor: Redactor | None = None) -> Path:
+    """Write ``record`` atomically to ``<results>/runs/<run id>.json``; returns the path.
+
+    The JSON text is redacted first (``redactor``, default the built-in rules):
+    masks keep their length and hold only letters and ``*``, so it stays valid."""
     path = record_path(results, record.run_id)
-    write_atomic(path, json.dumps(record_to_json(record), indent=1) + "\n")
+    text = json.dumps(record_to_json(record), indent=1) + "\n"
+    write_atomic(path, (redactor or default_redactor()).redact_text(text))
     return path
 
 

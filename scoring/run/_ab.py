@@ -14,7 +14,7 @@ from pathlib import Path
 
 import attrs
 
-from evaltape.recorder import Source, Usage
+from evaltape.recorder import Source, Usage, default_redactor
 from evaltape.scoring._config import Config
 from evaltape.scoring.judge._floors import judge_status
 from evaltape.scoring.judge._judge import Judge
@@ -127,7 +127,8 @@ def _write_side(
         notes=(f"ab {variant.name}: {variant.spec}", f"ab {other.name}: {other.spec}", *notes),
     )
     path = folder / f"{variant.name}.json"
-    write_atomic(path, json.dumps(record_to_json(side), indent=1) + "\n")
+    text = json.dumps(record_to_json(side), indent=1) + "\n"
+    write_atomic(path, default_redactor().redact_text(text))
     return path
 
 

@@ -19,7 +19,6 @@ from evaltape.recorder import (
     Scrubber,
     SessionStarted,
     Status,
-    default_redactor,
     fold,
     new_session_id,
     open_session,
@@ -112,9 +111,10 @@ def run_job(job: Job, env: JobEnv) -> JobResult:
         raise ValueError("a live job needs JobEnv.live (the network transport)")
     started = time.monotonic()
     session_id = new_session_id()
-    header = _header(job, env, session_id)
+    header = env.redactor.redact_event(_header(job, env, session_id))
+    assert isinstance(header, SessionStarted)
     job.tape.parent.mkdir(parents=True, exist_ok=True)
-    tee = Tee(open_session(job.tape, header), header)
+    tee = Tee(open_session(job.tape, header), header, env.redactor)
     replayer: ReplayTransport | None = None
     status, reason = Status.COMPLETED, ""
     workspace: Path | None = None
@@ -124,7 +124,7 @@ def run_job(job: Job, env: JobEnv) -> JobResult:
         status, reason = Status.INFRA_ERROR, str(exc)
     if workspace is not None:
         scrubber = Scrubber(
-            redactor=default_redactor(),
+            redactor=env.redactor,
             workspace=workspace_spellings(str(workspace)),
             rules=env.scrub,
         )
@@ -155,6 +155,7 @@ def run_job(job: Job, env: JobEnv) -> JobResult:
             redactor=scrubber,
         )
         status, reason = drive(env, setup, tee, replayer)
+        reason = env.redactor.redact_text(reason)
         tee.append(snapshot_workspace(workspace, at=tee.now()))
         remove_workspace(workspace)
     miss = replay_miss(replayer, status)
@@ -197,7 +198,7 @@ def run_job(job: Job, env: JobEnv) -> JobResult:
     return JobResult(
         job=job,
         verdict=verdict,
-        reason=why,
+        reason=env.redactor.redact_text(why),
         usage=session.usage,
         duration=duration,
         session_id=session_id,

@@ -6,7 +6,7 @@ Live, replay and A/B runs differ only in what they add: live and A/B a
 
 from __future__ import annotations
 
-from evaltape.recorder import VERSION, Source
+from evaltape.recorder import VERSION, Source, default_redactor, secret_values
 from evaltape.scoring._config import Config
 from evaltape.scoring.cost._pricing import Prices, built_in_prices
 from evaltape.scoring.judge._judge import Judge
@@ -60,4 +60,5 @@ def job_env(
         prices=prices if prices is not None else built_in_prices(),
         live=live,
         replay=replay if replay is not None else ReplayRules(),
+        redactor=default_redactor().extended(values=secret_values(host.environ)),
     )

@@ -21,6 +21,7 @@ from typing import Protocol
 import attrs
 import httpx
 
+from evaltape.recorder import Redactor, default_redactor, secret_values
 from evaltape.scoring.run._agents import network_transport
 from evaltape.scoring.run._jobs import JobResult
 
@@ -50,6 +51,12 @@ class Host:
             clock=time.time,
             entropy=os.urandom,
         )
+
+
+def records_redactor(host: Host) -> Redactor:
+    """What masks secrets in the files a run writes: the built-in rules plus the
+    values of the host environment's key-like variables."""
+    return default_redactor().extended(values=secret_values(host.environ))
 
 
 class Reporter(Protocol):

@@ -15,7 +15,15 @@ from pathlib import Path
 import attrs
 import httpx
 
-from evaltape.recorder import RecordedSession, ScrubRule, Source, Status, Usage
+from evaltape.recorder import (
+    RecordedSession,
+    Redactor,
+    ScrubRule,
+    Source,
+    Status,
+    Usage,
+    default_redactor,
+)
 from evaltape.scoring.cases._cases import Case
 from evaltape.scoring.checks._score import Score, Scorer
 from evaltape.scoring.cost._costs import CostBreakdown
@@ -125,6 +133,9 @@ class JobEnv:
     """Replay jobs: leniency and whether the judge may be asked."""
     scrub: tuple[ScrubRule, ...] = ()
     """User scrub rules for request bodies (the workspace path is always scrubbed)."""
+    redactor: Redactor = attrs.field(factory=default_redactor, repr=False)
+    """Masks secrets in everything a job writes: the built-in rules plus the values of
+    the environment's key-like variables (see ``job_env``)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -29,7 +29,7 @@ from evaltape.scoring.run._cassettes import update_cassette
 from evaltape.scoring.run._confirm import confirm_broken, plan_confirmations
 from evaltape.scoring.run._env import job_env, live_wire
 from evaltape.scoring.run._export_step import finish_export, submit
-from evaltape.scoring.run._host import SILENT, Host, Reporter
+from evaltape.scoring.run._host import SILENT, Host, Reporter, records_redactor
 from evaltape.scoring.run._jobs import Job, JobResult
 from evaltape.scoring.run._plan import AttemptKey, plan_live
 from evaltape.scoring.run._pool import PoolOutcome, run_pool
@@ -216,7 +216,7 @@ def run_live(request: LiveRequest) -> LiveOutcome:
         total=len(jobs),
         confirm_trials=opts.confirm if opts.gate else 0,
     )
-    log = RunLog(config.results, record, clock=host.clock)
+    log = RunLog(config.results, record, clock=host.clock, redactor=records_redactor(host))
     log.start()
     env = job_env(
         config, host, selection, commit=commit, judge=judge, prices=prices,

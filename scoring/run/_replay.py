@@ -22,7 +22,7 @@ from evaltape.scoring.results._history import RunLog
 from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
 from evaltape.scoring.run._env import job_env
 from evaltape.scoring.run._export_step import finish_export, submit
-from evaltape.scoring.run._host import SILENT, Host, Reporter
+from evaltape.scoring.run._host import SILENT, Host, Reporter, records_redactor
 from evaltape.scoring.run._jobs import JobResult, ReplayRules
 from evaltape.scoring.run._plan import plan_replay
 from evaltape.scoring.run._pool import PoolOutcome, run_pool
@@ -184,7 +184,7 @@ def run_replay(request: ReplayRequest) -> ReplayOutcome:
         total=len(jobs),
         notes=("assume-same-model",) if request.lenient else (),
     )
-    log = RunLog(config.results, record, clock=host.clock)
+    log = RunLog(config.results, record, clock=host.clock, redactor=records_redactor(host))
     log.start()
     env = job_env(
         config, host, selection, commit=commit, judge=judge, prices=prices,

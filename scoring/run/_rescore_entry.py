@@ -22,7 +22,7 @@ from evaltape.scoring.judge._judgement import Floors, JudgeStatus
 from evaltape.scoring.results._history import RunLog
 from evaltape.scoring.results._record_files import read_record, resolve_run
 from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
-from evaltape.scoring.run._host import Host
+from evaltape.scoring.run._host import Host, records_redactor
 from evaltape.scoring.run._rescore import RescoreOutcome, rescore_run
 from evaltape.scoring.run._rescore_tapes import rescore_tapes
 from evaltape.scoring.run._setup import RunRefused, load_cases
@@ -141,7 +141,7 @@ def run_rescore(request: RescoreRequest) -> RescoreRunOutcome:
         attempts=tuple(attempts),
         notes=(note, f"judge_status: {status.value}"),
     )
-    log = RunLog(config.results, record, clock=host.clock)
+    log = RunLog(config.results, record, clock=host.clock, redactor=records_redactor(host))
     final = log.finish(RunState.COMPLETED)
     return RescoreRunOutcome(
         rescore=outcome,

@@ -1,0 +1,195 @@
+"""What a ``TapeProxy`` accepts: its run's token, bounded requests, bounded time and threads.
+
+The proxy listens on 127.0.0.1, where every local user can connect, so a
+request must present the proxy's random token: as the first segment of its
+path (the base URLs ``TapeProxy.env()`` hands a program carry it) or in the
+``x-evaltape-token`` header.  Without it the answer is 403 and nothing is
+recorded.  A request body past ``max_body`` is refused with 413 before it is
+read (a ``Content-Length`` of 50 GB allocates nothing); a client that sends
+nothing for ``read_timeout`` seconds, or takes longer than
+``request_timeout`` for one request's head and body, is dropped; at most
+``max_connections`` connections are served at once (each holds a thread),
+further ones get 503 at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import IO, Any
+
+import attrs
+
+TOKEN_HEADER = "x-evaltape-token"
+"""Request header that may carry the token instead of the path."""
+
+TOKEN_PREFIX = "evaltape-"
+"""The token's path segment is ``/evaltape-<token>``."""
+
+
+@attrs.frozen(kw_only=True)
+class ProxyLimits:
+    """Bounds on what one client can make the proxy hold."""
+
+    max_body: int = 64 * 1024 * 1024
+    """Most bytes of a request body (413 past it)."""
+    read_timeout: float = 30.0
+    """Seconds a client may send nothing while the proxy reads its request."""
+    request_timeout: float = 120.0
+    """Seconds a client may take to send one request's head and body."""
+    max_connections: int = 64
+    """Connections served at once; each holds a thread."""
+
+
+class TooLarge(Exception):
+    """A request body over ``ProxyLimits.max_body``."""
+
+
+def new_token() -> str:
+    """A fresh random token (URL-safe, 144 bits)."""
+    return secrets.token_urlsafe(18)
+
+
+def token_path(token: str) -> str:
+    """The path segment a request starts with to present ``token``."""
+    return f"/{TOKEN_PREFIX}{token}"
+
+
+def admitted(path: str, header: str | None, token: str) -> str | None:
+    """The request's path with the token segment removed if it presents ``token``
+    (in the path or the header), else None."""
+    prefix = token_path(token)
+    head, sep, rest = path.partition(prefix)
+    if head == "" and sep and (rest == "" or rest[0] in "/?"):
+        return rest if rest.startswith("/") else "/" + rest
+    if header is not None and hmac.compare_digest(header.strip().encode(), token.encode()):
+        return path
+    return None
+
+
+def body_length(value: str | None, limit: int) -> int:
+    """The declared ``Content-Length`` (0 if none); ``ValueError`` if malformed,
+    ``TooLarge`` past ``limit``."""
+    text = (value or "0").strip()
+    if not text.isdigit() or len(text) > 30:
+        raise ValueError(f"bad content-length {text[:40]!r}")
+    size = int(text)
+    if size > limit:
+        raise TooLarge(f"request body of {size} bytes is over the proxy's {limit}-byte limit")
+    return size
+
+
+def read_body(rfile: Any, transfer_encoding: str, content_length: str | None, limit: int) -> bytes:
+    """A request's body by its framing; ``ValueError`` if malformed, ``TooLarge`` past ``limit``."""
+    if "chunked" in transfer_encoding.lower():
+        return read_chunked(rfile, limit)
+    return bytes(rfile.read(body_length(content_length, limit)))
+
+
+def read_chunked(rfile: IO[bytes], limit: int) -> bytes:
+    """A chunked request body, refused (``TooLarge``) as soon as it passes ``limit``."""
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        line = rfile.readline(1024)
+        size = int(line.split(b";")[0].strip() or b"0", 16)
+        if size == 0:
+            while rfile.readline(1024) not in (b"\r\n", b"\n", b""):
+                pass
+            return b"".join(parts)
+        total += size
+        if total > limit:
+            raise TooLarge(f"request body passes the proxy's {limit}-byte limit")
+        parts.append(rfile.read(size))
+        rfile.readline(1024)
+
+
+class DeadlineReader:
+    """A connection's reader that gives up (``TimeoutError``) when the client is idle
+    for ``idle`` seconds or the current request takes past its deadline."""
+
+    def __init__(
+        self,
+        raw: Any,
+        sock: socket.socket,
+        limits: ProxyLimits,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._raw = raw
+        self._sock = sock
+        self._limits = limits
+        self._clock = clock
+        self._deadline = clock() + limits.request_timeout
+
+    def restart(self) -> None:
+        """A new request starts: its deadline is ``request_timeout`` from now."""
+        self._deadline = self._clock() + self._limits.request_timeout
+
+    def _arm(self) -> None:
+        left = self._deadline - self._clock()
+        if left <= 0:
+            raise TimeoutError("the client took too long to send its request")
+        self._sock.settimeout(min(self._limits.read_timeout, left))
+
+    def readline(self, size: int = -1) -> bytes:
+        self._arm()
+        return bytes(self._raw.readline(size))
+
+    def read(self, size: int = -1) -> bytes:
+        self._arm()
+        return bytes(self._raw.read(size))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+
+class LimitedHandler(BaseHTTPRequestHandler):
+    """A request handler whose reads are bounded by ``limits`` (``DeadlineReader``)."""
+
+    limits: ProxyLimits = ProxyLimits()
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile = DeadlineReader(self.rfile, self.connection, self.limits)  # type: ignore[assignment]
+
+    def handle_one_request(self) -> None:
+        if isinstance(self.rfile, DeadlineReader):
+            self.rfile.restart()
+        super().handle_one_request()
+
+
+class BoundedServer(ThreadingHTTPServer):
+    """A threading HTTP server serving at most ``max_connections`` connections at once."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: Any, max_connections: int) -> None:
+        self._slots = threading.BoundedSemaphore(max_connections)
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            with contextlib.suppress(OSError):
+                request.sendall(
+                    b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n"
+                    b"connection: close\r\nx-should-retry: true\r\n\r\n"
+                )
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
