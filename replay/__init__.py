@@ -15,6 +15,8 @@ from evaltape.replay._match import Divergence, Normalized, api_of, first_differe
 from evaltape.replay._modes import Action, RecordMode, parse_mode, resolve_mode
 from evaltape.replay._program import ProgramResult, run_program
 from evaltape.replay._proxy import TapeProxy
+from evaltape.replay._sandbox import Sandbox, SandboxError, SandboxResult, run_sandboxed
+from evaltape.replay._sandbox_limits import SandboxPolicy
 from evaltape.replay._transport import ReplayTransport, Unmatched
 from evaltape.replay._upstreams import Upstreams
 
@@ -32,6 +34,10 @@ __all__ = [
     "RecordMode",
     "ReplayError",
     "ReplayTransport",
+    "Sandbox",
+    "SandboxError",
+    "SandboxPolicy",
+    "SandboxResult",
     "TapeProxy",
     "UnknownMode",
     "Unmatched",
@@ -45,4 +51,5 @@ __all__ = [
     "replay_client",
     "resolve_mode",
     "run_program",
+    "run_sandboxed",
 ]

@@ -66,6 +66,8 @@ class Config:
     """Seconds after which an open model call counts as hung."""
     pricing: Path | None
     """Price-override file, if any."""
+    sandbox: bool
+    """Run verify commands and the agent's bash tool in the sandbox (``evaltape.replay``)."""
     scrub: tuple[ScrubRule, ...]
     """User scrub rules for request bodies, in file order (the workspace path is built in)."""
     source: Path | None
@@ -206,6 +208,11 @@ def _check(problems: list[str], where: str, setting: Setting, value: object) -> 
     kind = setting.kind
     if kind is SettingKind.RULES:
         return _check_rules(problems, where, value)
+    if kind is SettingKind.SWITCH:
+        if not isinstance(value, bool):
+            problems.append(f"{where}: expected true or false, got {_type(value)}")
+            return False
+        return True
     if kind in (SettingKind.PATH, SettingKind.TEXT):
         if not isinstance(value, str):
             problems.append(f"{where}: expected a string, got {_type(value)}")

@@ -26,6 +26,8 @@ class SettingKind(enum.Enum):
     """A judge score: a number from 0 to 5."""
     RULES = "rules"
     """A table of regular expression -> replacement (config file only, no flag)."""
+    SWITCH = "switch"
+    """true or false; the flag comes in a pair (``--sandbox/--no-sandbox``)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -36,7 +38,7 @@ class Setting:
     """The key in the config file and the ``Config`` field."""
     kind: SettingKind
     """How values are checked."""
-    default: str | int | float | None
+    default: str | int | float | bool | None
     """Used when neither file nor flag sets it (paths relative to the config's folder)."""
     help: str
     """One line for ``--help`` and the documentation."""
@@ -155,6 +157,14 @@ SETTINGS: tuple[Setting, ...] = (
         default=None,
         metavar="FILE",
         help="JSON file of per-model prices that override the built-in table.",
+    ),
+    Setting(
+        name="sandbox",
+        kind=SettingKind.SWITCH,
+        default=True,
+        metavar="BOOL",
+        help="Run verify commands and the reference agent's bash tool under bubblewrap "
+        "(no network, the workspace the only writable path); false runs them unconfined.",
     ),
     Setting(
         name="scrub",

@@ -113,6 +113,7 @@ def models_of(model: str | None, compare: str | None, config: Config) -> tuple[s
     "judge_mean_floor",
     "judge_trial_floor",
     "pricing",
+    "sandbox",
 )
 @_gate_flow.gate_options
 @boundary

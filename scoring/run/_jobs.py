@@ -16,6 +16,7 @@ import attrs
 import httpx
 
 from evaltape.recorder import RecordedSession, ScrubRule, Source, Status, Usage
+from evaltape.replay import Sandbox
 from evaltape.scoring.cases._cases import Case
 from evaltape.scoring.checks._score import Score, Scorer
 from evaltape.scoring.cost._costs import CostBreakdown
@@ -123,6 +124,8 @@ class JobEnv:
     """Replay jobs: leniency and whether the judge may be asked."""
     scrub: tuple[ScrubRule, ...] = ()
     """User scrub rules for request bodies (the workspace path is always scrubbed)."""
+    sandbox: Sandbox = attrs.field(factory=Sandbox.find, repr=False)
+    """Where verify commands and the agent's tools run (``Task.sandbox``)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -31,6 +31,7 @@ from evaltape.scoring.run._host import SILENT, Host, Reporter
 from evaltape.scoring.run._jobs import JobResult
 from evaltape.scoring.run._plan import AttemptKey, plan_live
 from evaltape.scoring.run._pool import PoolOutcome, run_pool
+from evaltape.scoring.run._sandboxing import sandbox_for
 from evaltape.scoring.run._setup import (
     RunRefused,
     exporter_for,
@@ -191,6 +192,7 @@ def run_live(request: LiveRequest) -> LiveOutcome:
             return LiveOutcome(ran=False)
         trials = ENTRY_TRIALS
     warn_without_keys(request.source, host.environ, reporter)
+    sandbox = sandbox_for(config, host, reporter)
     run_id = make_run_id(host.clock, host.entropy)
     jobs = plan_live(chosen, request.models, trials, config.results, run_id, only=request.only)
     judge = judge_for(config, host.environ, [job.model for job in jobs])
@@ -215,7 +217,7 @@ def run_live(request: LiveRequest) -> LiveOutcome:
     log = RunLog(config.results, record, clock=host.clock)
     log.start()
     env = job_env(
-        config, host, selection, commit=commit, judge=judge, prices=prices,
+        config, host, selection, commit=commit, judge=judge, prices=prices, sandbox=sandbox,
         live=live_wire(
             host, source=request.source, source_detail=request.source_detail,
             seed=request.seed, retries=request.retries,
