@@ -18,6 +18,7 @@ command runs as today, with the same environment and wall timeout).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import signal
@@ -40,6 +41,7 @@ from evaltape.replay._sandbox_limits import (
 OUTPUT_LIMIT = 1 << 20
 """Bytes of output kept from each end of a longer output."""
 _SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+_SIGNALLED = 128
 
 
 class SandboxError(ReplayError):
@@ -133,6 +135,9 @@ class Sandbox:
         }
         if not self.confined:
             return _run(list(argv), work, child_env, timeout, status=None, confined=False)
+        if shutil.which(argv[0], path=child_env["PATH"]) is None:
+            # As Popen would: a missing program is an OSError, not an exit code of bwrap's.
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
         full = self._argv(list(argv), work, timeout)
         if os.geteuid() == 0:
             _give_to_nobody(work)
@@ -231,6 +236,8 @@ def _run(
         raise SandboxError(f"the sandbox could not start: {line.strip()}")
     if confined and code == 1 and output.startswith("prlimit: "):
         raise SandboxError(f"the sandbox could not set its limits: {output.splitlines()[0]}")
+    if confined and _SIGNALLED < code <= _SIGNALLED + 64:
+        code = _SIGNALLED - code  # bubblewrap exits 128+N for a command killed by signal N
     return SandboxResult(exit_code=code, output=output, timed_out=timed_out, confined=confined)
 
 

@@ -33,6 +33,7 @@ _ETC = (
     "mime.types",
     "nsswitch.conf",
     "passwd",
+    "ssl",
 )
 
 
@@ -104,6 +105,7 @@ def mount_argv(policy: SandboxPolicy, workspace: str) -> list[str]:
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
+    args += ["--perms", "0755", "--dir", "/etc"]
     for name in (*_ETC, *(os.path.basename(p) for p in sorted(glob.glob("/etc/python3*")))):
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     args += ["--dev", "/dev", "--proc", "/proc"]
