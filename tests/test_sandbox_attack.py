@@ -132,9 +132,7 @@ def make_project(root: Path, base_url: str) -> Path:
         "immutable": ["check.py"],
     }
     (project / "evals" / "coding.jsonl").write_text(json.dumps(case) + "\n")
-    (project / "evaltape.toml").write_text(
-        f'agent = "evals.agent:run"\nbase_url = "{base_url}"\n'
-    )
+    (project / "evaltape.toml").write_text(f'agent = "evals.agent:run"\nbase_url = "{base_url}"\n')
     return project
 
 

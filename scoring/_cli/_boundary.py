@@ -9,7 +9,9 @@ outside a run's pool into exit 130.
 from __future__ import annotations
 
 import functools
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from typing import NoReturn, ParamSpec, TypeVar
 
@@ -58,15 +60,30 @@ def boundary(func: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+def _as_ctrl_c(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def interruptible(func: Callable[P, None]) -> Callable[P, None]:
-    """A Ctrl-C outside the pool (loading suites, writing the record) exits 130 quietly."""
+    """A Ctrl-C outside the pool (loading suites, writing the record) exits 130 quietly.
+
+    SIGTERM and SIGHUP are Ctrl-C too, here and (``run._pool``) inside the pool:
+    finished attempts are kept and the run record says cancelled.
+    """
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> None:
+        previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGTERM, signal.SIGHUP):
+                previous[signum] = signal.signal(signum, _as_ctrl_c)
         try:
             func(*args, **kwargs)
         except KeyboardInterrupt:
             click.echo("evaltape: interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
     return wrapper
