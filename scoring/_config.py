@@ -14,6 +14,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -213,12 +214,15 @@ def _check(problems: list[str], where: str, setting: Setting, value: object) -> 
             problems.append(f"{where}: expected true or false, got {_type(value)}")
             return False
         return True
-    if kind in (SettingKind.PATH, SettingKind.TEXT):
+    if kind in (SettingKind.PATH, SettingKind.TEXT, SettingKind.URL):
         if not isinstance(value, str):
             problems.append(f"{where}: expected a string, got {_type(value)}")
             return False
         if not value.strip():
             problems.append(f"{where}: must not be empty")
+            return False
+        if kind is SettingKind.URL and not _is_http_url(value):
+            problems.append(f"{where}: expected an http:// or https:// URL, got {value!r}")
             return False
         return True
     if kind is SettingKind.COUNT:
@@ -244,6 +248,17 @@ def _check(problems: list[str], where: str, setting: Setting, value: object) -> 
         problems.append(f"{where}: must be a positive number of seconds, got {value}")
         return False
     return True
+
+
+def _is_http_url(value: str) -> bool:
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        return False
+    if any(c.isspace() or not c.isprintable() for c in value):
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 def _check_rules(problems: list[str], where: str, value: object) -> bool:

@@ -18,6 +18,8 @@ class SettingKind(enum.Enum):
     """A file or folder; relative values resolve against the config file's folder."""
     TEXT = "text"
     """A non-empty string, used as given."""
+    URL = "url"
+    """An ``http://`` or ``https://`` URL with a host."""
     COUNT = "count"
     """A whole number, at least 1."""
     SECONDS = "seconds"
@@ -90,7 +92,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(name="model", kind=SettingKind.TEXT, default=None, help="Model under test."),
     Setting(
         name="base_url",
-        kind=SettingKind.TEXT,
+        kind=SettingKind.URL,
         default=None,
         metavar="URL",
         help="Base URL of the model API for the agent.",
@@ -103,7 +105,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         name="judge_base_url",
-        kind=SettingKind.TEXT,
+        kind=SettingKind.URL,
         default=None,
         metavar="URL",
         help="Base URL of the judge's model API.",

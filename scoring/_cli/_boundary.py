@@ -18,6 +18,7 @@ from typing import NoReturn, ParamSpec, TypeVar
 import click
 
 from evaltape.recorder import TapeError
+from evaltape.replay import SandboxError
 from evaltape.scoring._cli.validate import report_problems
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.run._setup import RunRefused
@@ -25,7 +26,7 @@ from evaltape.scoring.run._setup import RunRefused
 P = ParamSpec("P")
 R = TypeVar("R")
 
-EXPECTED: tuple[type[Exception], ...] = (TapeError, ScoringError)
+EXPECTED: tuple[type[Exception], ...] = (TapeError, ScoringError, SandboxError)
 """Exception types that are the user's input, not our bug."""
 
 EXIT_REFUSED = 2

@@ -27,6 +27,7 @@ from evaltape.scoring.run._budget import Budget
 from evaltape.scoring.run._cassettes import update_cassette
 from evaltape.scoring.run._env import job_env, live_wire
 from evaltape.scoring.run._export_step import finish_export, submit
+from evaltape.scoring.run._flags import models_problem, seed_problem
 from evaltape.scoring.run._host import SILENT, Host, Reporter
 from evaltape.scoring.run._jobs import JobResult
 from evaltape.scoring.run._plan import AttemptKey, plan_live
@@ -165,6 +166,9 @@ def run_live(request: LiveRequest) -> LiveOutcome:
     the time limit) is not an error: ``outcome.pool.stopped`` says which.
     """
     config, host, opts, reporter = request.config, request.host, request.gate, request.reporter
+    problem = models_problem(request.models) or seed_problem(request.seed, request.trials)
+    if problem is not None:
+        raise RunRefused(problem)
     if request.update_cassettes and opts.gate:
         raise RunRefused("--gate never changes the cassettes; drop --update-cassettes (or --gate)")
     folder = baselines_folder(config.suites)
