@@ -135,10 +135,10 @@ class Sandbox:
         }
         if not self.confined:
             return _run(list(argv), work, child_env, timeout, status=None, confined=False)
+        full = self._argv(list(argv), work, timeout)
         if shutil.which(argv[0], path=child_env["PATH"]) is None:
             # As Popen would: a missing program is an OSError, not an exit code of bwrap's.
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
-        full = self._argv(list(argv), work, timeout)
         if os.geteuid() == 0:
             _give_to_nobody(work)
         read, write = os.pipe()
@@ -185,7 +185,8 @@ def run_sandboxed(
     """Run ``argv`` in ``workspace`` as evaltape runs verify commands and the bash tool.
 
     The environment is ``PATH``, ``HOME`` (the workspace), ``TMPDIR`` and
-    ``LANG`` plus ``env``; nothing else of the caller's reaches the command.
+    ``LANG`` plus ``env`` (and ``PWD``, which bubblewrap sets); nothing else
+    of the caller's reaches the command.
     ``sandbox`` defaults to ``Sandbox.find()``.  Raises ``SandboxError`` when
     the sandbox is missing or does not start; a command that fails or times
     out is a result, not an error.
