@@ -16,6 +16,8 @@ from evaltape.replay._modes import Action, RecordMode, parse_mode, resolve_mode
 from evaltape.replay._program import ProgramResult, run_program
 from evaltape.replay._proxy import TapeProxy
 from evaltape.replay._proxy_limits import TOKEN_HEADER, ProxyLimits
+from evaltape.replay._sandbox import Sandbox, SandboxError, SandboxResult, run_sandboxed
+from evaltape.replay._sandbox_limits import SandboxPolicy
 from evaltape.replay._transport import ReplayTransport, Unmatched
 from evaltape.replay._upstreams import Upstreams
 
@@ -35,6 +37,10 @@ __all__ = [
     "RecordMode",
     "ReplayError",
     "ReplayTransport",
+    "Sandbox",
+    "SandboxError",
+    "SandboxPolicy",
+    "SandboxResult",
     "TapeProxy",
     "UnknownMode",
     "Unmatched",
@@ -48,4 +54,5 @@ __all__ = [
     "replay_client",
     "resolve_mode",
     "run_program",
+    "run_sandboxed",
 ]

@@ -14,6 +14,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -68,6 +69,8 @@ class Config:
     """Price-override file, if any."""
     scorers: str | None
     """Custom scorers for every case, ``module:function`` comma-separated; None: none."""
+    sandbox: bool
+    """Run verify commands and the agent's bash tool in the sandbox (``evaltape.replay``)."""
     scrub: tuple[ScrubRule, ...]
     """User scrub rules for request bodies, in file order (the workspace path is built in)."""
     source: Path | None
@@ -215,12 +218,20 @@ def _check(problems: list[str], where: str, setting: Setting, value: object) -> 
     kind = setting.kind
     if kind is SettingKind.RULES:
         return _check_rules(problems, where, value)
-    if kind in (SettingKind.PATH, SettingKind.TEXT):
+    if kind is SettingKind.SWITCH:
+        if not isinstance(value, bool):
+            problems.append(f"{where}: expected true or false, got {_type(value)}")
+            return False
+        return True
+    if kind in (SettingKind.PATH, SettingKind.TEXT, SettingKind.URL):
         if not isinstance(value, str):
             problems.append(f"{where}: expected a string, got {_type(value)}")
             return False
         if not value.strip():
             problems.append(f"{where}: must not be empty")
+            return False
+        if kind is SettingKind.URL and not _is_http_url(value):
+            problems.append(f"{where}: expected an http:// or https:// URL, got {value!r}")
             return False
         return True
     if kind is SettingKind.COUNT:
@@ -246,6 +257,17 @@ def _check(problems: list[str], where: str, setting: Setting, value: object) -> 
         problems.append(f"{where}: must be a positive number of seconds, got {value}")
         return False
     return True
+
+
+def _is_http_url(value: str) -> bool:
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        return False
+    if any(c.isspace() or not c.isprintable() for c in value):
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 def _check_rules(problems: list[str], where: str, value: object) -> bool:

@@ -18,6 +18,8 @@ class SettingKind(enum.Enum):
     """A file or folder; relative values resolve against the config file's folder."""
     TEXT = "text"
     """A non-empty string, used as given."""
+    URL = "url"
+    """An ``http://`` or ``https://`` URL with a host."""
     COUNT = "count"
     """A whole number, at least 1."""
     SECONDS = "seconds"
@@ -26,6 +28,8 @@ class SettingKind(enum.Enum):
     """A judge score: a number from 0 to 5."""
     RULES = "rules"
     """A table of regular expression -> replacement (config file only, no flag)."""
+    SWITCH = "switch"
+    """true or false; the flag comes in a pair (``--sandbox/--no-sandbox``)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -36,7 +40,7 @@ class Setting:
     """The key in the config file and the ``Config`` field."""
     kind: SettingKind
     """How values are checked."""
-    default: str | int | float | None
+    default: str | int | float | bool | None
     """Used when neither file nor flag sets it (paths relative to the config's folder)."""
     help: str
     """One line for ``--help`` and the documentation."""
@@ -88,7 +92,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(name="model", kind=SettingKind.TEXT, default=None, help="Model under test."),
     Setting(
         name="base_url",
-        kind=SettingKind.TEXT,
+        kind=SettingKind.URL,
         default=None,
         metavar="URL",
         help="Base URL of the model API for the agent.",
@@ -101,7 +105,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         name="judge_base_url",
-        kind=SettingKind.TEXT,
+        kind=SettingKind.URL,
         default=None,
         metavar="URL",
         help="Base URL of the judge's model API.",
@@ -163,6 +167,14 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="MODULE:FUNCTION[,...]",
         help="Custom scorers every case gets, run after the outcome checks (module:function, "
         "comma-separated).",
+    ),
+    Setting(
+        name="sandbox",
+        kind=SettingKind.SWITCH,
+        default=True,
+        metavar="BOOL",
+        help="Run verify commands and the reference agent's bash tool under bubblewrap "
+        "(no network, the workspace the only writable path); false runs them unconfined.",
     ),
     Setting(
         name="scrub",

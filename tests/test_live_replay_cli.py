@@ -112,7 +112,7 @@ def test_live_records_every_failure_kind_and_replay_offline_is_unchanged(
         "1",
     )
     assert live.returncode == 0, live.stderr
-    assert "fake-1: 3/6 passed, 2 could not be judged" in live.stdout
+    assert "fake-1: 3/6 passed, 3 could not be judged" in live.stdout
     assert f"{3 * 15} tokens" in live.stdout  # three answers with usage, 15 tokens each
     lines = [line for line in live.stderr.splitlines() if line.startswith("[")]
     assert len(lines) == 6 and all("fake-1 :: " in line for line in lines)
@@ -123,7 +123,9 @@ def test_live_records_every_failure_kind_and_replay_offline_is_unchanged(
     assert by_case["hello"].verdict is Verdict.PASSED
     assert by_case["slow"].verdict is Verdict.PASSED
     assert by_case["rate-limited"].verdict is Verdict.PASSED
-    assert by_case["malformed"].verdict is Verdict.FAILED
+    # A 200 whose body is cut short is the provider's fault, not the agent's.
+    assert by_case["malformed"].verdict is Verdict.ERROR and by_case["malformed"].tainted
+    assert "unusable body" in by_case["malformed"].reason
     assert "JSONDecodeError" in by_case["malformed"].reason
     assert by_case["server-error"].verdict is Verdict.ERROR
     assert "500" in by_case["server-error"].reason

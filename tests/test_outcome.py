@@ -179,18 +179,19 @@ def test_tampering_with_an_immutable_file_fails_before_verify_runs(
 
 
 def test_outcome_runs_only_when_the_trajectory_passed(tmp_path: Path) -> None:
-    marker = tmp_path / "verify-ran"
     case = _case(
         tmp_path,
         forbidTools=["bash"],
         files=CODING["files"],
-        verify=["python", "-c", f"open({str(marker)!r}, 'w').close()"],
+        verify=["python", "-c", "raise SystemExit('RuntimeError: verify ran')"],
     )
     score = score_session(case, _session(_fixed(), tool="bash"))
     assert score.reason == "forbidden tool bash fired (turn 1)"
-    assert "verify" not in _names(score) and not marker.exists()
-    assert score_session(case, _session(_fixed())).passed
-    assert marker.exists()
+    assert "verify" not in _names(score)
+    assert (
+        score_session(case, _session(_fixed())).reason
+        == "verify exited 1: RuntimeError: verify ran"
+    )
 
 
 def test_a_file_the_snapshot_left_out_fails_with_a_clear_reason(tmp_path: Path) -> None:

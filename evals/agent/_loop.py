@@ -137,6 +137,7 @@ class _Runner:
             ask=task.ask,
             bash_timeout=config.bash_timeout,
             output_limit=config.output_limit,
+            sandbox=task.sandbox,
         )
         system = system_prompt(self._workspace.mode, config.strategy)
         self._chat = _Conversation(task, config, system, sleep)

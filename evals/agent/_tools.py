@@ -6,24 +6,24 @@ the workspace.  Writes are refused in the non-mutating modes ``plan`` and
 default mode, which is ``build``).  A refusal or failure is not an
 exception: it comes back as the tool's result, so the model can recover.
 Outputs never show the workspace's absolute path (it differs between a
-recording and its replay), and are cut to a fixed size.
+recording and its replay), and are cut to a fixed size.  ``bash`` runs in the
+task's sandbox (``evaltape.replay.Sandbox``): no network, the workspace the
+only writable path, no API keys in its environment.
 """
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import fnmatch
 import os
 import re
-import signal
-import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from evaltape.replay import Sandbox
 from evaltape.scoring import Answer, Question, QuestionKind
 
 MUTATING_MODES = frozenset({"edit", "build", "danger"})
@@ -159,6 +159,7 @@ class Workspace:
         ask: Callable[[Question], Answer],
         bash_timeout: float,
         output_limit: int,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self._root = os.path.realpath(root)
         self._given = os.path.abspath(root)
@@ -166,6 +167,7 @@ class Workspace:
         self._ask = ask
         self._bash_timeout = bash_timeout
         self._limit = output_limit
+        self._sandbox = sandbox if sandbox is not None else Sandbox.find()
         self._tools: dict[str, Callable[[Mapping[str, Any]], str]] = {
             "read": self._read,
             "write": self._write,
@@ -370,30 +372,14 @@ class Workspace:
         command = self._text(args, "command")
         if self._mode not in COMMAND_MODES:
             raise _Refused(f"running commands is not allowed in {self._mode} mode")
-        env = {
-            "PATH": os.environ.get("PATH", os.defpath),
-            "HOME": self._root,
-            "LANG": "C.UTF-8",
-            "PYTHONDONTWRITEBYTECODE": "1",
-        }
-        proc = subprocess.Popen(
+        result = self._sandbox.run(
             ["bash", "-c", command],
-            cwd=self._root,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            workspace=self._root,
+            timeout=self._bash_timeout,
+            env={"PYTHONDONTWRITEBYTECODE": "1"},
         )
-        try:
-            out, _ = proc.communicate(timeout=self._bash_timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            out, _ = proc.communicate()
-            text = out.decode("utf-8", "replace")
+        if result.timed_out:
             raise _Failed(
-                f"command timed out after {self._bash_timeout:g}s and was killed\n{text}"
-            ) from None
-        text = out.decode("utf-8", "replace")
-        return f"exit code {proc.returncode}\n{text}"
+                f"command timed out after {self._bash_timeout:g}s and was killed\n{result.output}"
+            )
+        return f"exit code {result.exit_code}\n{result.output}"

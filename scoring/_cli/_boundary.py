@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from typing import NoReturn, ParamSpec, TypeVar
 
 import click
 
 from evaltape.recorder import TapeError, default_redactor, secret_values
+from evaltape.replay import SandboxError
 from evaltape.scoring._cli.validate import report_problems
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.run._setup import RunRefused
@@ -24,7 +27,7 @@ from evaltape.scoring.run._setup import RunRefused
 P = ParamSpec("P")
 R = TypeVar("R")
 
-EXPECTED: tuple[type[Exception], ...] = (TapeError, ScoringError)
+EXPECTED: tuple[type[Exception], ...] = (TapeError, ScoringError, SandboxError)
 """Exception types that are the user's input, not our bug."""
 
 EXIT_REFUSED = 2
@@ -67,15 +70,30 @@ def boundary(func: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+def _as_ctrl_c(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def interruptible(func: Callable[P, None]) -> Callable[P, None]:
-    """A Ctrl-C outside the pool (loading suites, writing the record) exits 130 quietly."""
+    """A Ctrl-C outside the pool (loading suites, writing the record) exits 130 quietly.
+
+    SIGTERM and SIGHUP are Ctrl-C too, here and (``run._pool``) inside the pool:
+    finished attempts are kept and the run record says cancelled.
+    """
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> None:
+        previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGTERM, signal.SIGHUP):
+                previous[signum] = signal.signal(signum, _as_ctrl_c)
         try:
             func(*args, **kwargs)
         except KeyboardInterrupt:
             click.echo("evaltape: interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
     return wrapper

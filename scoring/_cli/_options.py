@@ -49,6 +49,14 @@ def _option(setting: Setting) -> Callable[[Callable[..., Any]], Callable[..., An
             help=setting.help
             + f" Repeat for more rules; replaces the config's [config: {setting.name}]",
         )
+    if setting.kind is SettingKind.SWITCH:
+        name = setting.name.replace("_", "-")
+        return click.option(
+            f"--{name}/--no-{name}",
+            setting.name,
+            default=None,
+            help=setting.help + f" [config: {setting.name}; default: {setting.default}]",
+        )
     default = "<suites>/rubrics" if setting.name == "rubrics" else setting.default
     shown = f" [config: {setting.name}" + (f"; default: {default}]" if default else "]")
     return click.option(

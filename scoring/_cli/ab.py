@@ -88,6 +88,7 @@ EXIT_AUTH = 2
     "judge_constrain",
     "judge_mean_floor",
     "judge_trial_floor",
+    "sandbox",
 )
 @boundary
 @interruptible

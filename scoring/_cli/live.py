@@ -30,6 +30,8 @@ def models_of(model: str | None, compare: str | None, config: Config) -> tuple[s
                 "--compare needs at least two models separated by commas (--compare m1,m2)"
             )
         return models
+    if model is not None and not model.strip():
+        raise RunRefused("-m/--model must not be empty")
     chosen = model or config.model
     if not chosen:
         raise RunRefused(
@@ -114,6 +116,7 @@ def models_of(model: str | None, compare: str | None, config: Config) -> tuple[s
     "judge_mean_floor",
     "judge_trial_floor",
     "pricing",
+    "sandbox",
 )
 @_gate_flow.gate_options
 @boundary

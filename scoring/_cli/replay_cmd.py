@@ -74,6 +74,7 @@ from evaltape.scoring.run._stop import StopKind
     "judge_mean_floor",
     "judge_trial_floor",
     "pricing",
+    "sandbox",
     "scrub",
 )
 @boundary

@@ -6,6 +6,7 @@ import click
 
 from evaltape.scoring._cli._boundary import boundary, interruptible
 from evaltape.scoring._cli._options import cases_option, config_options
+from evaltape.scoring._cli._progress import CliReporter
 from evaltape.scoring._cli._render_rescore import print_report
 from evaltape.scoring._config import Config, display_path
 from evaltape.scoring.run._host import Host
@@ -42,6 +43,7 @@ LIVE_JUDGE_REFUSED = (
     "scorers",
     "judge_mean_floor",
     "judge_trial_floor",
+    "sandbox",
 )
 @boundary
 @interruptible
@@ -76,6 +78,7 @@ def rescore(
         latest=latest,
         cases=cases,
         suite=suite,
+        reporter=CliReporter(),
     )
     done = run_rescore(request)
     for line in (*done.rescore.notes, *(s.line for s in done.rescore.skipped)):

@@ -9,6 +9,7 @@ import click
 from evaltape.recorder import CallDecoder, Note, TapeReader
 from evaltape.scoring._cli._boundary import boundary
 from evaltape.scoring._cli._describe import describe_event, describe_session
+from evaltape.scoring._cli._escape import printable
 from evaltape.scoring._cli._jsonview import event_json
 
 
@@ -21,30 +22,33 @@ def show(files: tuple[str, ...], as_json: bool) -> None:
 
     Problems (a file cut short, a corrupt region, events from a newer
     version) are reported on stderr; a corrupt region exits 1 after the
-    readable sessions are shown.
+    readable sessions are shown.  Control characters from the tape (terminal
+    escape sequences) are printed as visible escapes such as ``\x1b``.
     """
     corrupt = False
 
     def note(n: Note) -> None:
         nonlocal corrupt
         corrupt = corrupt or n.kind == "corrupt"
-        click.echo(f"evaltape: {n.kind}: {n.message}", err=True)
+        click.echo(printable(f"evaltape: {n.kind}: {n.message}"), err=True)
 
     for path in files:
         reader = TapeReader(path, strict=False, on_note=note)
         if not as_json and reader.header is not None:
             click.echo(
-                f"{path}: written by {reader.header.writer}, format "
-                f"{reader.header.major}.{reader.header.minor}"
+                printable(
+                    f"{path}: written by {reader.header.writer}, format "
+                    f"{reader.header.major}.{reader.header.minor}"
+                )
             )
         for session in reader.sessions():
             if as_json:
                 for event in session.events:
                     click.echo(json.dumps(event_json(event, session.session_id), sort_keys=True))
                 continue
-            click.echo(describe_session(session))
+            click.echo(printable(describe_session(session)))
             decoder = CallDecoder()
             for event in session.events:
-                click.echo("  " + describe_event(event, decoder))
+                click.echo("  " + printable(describe_event(event, decoder)))
     if corrupt:
         raise SystemExit(1)

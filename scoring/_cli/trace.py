@@ -6,7 +6,9 @@ import click
 
 from evaltape.recorder import TapeError
 from evaltape.scoring._cli._boundary import EXIT_REFUSED, boundary, fail
+from evaltape.scoring._cli._escape import printable
 from evaltape.scoring._cli._options import cases_option, config_options
+from evaltape.scoring._cli._progress import CliReporter
 from evaltape.scoring._cli.validate import load_or_report
 from evaltape.scoring._config import Config, display_path
 from evaltape.scoring._errors import ScoringError
@@ -15,6 +17,8 @@ from evaltape.scoring.cases._fields import suggest
 from evaltape.scoring.checks._scorers import make_scorer
 from evaltape.scoring.results._record_files import read_record, resolve_run
 from evaltape.scoring.results._trace import Cut, format_case_lines, run_cases, trace_case
+from evaltape.scoring.run._host import Host
+from evaltape.scoring.run._sandboxing import sandbox_for
 
 
 @click.command(name="trace")
@@ -31,7 +35,7 @@ from evaltape.scoring.results._trace import Cut, format_case_lines, run_cases, t
     metavar="CHARS",
     help="Characters of one value shown before it is cut.",
 )
-@config_options("suites", "rubrics", "cassettes", "results", "hang_limit")
+@config_options("suites", "rubrics", "cassettes", "results", "hang_limit", "sandbox")
 @boundary
 def trace(
     run: str,
@@ -64,7 +68,7 @@ def trace(
             f"{len(lines)} case{'' if len(lines) == 1 else 's'} · {display_path(path)}"
         )
         for line in lines:
-            click.echo("  " + line)
+            click.echo("  " + printable(line))
         if lines:
             click.echo("show one with: evaltape trace RUN --case ID", err=True)
         return
@@ -88,6 +92,7 @@ def trace(
                 f"it ran with {', '.join(models)}",
                 EXIT_REFUSED,
             )
+    sandbox = sandbox_for(config, Host.of_process(), CliReporter())
     suites = load_or_report((), config)
     cases_by_id = {c.id: c for s in suites for c in s.cases}
     blocks: list[list[str]] = []
@@ -98,7 +103,7 @@ def trace(
                     record,
                     one,
                     cases_by_id,
-                    make_scorer(hang_limit=config.hang_limit),
+                    make_scorer(hang_limit=config.hang_limit, sandbox=sandbox),
                     cassettes=config.cassettes,
                     results=config.results,
                     model=model,
@@ -111,4 +116,4 @@ def trace(
         if i:
             click.echo("")
         for line in block:
-            click.echo(line)
+            click.echo(printable(line))

@@ -9,7 +9,10 @@ the attempt.  Then, in order:
 2. ``immutable``: each immutable file's bytes equal the case's original
    content, checked before anything runs (an agent that rewrites the checker
    until it passes has fixed nothing);
-3. ``verify``: the command exits 0 in that folder within its timeout.
+3. ``verify``: the command exits 0 in that folder within its timeout, run in
+   the sandbox (``evaltape.replay.Sandbox``: no network, the folder the only
+   writable path, no API keys in its environment); the snapshot came from a
+   tape, and a tape may come from a stranger.
 
 A failed ``verify`` is reported with the most informative line of its output
 (``informative_line``), not the last one.
@@ -17,25 +20,23 @@ A failed ``verify`` is reported with the most informative line of its output
 
 from __future__ import annotations
 
-import contextlib
 import os
 import posixpath
 import re
 import shlex
-import signal
-import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+import attrs
+
 from evaltape.recorder import FileEntry, Session
+from evaltape.replay import Sandbox
 from evaltape.scoring.cases._cases import Case
 from evaltape.scoring.checks._redacted import redacted_note, same_but_masked
 from evaltape.scoring.checks._score import Check
 
-_OUTPUT_LIMIT = 1 << 20
-"""Bytes of verify output read from each end of a longer output."""
 _LINE_LIMIT = 200
 """Characters of the informative line kept in a reason."""
 _SHOWN = 80
@@ -43,11 +44,17 @@ _SHOWN = 80
 
 
 def outcome_checks(
-    case: Case, session: Session, *, verify_timeout: float = 60.0
+    case: Case,
+    session: Session,
+    *,
+    verify_timeout: float = 60.0,
+    sandbox: Sandbox | None = None,
 ) -> tuple[Check, ...]:
     """Check the sandbox's end state; empty when the case has no ``verify`` or ``immutable``.
 
-    ``verify_timeout`` applies when the case gives no ``verifyTimeout``.
+    ``verify_timeout`` applies when the case gives no ``verifyTimeout``.  The
+    command runs in ``sandbox`` (default ``Sandbox.find()``: confined, and a
+    ``SandboxError`` when bubblewrap is missing).
     """
     if case.verify is None and not case.immutable:
         return ()
@@ -82,7 +89,8 @@ def outcome_checks(
             checks.append(Check(name="immutable", passed=True, detail=detail))
         if case.verify is not None:
             timeout = case.verify_timeout if case.verify_timeout is not None else verify_timeout
-            checks.append(_verify(case.verify, root, timeout, session.workspace_omitted))
+            chosen = sandbox if sandbox is not None else Sandbox.find()
+            checks.append(_verify(case.verify, root, timeout, session.workspace_omitted, chosen))
         return tuple(checks)
 
 
@@ -111,49 +119,46 @@ def _inside(path: str) -> bool:
 
 
 def _verify(
-    command: str | tuple[str, ...], root: Path, timeout: float, omitted: Sequence[str]
+    command: str | tuple[str, ...],
+    root: Path,
+    timeout: float,
+    omitted: Sequence[str],
+    sandbox: Sandbox,
 ) -> Check:
     """Run ``command`` in ``root/work``, the restored workspace; ``root`` is scratch space."""
-    work, tools, home = root / "work", root / "bin", root / "home"
+    work, tools = root / "work", root / "bin"
     tools.mkdir()
-    home.mkdir()
     _link_python(tools)
     env = {
-        "PATH": os.pathsep.join([str(tools), os.environ.get("PATH", os.defpath)]),
-        "HOME": str(home),
-        "TMPDIR": str(home),
+        "PATH": os.pathsep.join([str(tools), sandbox.path]),
         "PYTHONDONTWRITEBYTECODE": "1",
     }
+    if not sandbox.confined:
+        home = root / "home"
+        home.mkdir()
+        env.update(HOME=str(home), TMPDIR=str(home))
     argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
     shown = command if isinstance(command, str) else shlex.join(command)
     shown = " ".join(shown.split())
     if len(shown) > _SHOWN:
         shown = shown[: _SHOWN - 1] + "…"
-    log = root / "output"
-    with log.open("wb") as sink:
-        try:
-            process = subprocess.Popen(
-                argv,
-                cwd=work,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            detail = f"verify could not start {argv[0]!r}: {exc.strerror or exc}"
-            return Check(name="verify", passed=False, detail=detail)
-        try:
-            code = process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            detail = f"verify timed out after {timeout:g}s: {shown}"
-            return Check(name="verify", passed=False, detail=detail)
-        finally:
-            _kill_group(process)
+    confined = attrs.evolve(
+        sandbox,
+        policy=attrs.evolve(sandbox.policy, read_only=(*sandbox.policy.read_only, str(tools))),
+    )
+    try:
+        result = confined.run(argv, workspace=work, timeout=timeout, env=env)
+    except OSError as exc:
+        detail = f"verify could not start {argv[0]!r}: {exc.strerror or exc}"
+        return Check(name="verify", passed=False, detail=detail)
+    if result.timed_out:
+        return Check(
+            name="verify", passed=False, detail=f"verify timed out after {timeout:g}s: {shown}"
+        )
+    code = result.exit_code
     if code == 0:
         return Check(name="verify", passed=True, detail=f"verify exited 0: {shown}")
-    line = informative_line(_read_output(log))
+    line = informative_line(result.output)
     status = f"verify killed by signal {-code}" if code < 0 else f"verify exited {code}"
     detail = f"{status}: {line}" if line else f"{status} with no output"
     if omitted:
@@ -181,25 +186,6 @@ def _link_python(folder: Path) -> None:
         path = folder / name
         path.write_text(script, encoding="utf-8")
         path.chmod(0o755)
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    """Stop the command and anything it started (it leads its own process group)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-
-
-def _read_output(log: Path) -> str:
-    size = log.stat().st_size
-    with log.open("rb") as source:
-        if size <= 2 * _OUTPUT_LIMIT:
-            data = source.read()
-        else:
-            head = source.read(_OUTPUT_LIMIT)
-            source.seek(size - _OUTPUT_LIMIT)
-            data = head + b"\n" + source.read()
-    return data.decode("utf-8", errors="replace")
 
 
 _NOISE = re.compile(

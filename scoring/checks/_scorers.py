@@ -10,6 +10,7 @@ from __future__ import annotations
 import attrs
 
 from evaltape.recorder import Session
+from evaltape.replay import Sandbox
 from evaltape.scoring.cases._cases import Case
 from evaltape.scoring.checks._answer import answer_checks
 from evaltape.scoring.checks._custom_run import custom_checks
@@ -33,6 +34,7 @@ def score_session(
     *,
     hang_limit: float = DEFAULT_HANG_LIMIT,
     verify_timeout: float = DEFAULT_VERIFY_TIMEOUT,
+    sandbox: Sandbox | None = None,
 ) -> Score:
     """Score one attempt in a fixed order: trajectory rules, answer checks
     (``expectAnswer``), outcome checks, then the case's custom scorers, each
@@ -43,13 +45,14 @@ def score_session(
     check "not configured" that does not fail the attempt: this function is
     pure and calls no judge.  The runner replaces that check with the
     judge's verdict (``scoring._judge.with_judgement``), and a rescore with a
-    verdict recorded on the tape (``rejudge_offline``).
+    verdict recorded on the tape (``rejudge_offline``).  ``verify`` runs in
+    ``sandbox`` (default ``Sandbox.find()``, confined).
     """
     checks = list(trajectory_checks(case, session, hang_limit=hang_limit))
     if all(check.passed for check in checks):
         checks += answer_checks(case, session)
     if all(check.passed for check in checks):
-        checks += outcome_checks(case, session, verify_timeout=verify_timeout)
+        checks += outcome_checks(case, session, verify_timeout=verify_timeout, sandbox=sandbox)
     if all(check.passed for check in checks):
         checks += custom_checks(case, session)
     failed = next((check for check in checks if not check.passed), None)
@@ -70,10 +73,16 @@ class DeterministicScorer:
     """Seconds a model call may stay open."""
     verify_timeout: float = DEFAULT_VERIFY_TIMEOUT
     """Seconds ``verify`` may run when the case gives no ``verifyTimeout``."""
+    sandbox: Sandbox | None = None
+    """Where ``verify`` runs; None: ``Sandbox.find()`` (confined)."""
 
     def __call__(self, case: Case, session: Session, /) -> Score:
         return score_session(
-            case, session, hang_limit=self.hang_limit, verify_timeout=self.verify_timeout
+            case,
+            session,
+            hang_limit=self.hang_limit,
+            verify_timeout=self.verify_timeout,
+            sandbox=self.sandbox,
         )
 
 
@@ -81,10 +90,13 @@ def make_scorer(
     *,
     hang_limit: float = DEFAULT_HANG_LIMIT,
     verify_timeout: float = DEFAULT_VERIFY_TIMEOUT,
+    sandbox: Sandbox | None = None,
 ) -> Scorer:
-    """A ``Scorer`` that runs ``score_session`` with these limits."""
+    """A ``Scorer`` that runs ``score_session`` with these limits, ``verify`` in ``sandbox``."""
     if not hang_limit > 0:
         raise ValueError(f"hang_limit must be positive, got {hang_limit!r}")
     if not verify_timeout > 0:
         raise ValueError(f"verify_timeout must be positive, got {verify_timeout!r}")
-    return DeterministicScorer(hang_limit=hang_limit, verify_timeout=verify_timeout)
+    return DeterministicScorer(
+        hang_limit=hang_limit, verify_timeout=verify_timeout, sandbox=sandbox
+    )

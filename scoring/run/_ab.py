@@ -33,6 +33,7 @@ from evaltape.scoring.run._env import job_env, live_wire
 from evaltape.scoring.run._host import SILENT, Host, Reporter
 from evaltape.scoring.run._jobs import JobResult
 from evaltape.scoring.run._pool import PoolOutcome, run_pool
+from evaltape.scoring.run._sandboxing import sandbox_for
 from evaltape.scoring.run._setup import judge_for, load_selection, warn_without_keys
 from evaltape.scoring.verdicts._ab import (
     BASELINE,
@@ -141,13 +142,14 @@ def run_ab(request: ABRequest) -> ABOutcome:
     a, b = request.baseline, request.candidate
     selection = load_selection(config, host, request.cases, request.suite)
     warn_without_keys(request.source, host.environ, reporter)
+    sandbox = sandbox_for(config, host, reporter)
     run_id = make_run_id(host.clock, host.entropy)
     trials = config.trials
     jobs = plan_ab(selection.chosen, request.model, trials, config.results, run_id, a, b)
     judge = judge_for(config, host.environ, [job.model for job in jobs])
     commit = git_commit(host.project)
     env = job_env(
-        config, host, selection, commit=commit, judge=judge,
+        config, host, selection, commit=commit, judge=judge, sandbox=sandbox,
         live=live_wire(
             host, source=request.source, source_detail=request.source_detail,
             seed=request.seed, retries=request.retries,

@@ -35,7 +35,7 @@ import attrs
 import httpx
 
 from evaltape.recorder import HarnessEvent, RecordingTransport, Scalar, recording_client
-from evaltape.replay import TapeProxy, Upstreams, run_program
+from evaltape.replay import Sandbox, TapeProxy, Upstreams, run_program
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.cases._cases import Case
 from evaltape.scoring.run._task import Agent, Answer, Question, Task, answer_headlessly
@@ -246,6 +246,8 @@ class AttemptSetup:
     """True in replay (the command agent gets placeholder API keys)."""
     environ: Mapping[str, str] = attrs.field(factory=lambda: dict(os.environ), repr=False)
     """The agent's environment: the run's captured environment plus the job's overrides."""
+    sandbox: Sandbox = attrs.field(factory=Sandbox.find, repr=False)
+    """Where the agent runs commands the model chose (``Task.sandbox``)."""
     redactor: Any = None
     """What the recording transport writes through (a ``Scrubber``); None: default redaction."""
 
@@ -307,6 +309,7 @@ def run_python(agent: Agent, setup: AttemptSetup) -> AgentOutcome:
         environ=MappingProxyType(dict(setup.environ)),
         log=_log_to(setup.events),
         ask=_ask_for(setup.events, setup.workspace),
+        sandbox=setup.sandbox,
     )
     try:
         with client:

@@ -153,6 +153,7 @@ def run_job(job: Job, env: JobEnv) -> JobResult:
             replaying=replayer is not None,
             environ={**env.environ, **dict(job.environ)},
             redactor=scrubber,
+            sandbox=env.sandbox,
         )
         status, reason = drive(env, setup, tee, replayer)
         reason = env.redactor.redact_text(reason)

@@ -7,6 +7,7 @@ Live, replay and A/B runs differ only in what they add: live and A/B a
 from __future__ import annotations
 
 from evaltape.recorder import VERSION, Source, default_redactor, secret_values
+from evaltape.replay import Sandbox
 from evaltape.scoring._config import Config
 from evaltape.scoring.cost._pricing import Prices, built_in_prices
 from evaltape.scoring.judge._judge import Judge
@@ -41,13 +42,19 @@ def job_env(
     prices: Prices | None = None,
     live: LiveWire | None = None,
     replay: ReplayRules | None = None,
+    sandbox: Sandbox | None = None,
 ) -> JobEnv:
-    """What every job of the run reads, with a fresh stop signal and the default scorer."""
+    """What every job of the run reads, with a fresh stop signal and the default scorer.
+
+    ``sandbox`` (default: bubblewrap found on the host's PATH) runs verify
+    commands and is the agent's ``Task.sandbox``.
+    """
+    chosen = sandbox if sandbox is not None else Sandbox.find(host.environ)
     return JobEnv(
         scrub=config.scrub,
         spec=selection.spec,
         agent=selection.agent,
-        scorer=default_scorer(),
+        scorer=default_scorer(chosen),
         stop=Stop(),
         wall_clock=host.clock,
         environ=host.environ,
@@ -61,4 +68,5 @@ def job_env(
         live=live,
         replay=replay if replay is not None else ReplayRules(),
         redactor=default_redactor().extended(values=secret_values(host.environ)),
+        sandbox=chosen,
     )

@@ -24,6 +24,7 @@ from evaltape.recorder import (
     Usage,
     default_redactor,
 )
+from evaltape.replay import Sandbox
 from evaltape.scoring.cases._cases import Case
 from evaltape.scoring.checks._score import Score, Scorer
 from evaltape.scoring.cost._costs import CostBreakdown
@@ -136,6 +137,8 @@ class JobEnv:
     redactor: Redactor = attrs.field(factory=default_redactor, repr=False)
     """Masks secrets in everything a job writes: the built-in rules plus the values of
     the environment's key-like variables (see ``job_env``)."""
+    sandbox: Sandbox = attrs.field(factory=Sandbox.find, repr=False)
+    """Where verify commands and the agent's tools run (``Task.sandbox``)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from evaltape.recorder import Session, Status
+from evaltape.replay import Sandbox
 from evaltape.scoring.cases._cases import Case
 from evaltape.scoring.checks._score import Check, Score, Scorer
-from evaltape.scoring.checks._scorers import score_session
+from evaltape.scoring.checks._scorers import DeterministicScorer
 from evaltape.scoring.judge._floors import with_judgement
 from evaltape.scoring.judge._judge import judge_request, read_rubric, reused_event
 from evaltape.scoring.judge._judgement import JudgeError, Judgement, JudgeState
@@ -31,9 +32,10 @@ def score_attempt(scorer: Scorer, case: Case, session: Session) -> Score:
     return scorer(case, session)
 
 
-def default_scorer() -> Scorer:
-    """The scorer live and replay use unless told otherwise: ``score_session``."""
-    return score_session
+def default_scorer(sandbox: Sandbox | None = None) -> Scorer:
+    """The scorer live and replay use unless told otherwise: ``score_session``, its
+    ``verify`` run in ``sandbox`` (None: ``Sandbox.find()``)."""
+    return DeterministicScorer(sandbox=sandbox)
 
 
 def judge_step(

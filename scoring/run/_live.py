@@ -29,10 +29,12 @@ from evaltape.scoring.run._cassettes import update_cassette
 from evaltape.scoring.run._confirm import confirm_broken, plan_confirmations
 from evaltape.scoring.run._env import job_env, live_wire
 from evaltape.scoring.run._export_step import finish_export, submit
+from evaltape.scoring.run._flags import models_problem, seed_problem
 from evaltape.scoring.run._host import SILENT, Host, Reporter, records_redactor
 from evaltape.scoring.run._jobs import Job, JobResult
 from evaltape.scoring.run._plan import AttemptKey, plan_live
 from evaltape.scoring.run._pool import PoolOutcome, run_pool
+from evaltape.scoring.run._sandboxing import sandbox_for
 from evaltape.scoring.run._setup import (
     RunRefused,
     exporter_for,
@@ -167,6 +169,9 @@ def run_live(request: LiveRequest) -> LiveOutcome:
     the time limit) is not an error: ``outcome.pool.stopped`` says which.
     """
     config, host, opts, reporter = request.config, request.host, request.gate, request.reporter
+    problem = models_problem(request.models) or seed_problem(request.seed, request.trials)
+    if problem is not None:
+        raise RunRefused(problem)
     if request.update_cassettes and opts.gate:
         raise RunRefused("--gate never changes the cassettes; drop --update-cassettes (or --gate)")
     folder = baselines_folder(config.suites)
@@ -194,6 +199,7 @@ def run_live(request: LiveRequest) -> LiveOutcome:
             return LiveOutcome(ran=False)
         trials = ENTRY_TRIALS
     warn_without_keys(request.source, host.environ, reporter)
+    sandbox = sandbox_for(config, host, reporter)
     run_id = make_run_id(host.clock, host.entropy)
     jobs = plan_live(chosen, request.models, trials, config.results, run_id, only=request.only)
     judge = judge_for(config, host.environ, [job.model for job in jobs])
@@ -219,7 +225,7 @@ def run_live(request: LiveRequest) -> LiveOutcome:
     log = RunLog(config.results, record, clock=host.clock, redactor=records_redactor(host))
     log.start()
     env = job_env(
-        config, host, selection, commit=commit, judge=judge, prices=prices,
+        config, host, selection, commit=commit, judge=judge, prices=prices, sandbox=sandbox,
         live=live_wire(
             host, source=request.source, source_detail=request.source_detail,
             seed=request.seed, retries=request.retries,

@@ -35,8 +35,20 @@ class PoolOutcome:
     """Jobs never started because the budget was spent (the run is not stopped by it)."""
 
 
+STOP_SIGNALS: dict[signal.Signals, str] = {
+    signal.SIGINT: "Ctrl-C",
+    signal.SIGTERM: "SIGTERM",
+    signal.SIGHUP: "SIGHUP",
+}
+"""The signals that stop a run like Ctrl-C (a CI runner cancels with SIGTERM), and the
+name each stop reason gives."""
+
+
 class _CtrlC:
     """Counts Ctrl-C presses while the pool runs, instead of raising ``KeyboardInterrupt``.
+
+    SIGTERM and SIGHUP count the same way (``STOP_SIGNALS``); ``name`` is the
+    first signal's.
 
     An exception raised at an arbitrary point of the waiting thread can leave a
     future's lock held (inside ``concurrent.futures.wait``), and the worker that
@@ -48,21 +60,23 @@ class _CtrlC:
 
     def __init__(self) -> None:
         self.count = 0
-        self._previous: Any = None
-        self._installed = False
+        self.name = STOP_SIGNALS[signal.SIGINT]
+        self._previous: dict[signal.Signals, Any] = {}
 
     def _press(self, signum: int, frame: object) -> None:
+        if not self.count:
+            self.name = STOP_SIGNALS.get(signal.Signals(signum), self.name)
         self.count += 1
 
     def __enter__(self) -> _CtrlC:
         if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._press)
-            self._installed = True
+            for signum in STOP_SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._press)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._installed:
-            signal.signal(signal.SIGINT, self._previous)
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
 
 
 def _guarded(job: Job, env: JobEnv, budget: Budget | None) -> JobResult | None:
@@ -115,7 +129,7 @@ def run_pool(
         while pending:
             try:
                 if ctrl_c.count:
-                    env.stop.set(StopKind.INTERRUPT, "interrupted (Ctrl-C)")
+                    env.stop.set(StopKind.INTERRUPT, f"interrupted ({ctrl_c.name})")
                 if ctrl_c.count > 1:
                     break
                 done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)

@@ -26,6 +26,7 @@ from evaltape.scoring.run._host import SILENT, Host, Reporter, records_redactor
 from evaltape.scoring.run._jobs import JobResult, ReplayRules
 from evaltape.scoring.run._plan import plan_replay
 from evaltape.scoring.run._pool import PoolOutcome, run_pool
+from evaltape.scoring.run._sandboxing import sandbox_for
 from evaltape.scoring.run._setup import (
     RunRefused,
     exporter_for,
@@ -158,6 +159,7 @@ def run_replay(request: ReplayRequest) -> ReplayOutcome:
     if not found.recorded:
         untested.extend(found.not_live)
         return ReplayOutcome(ran=False, prices=prices, untested=tuple(untested))
+    sandbox = sandbox_for(config, host, reporter)
     run_id = make_run_id(host.clock, host.entropy)
     jobs = plan_replay(((r.case, r.session) for r in found.recorded), config.results, run_id)
     judge = None
@@ -187,7 +189,7 @@ def run_replay(request: ReplayRequest) -> ReplayOutcome:
     log = RunLog(config.results, record, clock=host.clock, redactor=records_redactor(host))
     log.start()
     env = job_env(
-        config, host, selection, commit=commit, judge=judge, prices=prices,
+        config, host, selection, commit=commit, judge=judge, prices=prices, sandbox=sandbox,
         replay=ReplayRules(lenient=request.lenient, allow_live_judge=request.allow_live_judge),
     )  # fmt: skip
     if judge is not None:

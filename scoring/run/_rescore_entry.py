@@ -22,9 +22,10 @@ from evaltape.scoring.judge._judgement import Floors, JudgeStatus
 from evaltape.scoring.results._history import RunLog
 from evaltape.scoring.results._record_files import read_record, resolve_run
 from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
-from evaltape.scoring.run._host import Host, records_redactor
+from evaltape.scoring.run._host import SILENT, Host, Reporter, records_redactor
 from evaltape.scoring.run._rescore import RescoreOutcome, rescore_run
 from evaltape.scoring.run._rescore_tapes import rescore_tapes
+from evaltape.scoring.run._sandboxing import sandbox_for
 from evaltape.scoring.run._setup import RunRefused, load_cases
 from evaltape.scoring.verdicts._replaycheck import TAPE_SUFFIX, find_tapes
 
@@ -46,6 +47,8 @@ class RescoreRequest:
     """Only these cases: each an exact case id or, when no id equals it, an id prefix."""
     suite: str | None = None
     """Only the suite of this name."""
+    reporter: Reporter = SILENT
+    """Where warnings go (a sandbox the user turned off)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -80,7 +83,8 @@ def run_rescore(request: RescoreRequest) -> RescoreRunOutcome:
     suites, chosen = load_cases(config, request.cases, request.suite)
     cases = {c.id: c for s in suites for c in s.cases}
     wanted = {c.id for s in chosen for c in s.cases}
-    scorer = make_scorer(hang_limit=config.hang_limit)
+    sandbox = sandbox_for(config, host, request.reporter)
+    scorer = make_scorer(hang_limit=config.hang_limit, sandbox=sandbox)
     tapes = [s for s in request.sources if _is_tape_argument(s)]
     runs = [s for s in request.sources if not _is_tape_argument(s)]
     for given in runs:

@@ -10,7 +10,7 @@ class StopKind(enum.Enum):
     """Why a run stopped before every job ran."""
 
     INTERRUPT = "interrupt"
-    """Ctrl-C (SIGINT)."""
+    """Ctrl-C (SIGINT), or SIGTERM / SIGHUP (a CI runner's cancel, a closed terminal)."""
     AUTH = "auth"
     """The provider refused the credentials (401/403)."""
     LIMIT = "limit"

@@ -23,6 +23,7 @@ from evaltape.scoring.run._agents import (
     run_python,
 )
 from evaltape.scoring.run._jobs import JobEnv
+from evaltape.scoring.run._provider_faults import provider_fault
 from evaltape.scoring.run._stop import StopKind
 from evaltape.scoring.run._tee import Tee
 
@@ -86,7 +87,9 @@ def drive(
         tee.append(RunnerFact(at=tee.now(), fact=FactKind.TIMEOUT, message=message))
         return Status.TIMEOUT, message
     outcome = box[0]
-    if not outcome.error:
+    # Live or served from a tape: the same broken answer is the provider's fault.
+    fault = provider_fault(tee.events)
+    if not outcome.error and not fault:
         return Status.COMPLETED, ""
     if env.stop.is_set() and env.stop.kind is not StopKind.LIMIT:
         message = f"cancelled: {env.stop.reason}"
@@ -98,9 +101,10 @@ def drive(
         return Status.TIMEOUT, message
     if replayer is not None and replayer.misses:
         return Status.FAILED, outcome.error
-    infra = _infra_failure(tee.events) if replayer is None else ""
+    infra = fault or (_infra_failure(tee.events) if replayer is None else "")
     if infra or isinstance(outcome.exception, httpx.TransportError):
-        message = f"{infra or outcome.error} (agent: {outcome.error})"
+        agent = outcome.error or "completed"
+        message = f"{infra or outcome.error} (agent: {agent})"
         tee.append(RunnerFact(at=tee.now(), fact=FactKind.INFRA_ERROR, message=message))
         return Status.INFRA_ERROR, message
     return Status.FAILED, f"the agent failed: {outcome.error}"

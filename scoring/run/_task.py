@@ -19,6 +19,7 @@ import attrs
 import httpx
 
 from evaltape.recorder import Scalar
+from evaltape.replay import Sandbox
 
 
 class QuestionKind(enum.Enum):
@@ -111,6 +112,9 @@ class Task:
     """Record a harness event (tool timing, permission answers) on the tape."""
     ask: Callable[[Question], Answer]
     """Ask the user; the runner answers headlessly (see ``answer_headlessly``)."""
+    sandbox: Sandbox = attrs.field(factory=Sandbox.find, repr=False)
+    """Where to run a command the model chose (``task.sandbox.run(argv, workspace=...)``):
+    confined unless the run was told ``--no-sandbox`` (docs/security.md)."""
 
 
 Agent = Callable[[Task], "str | None"]
