@@ -1,5 +1,6 @@
 """evaltape.replay: everything that consumes a tape to drive an agent again."""
 
+from evaltape.replay._agent_netns import AgentNetns, IsolationUnavailable, isolation_wanted
 from evaltape.replay._classify import classify
 from evaltape.replay._classify_model import ChangeKind, Classification, Finding
 from evaltape.replay._clients import replay_client
@@ -15,33 +16,42 @@ from evaltape.replay._match import Divergence, Normalized, api_of, first_differe
 from evaltape.replay._modes import Action, RecordMode, parse_mode, resolve_mode
 from evaltape.replay._program import ProgramResult, run_program
 from evaltape.replay._proxy import TapeProxy
+from evaltape.replay._routes import Route, RoutedProxies, RouteError, agent_routes, parse_route
 from evaltape.replay._transport import ReplayTransport, Unmatched
 from evaltape.replay._upstreams import Upstreams
 
 __all__ = [
     "Action",
+    "AgentNetns",
     "ChangeKind",
     "Classification",
     "Diverged",
     "Divergence",
     "Exhausted",
     "Finding",
+    "IsolationUnavailable",
     "NoRecording",
     "Normalized",
     "ProgramResult",
     "RecordMode",
     "ReplayError",
     "ReplayTransport",
+    "Route",
+    "RouteError",
+    "RoutedProxies",
     "TapeProxy",
     "UnknownMode",
     "Unmatched",
     "UnusedRecordings",
     "Upstreams",
+    "agent_routes",
     "api_of",
     "classify",
     "first_difference",
+    "isolation_wanted",
     "normalize",
     "parse_mode",
+    "parse_route",
     "replay_client",
     "resolve_mode",
     "run_program",

@@ -94,7 +94,9 @@ class TapeProxy:
 
     ``errors`` lists every replay miss served as a 599 and every internal
     failure served as a 500, in order; ``upstream_failures`` every transport
-    failure served as a 502 (``"ConnectError: ..."``).
+    failure served as a 502 (``"ConnectError: ..."``).  ``listen``, a socket
+    already bound and listening (one made inside a network namespace), is
+    served instead of a new one on 127.0.0.1.
     """
 
     def __init__(
@@ -105,8 +107,10 @@ class TapeProxy:
         port: int = 0,
         timeout: float = SDK_TIMEOUT,
         connect_timeout: float = SDK_CONNECT_TIMEOUT,
+        listen: socket.socket | None = None,
     ) -> None:
         self.transport = transport
+        self.listen = listen
         self.upstreams = upstreams if upstreams is not None else Upstreams()
         self.port = port
         self.timeouts = httpx.Timeout(timeout, connect=connect_timeout).as_dict()
@@ -177,7 +181,14 @@ class TapeProxy:
         """Start serving in a background thread."""
         if self._server is not None:
             return self
-        server = ThreadingHTTPServer(("127.0.0.1", self.port), _handler_for(self))
+        bind = self.listen is None
+        server = ThreadingHTTPServer(
+            ("127.0.0.1", self.port), _handler_for(self), bind_and_activate=bind
+        )
+        if self.listen is not None:
+            server.socket.close()
+            server.socket = self.listen
+            server.server_address = self.listen.getsockname()
         server.daemon_threads = True
         self._server = server
         self.port = server.server_address[1]

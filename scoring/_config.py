@@ -18,6 +18,7 @@ from pathlib import Path
 import attrs
 
 from evaltape.recorder import ScrubError, ScrubRule
+from evaltape.replay import Route, RouteError, parse_route
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring._settings import SETTINGS, Setting, SettingKind
 from evaltape.scoring.cases._fields import suggest
@@ -68,6 +69,8 @@ class Config:
     """Price-override file, if any."""
     scrub: tuple[ScrubRule, ...]
     """User scrub rules for request bodies, in file order (the workspace path is built in)."""
+    upstream: tuple[Route, ...]
+    """Providers' base URLs for command agents, besides ``base_url`` (docs/agents.md)."""
     source: Path | None
     """The config file that was read, or None when only defaults and flags apply."""
 
@@ -126,6 +129,7 @@ def load_config(
         assert isinstance(suites, Path)
         values["rubrics"] = suites / "rubrics"
     values.setdefault("scrub", ())
+    values.setdefault("upstream", ())
     for setting in SETTINGS:
         values.setdefault(setting.name, None)
     return Config(source=source, **values)  # type: ignore[arg-type]
@@ -206,6 +210,8 @@ def _check(problems: list[str], where: str, setting: Setting, value: object) -> 
     kind = setting.kind
     if kind is SettingKind.RULES:
         return _check_rules(problems, where, value)
+    if kind is SettingKind.UPSTREAMS:
+        return _check_upstreams(problems, where, value)
     if kind in (SettingKind.PATH, SettingKind.TEXT):
         if not isinstance(value, str):
             problems.append(f"{where}: expected a string, got {_type(value)}")
@@ -259,6 +265,20 @@ def _check_rules(problems: list[str], where: str, value: object) -> bool:
     return good
 
 
+def _check_upstreams(problems: list[str], where: str, value: object) -> bool:
+    if not isinstance(value, dict):
+        problems.append(f"{where}: expected a table of provider name = base URL")
+        return False
+    good = True
+    for name, url in value.items():
+        try:
+            parse_route(f"{name}={url}" if isinstance(url, str) else f"{name}=")
+        except RouteError as exc:
+            problems.append(f"{where}: {exc}")
+            good = False
+    return good
+
+
 def _type(value: object) -> str:
     names: dict[type, str] = {
         bool: "boolean",
@@ -278,6 +298,9 @@ def _resolve(setting: Setting, value: object, base: Path) -> object:
     if setting.kind is SettingKind.RULES:
         assert isinstance(value, dict)
         return tuple(ScrubRule(pattern=k, replacement=v) for k, v in value.items())
+    if setting.kind is SettingKind.UPSTREAMS:
+        assert isinstance(value, dict)
+        return tuple(parse_route(f"{k}={v}") for k, v in value.items())
     if setting.kind in (SettingKind.SECONDS, SettingKind.SCORE):
         assert isinstance(value, int | float)
         return float(value)

@@ -61,7 +61,15 @@ EXIT_BUDGET = 3
     help="Retries of a 429, 5xx or connection failure before the agent sees it.",
 )
 @config_options(
-    "suites", "rubrics", "cassettes", "results", "agent", "base_url", "concurrency", "pricing"
+    "suites",
+    "rubrics",
+    "cassettes",
+    "results",
+    "agent",
+    "base_url",
+    "upstream",
+    "concurrency",
+    "pricing",
 )
 @boundary
 @interruptible

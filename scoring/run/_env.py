@@ -45,6 +45,7 @@ def job_env(
     """What every job of the run reads, with a fresh stop signal and the default scorer."""
     return JobEnv(
         scrub=config.scrub,
+        upstreams=config.upstream,
         spec=selection.spec,
         agent=selection.agent,
         scorer=default_scorer(),

@@ -16,6 +16,7 @@ import attrs
 import httpx
 
 from evaltape.recorder import RecordedSession, ScrubRule, Source, Status, Usage
+from evaltape.replay import Route
 from evaltape.scoring.cases._cases import Case
 from evaltape.scoring.checks._score import Score, Scorer
 from evaltape.scoring.cost._costs import CostBreakdown
@@ -123,6 +124,8 @@ class JobEnv:
     """Replay jobs: leniency and whether the judge may be asked."""
     scrub: tuple[ScrubRule, ...] = ()
     """User scrub rules for request bodies (the workspace path is always scrubbed)."""
+    upstreams: tuple[Route, ...] = ()
+    """Providers' base URLs for command agents besides ``base_url`` (``--upstream``)."""
 
 
 @attrs.frozen(kw_only=True)
