@@ -13,6 +13,7 @@ from evaltape.replay._errors import (
     UnusedRecordings,
 )
 from evaltape.replay._match import Divergence, Normalized, api_of, first_difference, normalize
+from evaltape.replay._miss_response import MissResponses
 from evaltape.replay._modes import Action, RecordMode, parse_mode, resolve_mode
 from evaltape.replay._program import ProgramResult, run_program
 from evaltape.replay._proxy import TapeProxy
@@ -30,6 +31,7 @@ __all__ = [
     "Exhausted",
     "Finding",
     "IsolationUnavailable",
+    "MissResponses",
     "NoRecording",
     "Normalized",
     "ProgramResult",

@@ -38,7 +38,15 @@ from evaltape.recorder import HarnessEvent, Scalar, recording_client
 from evaltape.replay import Route
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.cases._cases import Case
-from evaltape.scoring.run._task import Agent, Answer, Question, Task, answer_headlessly
+from evaltape.scoring.run._task import (
+    ANTHROPIC_BASE_URL,
+    Agent,
+    Answer,
+    Question,
+    Task,
+    answer_headlessly,
+)
+from evaltape.scoring.run._task_clients import TaskClients
 
 COMMAND_PREFIX = "cmd:"
 """Marks an agent spec as a command template."""
@@ -297,6 +305,15 @@ def run_python(agent: Agent, setup: AttemptSetup) -> AgentOutcome:
     client = recording_client(
         setup.events, real=setup.inner, timeout=timeout, redactor=setup.redactor
     )
+    clients = TaskClients(
+        events=setup.events,
+        inner=setup.inner,
+        redactor=setup.redactor,
+        timeout=setup.limit,
+        replaying=setup.replaying,
+        environ=setup.environ,
+    )
+    anthropic = {r.name: r.upstream for r in setup.routes}.get("anthropic")
     task = Task(
         case_id=setup.case.id,
         attempt=setup.attempt,
@@ -310,12 +327,16 @@ def run_python(agent: Agent, setup: AttemptSetup) -> AgentOutcome:
         environ=MappingProxyType(dict(setup.environ)),
         log=_log_to(setup.events),
         ask=_ask_for(setup.events, setup.workspace),
+        anthropic_base_url=anthropic or ANTHROPIC_BASE_URL,
+        clients=clients,
     )
     try:
         with client:
             reply = agent(task)
     except Exception as exc:
         return AgentOutcome(error=f"{type(exc).__name__}: {exc}", exception=exc)
+    finally:
+        clients.close()
     return AgentOutcome(reply=reply or "")
 
 

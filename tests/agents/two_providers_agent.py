@@ -22,9 +22,7 @@ def main() -> int:
     model = os.environ["EVALTAPE_MODEL"]
     key = os.environ["ANTHROPIC_API_KEY"] if "--cross" in sys.argv else None
     gpt = openai.OpenAI(api_key=key, max_retries=0)
-    first = gpt.chat.completions.create(
-        model=model, messages=[{"role": "user", "content": prompt}]
-    )
+    first = gpt.chat.completions.create(model=model, messages=[{"role": "user", "content": prompt}])
     claude = anthropic.Anthropic(max_retries=0)
     second = claude.messages.create(
         model=model, max_tokens=64, messages=[{"role": "user", "content": prompt + " again"}]
