@@ -138,6 +138,11 @@ class Task:
         httpx) bound to this attempt: for SDKs and frameworks that take an HTTP client."""
         return self._factory().http(flavor=flavor, async_=async_)
 
+    def api_key(self, provider: Literal["openai", "anthropic"] = "openai") -> str:
+        """The key the SDK clients use: ``<PROVIDER>_API_KEY`` live, a placeholder in replay
+        (for frameworks that build their own SDK client from ``http_client()``)."""
+        return str(self._factory().key(provider))
+
     @overload
     def openai(self, *, async_: Literal[False] = False, **options: Any) -> openai.OpenAI: ...
     @overload

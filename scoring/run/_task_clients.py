@@ -61,13 +61,18 @@ class TaskClients:
                 self._open.append(client)
         return client
 
+    def key(self, provider: str) -> str:
+        """The API key of ``provider``'s SDK clients (a placeholder in replay)."""
+        if self._replaying:
+            return PLACEHOLDER_KEY
+        return self._environ.get(_SDKS[provider][3], "")
+
     def sdk(self, provider: str, *, base_url: str, async_: bool = False, **options: Any) -> Any:
         """A ready ``openai`` or ``anthropic`` client; ``options`` go to its constructor."""
-        module_name, sync_name, async_name, key_var = _SDKS[provider]
+        module_name, sync_name, async_name, _ = _SDKS[provider]
         module = importlib.import_module(module_name)
         cls = getattr(module, async_name if async_ else sync_name)
-        key = PLACEHOLDER_KEY if self._replaying else self._environ.get(key_var)
-        settings: dict[str, Any] = {"base_url": base_url, "api_key": key}
+        settings: dict[str, Any] = {"base_url": base_url, "api_key": self.key(provider) or None}
         settings["http_client"] = self.http(async_=async_)
         return cls(**(settings | options))
 
