@@ -7,7 +7,8 @@ Two kinds of agent:
   ``client`` is bound to the attempt's transport;
 - a **command agent**, ``cmd:<template>`` (``cmd:python agent.py {prompt}``),
   or any spec that is not ``module:function``: run in the attempt's folder with
-  ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` pointing at a ``TapeProxy``.
+  ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` pointing at one ``TapeProxy`` per
+  provider (``_command_agent.run_command``).
   ``{prompt}``, ``{model}``, ``{case_id}``, ``{attempt}``, ``{workspace}`` and
   ``{seed}`` in the template are filled in; the same values are in the
   environment as ``EVALTAPE_PROMPT``, ``EVALTAPE_MODEL`` and so on.
