@@ -86,12 +86,12 @@ def parse_route(text: str) -> Route:
     url = url.strip()
     if not sep or not _NAME.match(name):
         raise RouteError(
-            f"--upstream {text!r}: expected NAME=URL with a name of letters, digits "
+            f"{text!r}: expected NAME=URL with a name of letters, digits "
             "and underscores (e.g. groq=https://api.groq.com/openai/v1)"
         )
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise RouteError(f"--upstream {text!r}: {url!r} is not an http(s) URL")
+        raise RouteError(f"{text!r}: {url!r} is not an http(s) URL")
     return Route(name=name, upstream=url.rstrip("/"))
 
 

@@ -9,10 +9,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 from fakeapi import FakeAPI
 
-from evaltape.recorder import Exchange, TapeReader, fold
-from evaltape.replay import AgentNetns, IsolationUnavailable
+from evaltape.recorder import Exchange, RecordingTransport, TapeReader, fold
+from evaltape.replay import (
+    AgentNetns,
+    IsolationUnavailable,
+    RoutedProxies,
+    agent_routes,
+    parse_route,
+    run_program,
+)
 from evaltape.scoring import Verdict, read_record, resolve_run
 
 AGENTS = Path(__file__).parent / "agents"
@@ -151,3 +159,56 @@ def test_a_replay_opted_out_of_isolation_runs_the_agent_on_the_machines_network(
     _, view, _ = replayed_session(root)
     files = {f.path: f.data.decode() for f in view.workspace}
     assert "interfaces lo" not in files["net.txt"].splitlines()
+
+
+def test_a_malformed_upstream_is_refused_in_one_line_before_anything_runs(tmp_path: Path) -> None:
+    root = project(tmp_path, agent_cmd("netprobe_agent.py"), upstream={"groq": "ftp://x"})
+    refused = evaltape(root, "live", "-m", "fake-1")
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == (
+        "evaltape: error: evaltape.toml: setting \"upstream\": 'groq=ftp://x': 'ftp://x' is "
+        "not an http(s) URL"
+    )
+    assert not (root / ".evaltape").exists()
+
+
+class Tape:
+    """The least a recording transport writes into: a list and a clock."""
+
+    def __init__(self) -> None:
+        self.events: list[Exchange] = []
+
+    def append(self, event: Exchange) -> None:
+        self.events.append(event)
+
+    def now(self) -> float:
+        return float(len(self.events))
+
+
+def test_an_upstream_the_user_adds_gets_its_own_endpoint_and_variable(tmp_path: Path) -> None:
+    program = (
+        "import json, os, urllib.request\n"
+        "req = urllib.request.Request(os.environ['GROQ_BASE_URL'] + '/chat/completions',\n"
+        "    data=json.dumps({'model': 'm', 'messages': [{'role': 'user', 'content': 'hi'}]})"
+        ".encode(),\n"
+        "    headers={'content-type': 'application/json',\n"
+        "             'authorization': 'Bearer ' + os.environ['GROQ_API_KEY']})\n"
+        "print(json.loads(urllib.request.urlopen(req).read())['choices'][0]['message']['content'])\n"
+    )
+    tape = Tape()
+    with FakeAPI() as groq:
+        routes = agent_routes(extra=[parse_route(f"groq={groq.base_url}/v1")])
+        env = {"PATH": os.environ["PATH"], "GROQ_API_KEY": "gsk-test-0123456789"}
+        env |= {"OPENAI_API_KEY": OPENAI_KEY}
+        transport = RecordingTransport(tape, httpx.HTTPTransport())
+        with RoutedProxies(transport, routes, environ=env, replaying=False, timeout=10) as proxies:
+            assert proxies.env()["GROQ_BASE_URL"].endswith("/v1")
+            assert proxies.env()["GROQ_BASE_URL"] != proxies.env()["OPENAI_BASE_URL"]
+            result = run_program(
+                [sys.executable, "-c", program], cwd=tmp_path, proxy=proxies, timeout=30, env=env
+            )
+        assert result.exit_code == 0, result.stderr
+        assert [r.path for r in groq.requests] == ["/v1/chat/completions"]
+        assert groq.requests[0].headers["authorization"] == "Bearer gsk-test-0123456789"
+    assert result.stdout.strip() == "echo: hi"
+    assert [e.request.url for e in tape.events] == [f"{groq.base_url}/v1/chat/completions"]
