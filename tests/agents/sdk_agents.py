@@ -43,6 +43,10 @@ def gather_openai(task: Task) -> str:
 
     async def main() -> str:
         client = task.openai(async_=True, max_retries=0)
+        # The SDK's first call looks up the platform in a worker thread; after it,
+        # calls reach the transport in the order they are made.
+        warm = [{"role": "user", "content": "warm up"}]
+        await client.chat.completions.create(model=task.model, messages=warm)
         messages = [{"role": "user", "content": _prompt(task)}]
         calls = [
             client.chat.completions.create(model=task.model, messages=messages) for _ in range(3)
