@@ -1,5 +1,6 @@
 """evaltape.replay: everything that consumes a tape to drive an agent again."""
 
+from evaltape.replay._agent_netns import AgentNetns, IsolationUnavailable, isolation_wanted
 from evaltape.replay._classify import classify
 from evaltape.replay._classify_model import ChangeKind, Classification, Finding
 from evaltape.replay._clients import replay_client
@@ -12,10 +13,12 @@ from evaltape.replay._errors import (
     UnusedRecordings,
 )
 from evaltape.replay._match import Divergence, Normalized, api_of, first_difference, normalize
+from evaltape.replay._miss_response import MissResponses
 from evaltape.replay._modes import Action, RecordMode, parse_mode, resolve_mode
 from evaltape.replay._program import ProgramResult, run_program
 from evaltape.replay._proxy import TapeProxy
 from evaltape.replay._proxy_limits import TOKEN_HEADER, ProxyLimits
+from evaltape.replay._routes import Route, RoutedProxies, RouteError, agent_routes, parse_route
 from evaltape.replay._sandbox import Sandbox, SandboxError, SandboxResult, run_sandboxed
 from evaltape.replay._sandbox_limits import SandboxPolicy
 from evaltape.replay._transport import ReplayTransport, Unmatched
@@ -24,12 +27,15 @@ from evaltape.replay._upstreams import Upstreams
 __all__ = [
     "TOKEN_HEADER",
     "Action",
+    "AgentNetns",
     "ChangeKind",
     "Classification",
     "Diverged",
     "Divergence",
     "Exhausted",
     "Finding",
+    "IsolationUnavailable",
+    "MissResponses",
     "NoRecording",
     "Normalized",
     "ProgramResult",
@@ -37,6 +43,9 @@ __all__ = [
     "RecordMode",
     "ReplayError",
     "ReplayTransport",
+    "Route",
+    "RouteError",
+    "RoutedProxies",
     "Sandbox",
     "SandboxError",
     "SandboxPolicy",
@@ -46,11 +55,14 @@ __all__ = [
     "Unmatched",
     "UnusedRecordings",
     "Upstreams",
+    "agent_routes",
     "api_of",
     "classify",
     "first_difference",
+    "isolation_wanted",
     "normalize",
     "parse_mode",
+    "parse_route",
     "replay_client",
     "resolve_mode",
     "run_program",

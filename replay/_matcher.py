@@ -3,7 +3,10 @@
 ``Matcher`` holds the recorded requests of one session and hands them out:
 identical requests in recorded order (one FIFO per request key), and for a
 request that matches nothing, a ``Diverged`` naming the first differing JSON
-path against the nearest recorded request.
+path against the nearest recorded request.  A tape lists exchanges in the
+order they finished; identical requests are answered in the order they were
+sent (their recorded start times), so concurrent identical calls get back
+what each got live.
 """
 
 from __future__ import annotations
@@ -68,6 +71,11 @@ def _scripted(exchange: Exchange) -> bool:
     return (SCRIPT_MATCH_HEADER, SCRIPT_MATCH_ANY) in exchange.request.headers
 
 
+def _sent_order(rec: Recorded) -> tuple[float, int]:
+    """When the request was sent; a tape lists exchanges in the order they finished."""
+    return (rec.exchange.at, rec.ordinal)
+
+
 def _any_key(endpoint: str) -> str:
     return f"any {endpoint}"
 
@@ -99,7 +107,7 @@ class Matcher:
         self._queues: dict[str, deque[Recorded]] = {}
         self._exact: dict[str, str] = {}
         """Exact key of each recorded request -> its normalized key (see ``take_exact``)."""
-        for rec in self.recorded:
+        for rec in sorted(self.recorded, key=_sent_order):
             if _scripted(rec.exchange):
                 # A scripted reply answers the next request to its endpoint, whatever it says.
                 self._queues.setdefault(_any_key(rec.normalized.endpoint), deque()).append(rec)

@@ -17,11 +17,17 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 import attrs
 
-from evaltape.replay._proxy import TapeProxy
+
+class PointsSDKs(Protocol):
+    """What a program is pointed at: a ``TapeProxy``, or ``RoutedProxies`` (one per provider)."""
+
+    def env(self) -> dict[str, str]:
+        """The variables that point the program's SDKs at the proxy."""
+
 
 TAIL_BYTES = 64 * 1024
 """How much of the end of stdout and stderr a ``ProgramResult`` keeps."""
@@ -76,7 +82,7 @@ def run_program(
     argv: Sequence[str] | str,
     *,
     cwd: str | Path,
-    proxy: TapeProxy,
+    proxy: PointsSDKs,
     timeout: float,
     env: Mapping[str, str] | None = None,
     clock: Callable[[], float] = time.monotonic,

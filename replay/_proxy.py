@@ -111,7 +111,9 @@ class TapeProxy:
 
     Only requests presenting ``token`` (default: a fresh random one) are
     served; ``url`` and ``env()`` carry it.  ``limits`` bound request size,
-    read time and connections (see ``ProxyLimits``).
+    read time and connections (see ``ProxyLimits``).  ``listen``, a socket
+    already bound and listening (one made inside a network namespace), is
+    served instead of a new one on 127.0.0.1.
     """
 
     def __init__(
@@ -124,10 +126,12 @@ class TapeProxy:
         connect_timeout: float = SDK_CONNECT_TIMEOUT,
         token: str | None = None,
         limits: ProxyLimits | None = None,
+        listen: socket.socket | None = None,
     ) -> None:
         self.transport = transport
         self.token = token if token else new_token()
         self.limits = limits if limits is not None else ProxyLimits()
+        self.listen = listen
         self.upstreams = upstreams if upstreams is not None else Upstreams()
         self.port = port
         self.timeouts = httpx.Timeout(timeout, connect=connect_timeout).as_dict()
@@ -199,9 +203,17 @@ class TapeProxy:
         """Start serving in a background thread."""
         if self._server is not None:
             return self
+        bind = self.listen is None
         server = BoundedServer(
-            ("127.0.0.1", self.port), _handler_for(self), self.limits.max_connections
+            ("127.0.0.1", self.port),
+            _handler_for(self),
+            self.limits.max_connections,
+            bind_and_activate=bind,
         )
+        if self.listen is not None:
+            server.socket.close()
+            server.socket = self.listen
+            server.server_address = self.listen.getsockname()
         self._server = server
         self.port = server.server_address[1]
         self._thread = threading.Thread(

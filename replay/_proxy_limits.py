@@ -169,9 +169,15 @@ class BoundedServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], handler: Any, max_connections: int) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: Any,
+        max_connections: int,
+        bind_and_activate: bool = True,
+    ) -> None:
         self._slots = threading.BoundedSemaphore(max_connections)
-        super().__init__(address, handler)
+        super().__init__(address, handler, bind_and_activate=bind_and_activate)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):

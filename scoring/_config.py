@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from evaltape.recorder import ScrubError, ScrubRule
+from evaltape.replay import Route, RouteError, parse_route
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring._settings import SETTINGS, Setting, SettingKind
 from evaltape.scoring.cases._fields import suggest
@@ -73,6 +74,8 @@ class Config:
     """Run verify commands and the agent's bash tool in the sandbox (``evaltape.replay``)."""
     scrub: tuple[ScrubRule, ...]
     """User scrub rules for request bodies, in file order (the workspace path is built in)."""
+    upstream: tuple[Route, ...]
+    """Providers' base URLs for command agents, besides ``base_url`` (docs/agents.md)."""
     source: Path | None
     """The config file that was read, or None when only defaults and flags apply."""
 
@@ -131,6 +134,7 @@ def load_config(
         assert isinstance(suites, Path)
         values["rubrics"] = suites / "rubrics"
     values.setdefault("scrub", ())
+    values.setdefault("upstream", ())
     for setting in SETTINGS:
         values.setdefault(setting.name, None)
     return Config(source=source, **values)  # type: ignore[arg-type]
@@ -218,6 +222,8 @@ def _check(problems: list[str], where: str, setting: Setting, value: object) -> 
     kind = setting.kind
     if kind is SettingKind.RULES:
         return _check_rules(problems, where, value)
+    if kind is SettingKind.UPSTREAMS:
+        return _check_upstreams(problems, where, value)
     if kind is SettingKind.SWITCH:
         if not isinstance(value, bool):
             problems.append(f"{where}: expected true or false, got {_type(value)}")
@@ -290,6 +296,20 @@ def _check_rules(problems: list[str], where: str, value: object) -> bool:
     return good
 
 
+def _check_upstreams(problems: list[str], where: str, value: object) -> bool:
+    if not isinstance(value, dict):
+        problems.append(f"{where}: expected a table of provider name = base URL")
+        return False
+    good = True
+    for name, url in value.items():
+        try:
+            parse_route(f"{name}={url}" if isinstance(url, str) else f"{name}=")
+        except RouteError as exc:
+            problems.append(f"{where}: {exc}")
+            good = False
+    return good
+
+
 def _type(value: object) -> str:
     names: dict[type, str] = {
         bool: "boolean",
@@ -309,6 +329,9 @@ def _resolve(setting: Setting, value: object, base: Path) -> object:
     if setting.kind is SettingKind.RULES:
         assert isinstance(value, dict)
         return tuple(ScrubRule(pattern=k, replacement=v) for k, v in value.items())
+    if setting.kind is SettingKind.UPSTREAMS:
+        assert isinstance(value, dict)
+        return tuple(parse_route(f"{k}={v}") for k, v in value.items())
     if setting.kind in (SettingKind.SECONDS, SettingKind.SCORE):
         assert isinstance(value, int | float)
         return float(value)

@@ -30,6 +30,8 @@ class SettingKind(enum.Enum):
     """A table of regular expression -> replacement (config file only, no flag)."""
     SWITCH = "switch"
     """true or false; the flag comes in a pair (``--sandbox/--no-sandbox``)."""
+    UPSTREAMS = "upstreams"
+    """A table of provider name -> base URL; the flag is repeated ``--upstream NAME=URL``."""
 
 
 @attrs.frozen(kw_only=True)
@@ -183,6 +185,14 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="TABLE",
         help="Regular expression -> replacement, applied to request bodies before they are "
         "recorded or matched (text that differs on every run, such as timestamps).",
+    ),
+    Setting(
+        name="upstream",
+        kind=SettingKind.UPSTREAMS,
+        default=None,
+        metavar="NAME=URL",
+        help="A provider's base URL for command agents (anthropic=URL, or a new NAME that "
+        "gets its own NAME_BASE_URL endpoint); openai's is base_url.",
     ),
 )
 """Every setting, in documentation order."""

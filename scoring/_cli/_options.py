@@ -57,6 +57,15 @@ def _option(setting: Setting) -> Callable[[Callable[..., Any]], Callable[..., An
             default=None,
             help=setting.help + f" [config: {setting.name}; default: {setting.default}]",
         )
+    if setting.kind is SettingKind.UPSTREAMS:
+        return click.option(
+            setting.flag,
+            setting.name,
+            multiple=True,
+            callback=_upstreams,
+            metavar=setting.metavar,
+            help=setting.help + f" Repeat for more; replaces the config's [config: {setting.name}]",
+        )
     default = "<suites>/rubrics" if setting.name == "rubrics" else setting.default
     shown = f" [config: {setting.name}" + (f"; default: {default}]" if default else "]")
     return click.option(
@@ -79,6 +88,19 @@ def _rules(ctx: click.Context, param: click.Parameter, given: tuple[str, ...]) -
         if not sep or not pattern:
             raise click.BadParameter(f"expected REGEX=REPLACEMENT, got {rule!r}", ctx, param)
         table[pattern] = replacement
+    return table
+
+
+def _upstreams(ctx: click.Context, param: click.Parameter, given: tuple[str, ...]) -> object:
+    """``--upstream NAME=URL`` flags as the table the config file would hold."""
+    if not given:
+        return None
+    table: dict[str, str] = {}
+    for text in given:
+        name, sep, url = text.partition("=")
+        if not sep or not name.strip():
+            raise click.BadParameter(f"expected NAME=URL, got {text!r}", ctx, param)
+        table[name.strip()] = url.strip()
     return table
 
 

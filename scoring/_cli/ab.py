@@ -80,6 +80,7 @@ EXIT_AUTH = 2
     "results",
     "agent",
     "base_url",
+    "upstream",
     "concurrency",
     "trials",
     "hang_limit",

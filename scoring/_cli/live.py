@@ -106,6 +106,7 @@ def models_of(model: str | None, compare: str | None, config: Config) -> tuple[s
     "results",
     "agent",
     "base_url",
+    "upstream",
     "concurrency",
     "trials",
     "hang_limit",

@@ -65,6 +65,7 @@ from evaltape.scoring.run._stop import StopKind
     "results",
     "agent",
     "base_url",
+    "upstream",
     "concurrency",
     "hang_limit",
     "scorers",

@@ -67,6 +67,7 @@ EXIT_BUDGET = 3
     "results",
     "agent",
     "base_url",
+    "upstream",
     "concurrency",
     "pricing",
     "sandbox",

@@ -7,7 +7,8 @@ Two kinds of agent:
   ``client`` is bound to the attempt's transport;
 - a **command agent**, ``cmd:<template>`` (``cmd:python agent.py {prompt}``),
   or any spec that is not ``module:function``: run in the attempt's folder with
-  ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` pointing at a ``TapeProxy``.
+  ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` pointing at one ``TapeProxy`` per
+  provider (``_command_agent.run_command``).
   ``{prompt}``, ``{model}``, ``{case_id}``, ``{attempt}``, ``{workspace}`` and
   ``{seed}`` in the template are filled in; the same values are in the
   environment as ``EVALTAPE_PROMPT``, ``EVALTAPE_MODEL`` and so on.
@@ -34,11 +35,19 @@ from typing import Any
 import attrs
 import httpx
 
-from evaltape.recorder import HarnessEvent, RecordingTransport, Scalar, recording_client
-from evaltape.replay import Sandbox, TapeProxy, Upstreams, run_program
+from evaltape.recorder import HarnessEvent, Scalar, recording_client
+from evaltape.replay import Route, Sandbox
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.cases._cases import Case
-from evaltape.scoring.run._task import Agent, Answer, Question, Task, answer_headlessly
+from evaltape.scoring.run._task import (
+    ANTHROPIC_BASE_URL,
+    Agent,
+    Answer,
+    Question,
+    Task,
+    answer_headlessly,
+)
+from evaltape.scoring.run._task_clients import TaskClients
 
 COMMAND_PREFIX = "cmd:"
 """Marks an agent spec as a command template."""
@@ -233,7 +242,10 @@ class AttemptSetup:
     base_url: str
     """OpenAI-compatible base URL the Python agent is told about."""
     upstream: str
-    """Where the command agent's proxy forwards (live; unused in replay)."""
+    """OpenAI-compatible base URL the command agent's proxy forwards to (live; in replay
+    only its path matters)."""
+    routes: tuple[Route, ...] = ()
+    """Other providers' base URLs (Anthropic's, the user's ``--upstream NAME=URL``)."""
     seed: int | None
     """Sampling seed, if any."""
     limit: float
@@ -296,6 +308,15 @@ def run_python(agent: Agent, setup: AttemptSetup) -> AgentOutcome:
     client = recording_client(
         setup.events, real=setup.inner, timeout=timeout, redactor=setup.redactor
     )
+    clients = TaskClients(
+        events=setup.events,
+        inner=setup.inner,
+        redactor=setup.redactor,
+        timeout=setup.limit,
+        replaying=setup.replaying,
+        environ=setup.environ,
+    )
+    anthropic = {r.name: r.upstream for r in setup.routes}.get("anthropic")
     task = Task(
         case_id=setup.case.id,
         attempt=setup.attempt,
@@ -310,12 +331,16 @@ def run_python(agent: Agent, setup: AttemptSetup) -> AgentOutcome:
         log=_log_to(setup.events),
         ask=_ask_for(setup.events, setup.workspace),
         sandbox=setup.sandbox,
+        anthropic_base_url=anthropic or ANTHROPIC_BASE_URL,
+        clients=clients,
     )
     try:
         with client:
             reply = agent(task)
     except Exception as exc:
         return AgentOutcome(error=f"{type(exc).__name__}: {exc}", exception=exc)
+    finally:
+        clients.close()
     return AgentOutcome(reply=reply or "")
 
 
@@ -336,33 +361,3 @@ def command_argv(template: str, setup: AttemptSetup) -> tuple[list[str], dict[st
         argv.append(part)
     env = {f"EVALTAPE_{name.upper()}": value for name, value in values.items()}
     return argv, env
-
-
-def _upstream_base(url: str) -> str:
-    """The proxy forwards ``/v1/...`` paths, so a base URL ending in ``/v1`` loses it."""
-    url = url.rstrip("/")
-    return url[: -len("/v1")] if url.endswith("/v1") else url
-
-
-def run_command(
-    template: str, setup: AttemptSetup, environ: Mapping[str, str] | None = None
-) -> AgentOutcome:
-    """Run a command agent in the workspace through a proxy over ``setup``'s transports."""
-    transport = RecordingTransport(setup.events, setup.inner, redactor=setup.redactor)
-    upstreams = Upstreams.single(_upstream_base(setup.upstream))
-    argv, extra = command_argv(template, setup)
-    env = dict(setup.environ if environ is None else environ) | extra
-    if setup.replaying:
-        env |= {"OPENAI_API_KEY": "evaltape-replay", "ANTHROPIC_API_KEY": "evaltape-replay"}
-    with TapeProxy(transport, upstreams=upstreams, timeout=setup.limit) as proxy:
-        result = run_program(
-            argv, cwd=setup.workspace, proxy=proxy, timeout=setup.limit + 1.0, env=env
-        )
-    stdout = result.stdout.strip()
-    if result.timed_out:
-        return AgentOutcome(error=f"the agent ran past {setup.limit:g} s", reply=stdout)
-    if result.exit_code != 0:
-        lines = [line for line in result.stderr.splitlines() if line.strip()]
-        tail = f": {lines[-1].strip()}" if lines else ""
-        return AgentOutcome(error=f"the agent exited with code {result.exit_code}{tail}")
-    return AgentOutcome(reply=stdout)

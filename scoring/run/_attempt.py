@@ -146,6 +146,7 @@ def run_job(job: Job, env: JobEnv) -> JobResult:
             workspace=workspace,
             base_url=base_url,
             upstream=base_url,
+            routes=env.upstreams,
             seed=_seed(job, env),
             limit=env.hang_limit,
             inner=inner,

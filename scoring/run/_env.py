@@ -52,6 +52,7 @@ def job_env(
     chosen = sandbox if sandbox is not None else Sandbox.find(host.environ)
     return JobEnv(
         scrub=config.scrub,
+        upstreams=config.upstream,
         spec=selection.spec,
         agent=selection.agent,
         scorer=default_scorer(chosen),

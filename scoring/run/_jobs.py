@@ -24,7 +24,7 @@ from evaltape.recorder import (
     Usage,
     default_redactor,
 )
-from evaltape.replay import Sandbox
+from evaltape.replay import Route, Sandbox
 from evaltape.scoring.cases._cases import Case
 from evaltape.scoring.checks._score import Score, Scorer
 from evaltape.scoring.cost._costs import CostBreakdown
@@ -139,6 +139,8 @@ class JobEnv:
     the environment's key-like variables (see ``job_env``)."""
     sandbox: Sandbox = attrs.field(factory=Sandbox.find, repr=False)
     """Where verify commands and the agent's tools run (``Task.sandbox``)."""
+    upstreams: tuple[Route, ...] = ()
+    """Providers' base URLs for command agents besides ``base_url`` (``--upstream``)."""
 
 
 @attrs.frozen(kw_only=True)

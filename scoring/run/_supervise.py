@@ -19,9 +19,9 @@ from evaltape.scoring.run._agents import (
     AgentKind,
     AgentOutcome,
     AttemptSetup,
-    run_command,
     run_python,
 )
+from evaltape.scoring.run._command_agent import run_command
 from evaltape.scoring.run._jobs import JobEnv
 from evaltape.scoring.run._provider_faults import provider_fault
 from evaltape.scoring.run._stop import StopKind

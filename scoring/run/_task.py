@@ -1,9 +1,12 @@
 """What the runner hands a Python agent for one attempt, and how it answers questions.
 
 An agent is any callable ``module:function`` taking a ``Task`` and returning
-its final reply (or None).  It talks to the model through ``task.client``,
-an httpx client bound to this attempt's transport: live it records, in replay
-it serves the tape.  The agent needs no other knowledge of evaltape.
+its final reply (or None).  It talks to the model through clients bound to
+this attempt's transport (live they record, in replay they serve the tape):
+``task.openai()`` / ``task.anthropic()`` give ready SDK clients, sync or
+``async_=True``; ``task.http_client()`` an httpx2 (or httpx) client for
+anything else; ``task.client`` is a sync httpx client.  The agent needs no
+other knowledge of evaltape (docs/agents.md).
 """
 
 from __future__ import annotations
@@ -13,13 +16,20 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
 
 import attrs
 import httpx
 
 from evaltape.recorder import Scalar
 from evaltape.replay import Sandbox
+
+if TYPE_CHECKING:
+    import anthropic
+    import openai
+
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+"""Where ``task.anthropic()`` clients go live unless ``--upstream anthropic=URL`` says."""
 
 
 class QuestionKind(enum.Enum):
@@ -115,6 +125,49 @@ class Task:
     sandbox: Sandbox = attrs.field(factory=Sandbox.find, repr=False)
     """Where to run a command the model chose (``task.sandbox.run(argv, workspace=...)``):
     confined unless the run was told ``--no-sandbox`` (docs/security.md)."""
+    anthropic_base_url: str = ANTHROPIC_BASE_URL
+    """Anthropic's base URL, as ``task.anthropic()`` clients use it."""
+    clients: Any = attrs.field(default=None, repr=False)
+    """What builds the clients below (the runner's ``TaskClients``); None outside a run."""
+
+    def _factory(self) -> Any:
+        if self.clients is None:
+            raise RuntimeError("this Task was not made by the evaltape runner: it has no clients")
+        return self.clients
+
+    def http_client(
+        self, *, flavor: Literal["httpx", "httpx2"] = "httpx2", async_: bool = False
+    ) -> Any:
+        """An ``httpx2.Client`` (``AsyncClient`` with ``async_=True``; ``flavor="httpx"`` for
+        httpx) bound to this attempt: for SDKs and frameworks that take an HTTP client."""
+        return self._factory().http(flavor=flavor, async_=async_)
+
+    def api_key(self, provider: Literal["openai", "anthropic"] = "openai") -> str:
+        """The key the SDK clients use: ``<PROVIDER>_API_KEY`` live, a placeholder in replay
+        (for frameworks that build their own SDK client from ``http_client()``)."""
+        return str(self._factory().key(provider))
+
+    @overload
+    def openai(self, *, async_: Literal[False] = False, **options: Any) -> openai.OpenAI: ...
+    @overload
+    def openai(self, *, async_: Literal[True], **options: Any) -> openai.AsyncOpenAI: ...
+    def openai(self, *, async_: bool = False, **options: Any) -> Any:
+        """A ready ``openai.OpenAI`` (``AsyncOpenAI``) for ``base_url``; ``options`` (e.g.
+        ``max_retries``) go to its constructor.  Live its key is ``OPENAI_API_KEY``."""
+        options.setdefault("base_url", self.base_url)
+        return self._factory().sdk("openai", async_=async_, **options)
+
+    @overload
+    def anthropic(
+        self, *, async_: Literal[False] = False, **options: Any
+    ) -> anthropic.Anthropic: ...
+    @overload
+    def anthropic(self, *, async_: Literal[True], **options: Any) -> anthropic.AsyncAnthropic: ...
+    def anthropic(self, *, async_: bool = False, **options: Any) -> Any:
+        """A ready ``anthropic.Anthropic`` (``AsyncAnthropic``) for ``anthropic_base_url``.
+        Live its key is ``ANTHROPIC_API_KEY``."""
+        options.setdefault("base_url", self.anthropic_base_url)
+        return self._factory().sdk("anthropic", async_=async_, **options)
 
 
 Agent = Callable[[Task], "str | None"]

@@ -1,0 +1,34 @@
+"""An agent on anthropic.Anthropic with one tool: evaltape agent = "anthropic_sync:run"."""
+
+from evaltape.scoring import Task
+
+TOOLS = [
+    {
+        "name": "add",
+        "description": "Add two integers.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"],
+        },
+    }
+]
+
+
+def run(task: Task) -> str:
+    client = task.anthropic()
+    messages: list = [{"role": "user", "content": task.prompt}]
+    for _ in range(5):
+        reply = client.messages.create(
+            model=task.model, max_tokens=512, messages=messages, tools=TOOLS
+        )
+        calls = [block for block in reply.content if block.type == "tool_use"]
+        if not calls:
+            return "".join(block.text for block in reply.content if block.type == "text")
+        messages.append({"role": "assistant", "content": reply.content})
+        results = [
+            {"type": "tool_result", "tool_use_id": c.id, "content": str(c.input["a"] + c.input["b"])}
+            for c in calls
+        ]
+        messages.append({"role": "user", "content": results})
+    return "gave up"
