@@ -15,12 +15,15 @@ import click
 
 from evaltape.scoring._cli._boundary import boundary
 from evaltape.scoring._cli._gate_flow import folder
-from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._cli._options import ResultFiles, config_options, result_options
+from evaltape.scoring._cli._results_out import text_report, write_results
 from evaltape.scoring._config import Config, display_path
 from evaltape.scoring._errors import ScoringError
+from evaltape.scoring.report_formats import compare_json, from_comparison
 from evaltape.scoring.results import _baselines as baselines
 from evaltape.scoring.results._record_files import read_record, resolve_run
 from evaltape.scoring.results._records import AttemptResult
+from evaltape.scoring.run._host import Host
 from evaltape.scoring.verdicts._compare import compare
 from evaltape.scoring.verdicts._compare_render import render_comparison
 
@@ -31,13 +34,14 @@ class CompareError(ScoringError):
     """The two sides cannot be compared as asked."""
 
 
-def _side(spec: str, config: Config, model: str | None) -> tuple[list[AttemptResult], str]:
-    """The attempts ``spec`` names, for one model, and a label for the report."""
+def _side(spec: str, config: Config, model: str | None) -> tuple[list[AttemptResult], str, str]:
+    """The attempts ``spec`` names, for one model, a label for the report and the run id
+    ("" for a baseline)."""
     if spec.startswith(BASELINE_PREFIX):
         b = baselines.load(folder(config), spec[len(BASELINE_PREFIX) :])
         if model is not None and b.model != model:
             raise CompareError(f'baseline "{b.name}" ran with model {b.model}, not {model}')
-        return list(b.attempts), f'baseline "{b.name}"'
+        return list(b.attempts), f'baseline "{b.name}"', ""
     path = resolve_run(config.results, spec)
     record = read_record(path)
     models = sorted({a.model for a in record.attempts})
@@ -55,7 +59,8 @@ def _side(spec: str, config: Config, model: str | None) -> tuple[list[AttemptRes
             "pick one with --model"
         )
     commit = f" @{record.commit}" if record.commit else ""
-    return [a for a in record.attempts if a.model == chosen], f"run {record.run_id}{commit}"
+    chosen_attempts = [a for a in record.attempts if a.model == chosen]
+    return chosen_attempts, f"run {record.run_id}{commit}", record.run_id
 
 
 def _only(attempts: Sequence[AttemptResult], suite: str | None) -> list[AttemptResult]:
@@ -81,6 +86,7 @@ def _only(attempts: Sequence[AttemptResult], suite: str | None) -> list[AttemptR
     help="Significance level of the paired test.",
 )
 @config_options("suites", "results")
+@result_options
 @boundary
 def compare_cmd(
     base: str,
@@ -90,6 +96,7 @@ def compare_cmd(
     suite: str | None,
     alpha: float,
     config: Config,
+    results: ResultFiles,
 ) -> None:
     """Print the regression report of CURRENT (default: latest) against BASE.
 
@@ -97,8 +104,8 @@ def compare_cmd(
     files, or ``baseline:NAME``.  Paired on the common cases: statistical
     evidence first, then pass rates, then the cases that moved.  Exit 0.
     """
-    before, before_label = _side(base, config, base_model or model)
-    now, now_label = _side(current, config, model)
+    before, before_label, _ = _side(base, config, base_model or model)
+    now, now_label, now_run = _side(current, config, model)
     before, now = _only(before, suite), _only(now, suite)
     if not before or not now:
         raise CompareError(
@@ -106,5 +113,13 @@ def compare_cmd(
             + (f" in suite {suite}" if suite else "")
         )
     result = compare(before, now, alpha=alpha)
-    for line in render_comparison(result, baseline_label=before_label, current_label=now_label):
-        click.echo(line)
+    with text_report(results):
+        for line in render_comparison(result, baseline_label=before_label, current_label=now_label):
+            click.echo(line)
+    found = from_comparison(result, current_run=now_run)
+    write_results(
+        results,
+        found,
+        lambda: compare_json(result, found, baseline_label=before_label, current_label=now_label),
+        Host.of_process(),
+    )

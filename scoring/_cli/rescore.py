@@ -5,9 +5,16 @@ from __future__ import annotations
 import click
 
 from evaltape.scoring._cli._boundary import boundary, interruptible
-from evaltape.scoring._cli._options import cases_option, config_options
+from evaltape.scoring._cli._options import (
+    ResultFiles,
+    cases_option,
+    config_options,
+    result_options,
+)
 from evaltape.scoring._cli._render_rescore import print_report
+from evaltape.scoring._cli._results_out import text_report, write_results
 from evaltape.scoring._config import Config, display_path
+from evaltape.scoring.report_formats import from_rescore, rescore_json
 from evaltape.scoring.run._host import Host
 from evaltape.scoring.run._rescore_entry import RescoreRequest, run_rescore
 from evaltape.scoring.run._setup import RunRefused
@@ -42,6 +49,7 @@ LIVE_JUDGE_REFUSED = (
     "judge_mean_floor",
     "judge_trial_floor",
 )
+@result_options
 @boundary
 @interruptible
 def rescore(
@@ -51,6 +59,7 @@ def rescore(
     suite: str | None,
     allow_live_judge: bool,
     config: Config,
+    results: ResultFiles,
 ) -> None:
     """Score recorded sessions again with today's cases and scorer; nothing runs.
 
@@ -68,9 +77,10 @@ def rescore(
     """
     if allow_live_judge:
         raise RunRefused(LIVE_JUDGE_REFUSED)
+    host = Host.of_process()
     request = RescoreRequest(
         config=config,
-        host=Host.of_process(),
+        host=host,
         sources=sources,
         latest=latest,
         cases=cases,
@@ -79,5 +89,8 @@ def rescore(
     done = run_rescore(request)
     for line in (*done.rescore.notes, *(s.line for s in done.rescore.skipped)):
         click.echo(f"evaltape: {line}", err=True)
-    print_report(done.rescore, done.floors)
+    with text_report(results):
+        print_report(done.rescore, done.floors)
     click.echo(f"record: {display_path(done.record_path)}", err=True)
+    found = from_rescore(done)
+    write_results(results, found, lambda: rescore_json(done, found), host)
