@@ -12,6 +12,7 @@ from evaltape.recorder import VERSION
 from evaltape.scoring._cli import (
     ab,
     add,
+    bisect,
     compare_cmd,
     export,
     history,
@@ -47,6 +48,7 @@ COMMANDS: tuple[click.Command, ...] = (
     quarantine.quarantine_report_cmd,
     ab.ab,
     export.export,
+    bisect.bisect,
 )
 """Every subcommand, resolved through this one explicit table."""
 
