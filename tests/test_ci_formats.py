@@ -164,7 +164,8 @@ def test_a_replay_with_every_kind_writes_valid_junit_json_and_a_summary(
     }  # fmt: skip
 
     text = summary.read_text()
-    assert text.startswith("earlier step\n### ❌ evaltape replay: " + decision)
+    headline = decision.removesuffix(" (see above)")
+    assert text.startswith(f"earlier step\n### ❌ evaltape replay: {headline}\n")
     assert "| regression | 1 |" in text and "| stale | 1 |" in text
     commands = re.findall(r"inspect: `([^`]+)`", text)
     assert len(commands) == 3

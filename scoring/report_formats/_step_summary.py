@@ -8,9 +8,13 @@ command that shows it turn by turn.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from evaltape.scoring.report_formats._results import RunResults
+
+SEE_ABOVE = re.compile(r" \(see (UNTESTED )?above\)")
+"""The text report's pointer to its own lines, which a summary does not have."""
 
 FIRST = 10
 """How many of the cases to look at are listed."""
@@ -26,7 +30,7 @@ def step_summary(results: RunResults, first: int = FIRST) -> str:
     icon = "✅" if results.exit_code == 0 else "❌"
     run = f" · run `{results.run_id}`" if results.run_id else ""
     lines = [
-        f"### {icon} evaltape {results.command}: {_cell(results.decision)}",
+        f"### {icon} evaltape {results.command}: {_cell(SEE_ABOVE.sub('', results.decision))}",
         "",
         f"exit code {results.exit_code}{run} · {len(results.cases)} case(s) and model(s)",
         "",
