@@ -30,7 +30,17 @@ EXIT_AUTH = 2
 """The provider refused the credentials: the A/B could not run."""
 
 
-@click.command()
+EXAMPLE = """\b
+Example:
+  evaltape ab coding -m gpt-4.1-mini --trials 5 --baseline env:MY_FLAG=0 --candidate env:MY_FLAG=1
+"""
+"""The example ``--help`` ends with."""
+
+
+@click.command(
+    short_help="A/B two variants of the harness now, interleaved; a report, never a gate.",
+    epilog=EXAMPLE,
+)
 @click.argument("suite", required=False, metavar="[SUITE]")
 @click.option(
     "--baseline",

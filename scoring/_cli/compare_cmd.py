@@ -67,9 +67,20 @@ def _only(attempts: Sequence[AttemptResult], suite: str | None) -> list[AttemptR
     return [a for a in attempts if suite is None or a.suite == suite]
 
 
-@click.command("compare")
+EXAMPLE = """\b
+Example:
+  evaltape compare baseline:release-2026-12 latest --json compare.json
+"""
+"""The example ``--help`` ends with."""
+
+
+@click.command(
+    "compare",
+    short_help="Print the regression report of CURRENT (default: latest) against BASE.",
+    epilog=EXAMPLE,
+)
 @click.argument("base", metavar="BASE")
-@click.argument("current", metavar="CURRENT", default="latest")
+@click.argument("current", metavar="[CURRENT]", default="latest")
 @click.option("--model", default=None, metavar="MODEL", help="The model to compare on both sides.")
 @click.option(
     "--base-model",

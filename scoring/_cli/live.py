@@ -45,7 +45,17 @@ def models_of(model: str | None, compare: str | None, config: Config) -> tuple[s
     return (chosen,)
 
 
-@click.command()
+EXAMPLE = """\b
+Example:
+  evaltape live -m gpt-4.1-mini --gate --junit gate.xml
+"""
+"""The example ``--help`` ends with."""
+
+
+@click.command(
+    short_help="Run the selected cases live, each attempt recorded to the run's own tapes.",
+    epilog=EXAMPLE,
+)
 @click.option("-m", "--model", "model", metavar="MODEL", help="The model under test.")
 @click.option(
     "--compare",
@@ -143,8 +153,9 @@ def live(
     gate_opts: GateOptions,
     results: ResultFiles,
 ) -> None:
-    """Run the selected cases live: every attempt recorded to the run's own tapes,
-    <results>/tapes/<run id>/<suite>/<case>.tape.
+    """Run the selected cases live, each attempt recorded to the run's own tapes.
+
+    The run's tapes are <results>/tapes/<run id>/<suite>/<case>.tape.
 
     With --update-cassettes each session also replaces the recording of the same
     case, model and attempt in <cassettes>/<suite>/<case>.tape (atomically), so

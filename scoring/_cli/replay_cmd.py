@@ -24,8 +24,18 @@ from evaltape.scoring.run._host import Host
 from evaltape.scoring.run._replay import ReplayRequest, run_replay
 from evaltape.scoring.run._stop import StopKind
 
+EXAMPLE = """\b
+Example:
+  evaltape replay --cases fix- --junit replay.xml
+"""
+"""The example ``--help`` ends with."""
 
-@click.command(name="replay")
+
+@click.command(
+    "replay",
+    short_help="Replay recorded live sessions with today's harness and compare verdicts.",
+    epilog=EXAMPLE,
+)
 @click.argument("tapes", nargs=-1, type=click.Path(exists=True, dir_okay=True, path_type=Path))
 @click.option(
     "--latest", is_flag=True, help="Replay only the newest session per case, model and attempt."

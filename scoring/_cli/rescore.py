@@ -26,7 +26,18 @@ LIVE_JUDGE_REFUSED = (
 """Why ``evaltape rescore --allow-live-judge`` is refused."""
 
 
-@click.command(name="rescore")
+EXAMPLE = """\b
+Example:
+  evaltape rescore latest --junit rescore.xml
+"""
+"""The example ``--help`` ends with."""
+
+
+@click.command(
+    "rescore",
+    short_help="Score recorded sessions again with today's cases and scorer; nothing runs.",
+    epilog=EXAMPLE,
+)
 @click.argument("sources", nargs=-1, metavar="[RUN | TAPE...]")
 @click.option(
     "--latest",
