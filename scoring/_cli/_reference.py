@@ -47,7 +47,7 @@ def command_section(group: click.Group, name: str) -> str:
     rows = []
     for param in command.get_params(ctx):
         record = param.get_help_record(ctx)
-        if isinstance(param, click.Option) and param.name != "help" and record is not None:
+        if isinstance(param, click.Option) and "--help" not in param.opts and record is not None:
             rows.append(f"| `{_cell(record[0])}` | {_cell(record[1])} |")
     parts = [f"## `evaltape {name}`", "", "```", usage, "```", ""]
     for p in paragraphs:
