@@ -28,6 +28,7 @@ from evaltape.scoring.results._records import (
     Verdict,
 )
 from evaltape.scoring.run._ab import ABOutcome, ABRequest, run_ab
+from evaltape.scoring.run._bisect import BisectOutcome, BisectRequest, BisectStep, run_bisect
 from evaltape.scoring.run._host import Host, Reporter
 from evaltape.scoring.run._live import LiveOutcome, LiveRequest, run_live
 from evaltape.scoring.run._replay import ReplayOutcome, ReplayRequest, run_replay
@@ -53,6 +54,9 @@ __all__: list[str] = [
     "ABRequest",
     "Answer",
     "AttemptResult",
+    "BisectOutcome",
+    "BisectRequest",
+    "BisectStep",
     "Case",
     "CaseError",
     "CaseKind",
@@ -109,6 +113,7 @@ __all__: list[str] = [
     "rescore_tapes",
     "resolve_run",
     "run_ab",
+    "run_bisect",
     "run_live",
     "run_replay",
     "run_rerecord",

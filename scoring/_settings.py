@@ -153,7 +153,8 @@ SETTINGS: tuple[Setting, ...] = (
         kind=SettingKind.SECONDS,
         default=300.0,
         metavar="SECONDS",
-        help="A model call open longer than this is a hang and fails the attempt.",
+        help="Seconds an attempt may run, and a model call may stay open, before it is a hang: "
+        "the attempt stops as a timeout, and a recorded call open longer fails the hang check.",
     ),
     Setting(
         name="pricing",

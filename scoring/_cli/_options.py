@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import attrs
 import click
 
 from evaltape.scoring._config import ConfigError, load_config
@@ -163,3 +164,58 @@ def cases_option(func: Callable[..., R]) -> Callable[..., R]:
         help="Only these cases: each an exact id or, when no id equals it, an id prefix. "
         "Comma-separated and/or repeated.",
     )(func)
+
+
+@attrs.frozen(kw_only=True)
+class ResultFiles:
+    """Where a run's machine-readable results go (``--junit``, ``--json``, the job summary)."""
+
+    junit: Path | None = None
+    """``--junit FILE``: JUnit XML."""
+    json: str | None = None
+    """``--json FILE``: the outcome as JSON; ``-`` is stdout (the text report then goes to
+    stderr)."""
+    step_summary: bool = True
+    """Append the Markdown summary to ``$GITHUB_STEP_SUMMARY`` when it is set."""
+
+
+def result_options(func: Callable[..., R]) -> Callable[..., R]:
+    """``--junit FILE``, ``--json FILE`` and ``--no-step-summary``, handed to the body as
+    ``results: ResultFiles``.  The same three flags on every command that runs or compares."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> R:
+        files = ResultFiles(
+            junit=kwargs.pop("junit_file"),
+            json=kwargs.pop("json_file"),
+            step_summary=not kwargs.pop("no_step_summary"),
+        )
+        return func(*args, results=files, **kwargs)
+
+    decorated: Callable[..., Any] = wrapper
+    for option in (
+        click.option(
+            "--no-step-summary",
+            is_flag=True,
+            help="Do not append the Markdown summary to $GITHUB_STEP_SUMMARY (appended "
+            "whenever that variable is set).",
+        ),
+        click.option(
+            "--json",
+            "json_file",
+            metavar="FILE",
+            default=None,
+            help="Write the outcome as JSON to FILE (docs/json.md); '-' writes it to stdout "
+            "and the text report to stderr.",
+        ),
+        click.option(
+            "--junit",
+            "junit_file",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            metavar="FILE",
+            help="Write JUnit XML to FILE: one testcase per case and model (docs/ci.md).",
+        ),
+    ):
+        decorated = option(decorated)
+    return decorated

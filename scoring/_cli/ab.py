@@ -8,11 +8,18 @@ import click
 
 from evaltape.recorder import Source
 from evaltape.scoring._cli._boundary import EXIT_INTERRUPTED, boundary, fail, interruptible
-from evaltape.scoring._cli._options import cases_option, config_options
+from evaltape.scoring._cli._options import (
+    ResultFiles,
+    cases_option,
+    config_options,
+    result_options,
+)
 from evaltape.scoring._cli._progress import CliReporter
 from evaltape.scoring._cli._render_ab import ABProgress, print_report
+from evaltape.scoring._cli._results_out import text_report, write_results
 from evaltape.scoring._cli.live import SOURCES
 from evaltape.scoring._config import Config
+from evaltape.scoring.report_formats import ab_json, from_ab
 from evaltape.scoring.run._ab import ABRequest, run_ab
 from evaltape.scoring.run._host import Host
 from evaltape.scoring.run._setup import RunRefused
@@ -23,7 +30,17 @@ EXIT_AUTH = 2
 """The provider refused the credentials: the A/B could not run."""
 
 
-@click.command()
+EXAMPLE = """\b
+Example:
+  evaltape ab coding -m gpt-4.1-mini --trials 5 --baseline env:MY_FLAG=0 --candidate env:MY_FLAG=1
+"""
+"""The example ``--help`` ends with."""
+
+
+@click.command(
+    short_help="A/B two variants of the harness now, interleaved; a report, never a gate.",
+    epilog=EXAMPLE,
+)
 @click.argument("suite", required=False, metavar="[SUITE]")
 @click.option(
     "--baseline",
@@ -91,6 +108,7 @@ EXIT_AUTH = 2
     "judge_trial_floor",
     "sandbox",
 )
+@result_options
 @boundary
 @interruptible
 def ab(
@@ -105,6 +123,7 @@ def ab(
     seed: int | None,
     retries: int,
     config: Config,
+    results: ResultFiles,
 ) -> None:
     """A/B two variants of the harness now, interleaved; a report, never a gate.
 
@@ -123,9 +142,10 @@ def ab(
     chosen_model = model or config.model
     if not chosen_model:
         raise RunRefused('no model: pass -m MODEL or set "model" in evaltape.toml')
+    host = Host.of_process()
     request = ABRequest(
         config=config,
-        host=Host.of_process(),
+        host=host,
         baseline=baseline,
         candidate=candidate,
         model=chosen_model,
@@ -139,7 +159,14 @@ def ab(
         reporter=CliReporter(line=ABProgress()),
     )
     outcome = run_ab(request)
-    print_report(outcome, baseline, candidate, alpha)
+    with text_report(results):
+        print_report(outcome, baseline, candidate, alpha)
+    stopped: dict[StopKind | None, int] = {
+        StopKind.AUTH: EXIT_AUTH,
+        StopKind.INTERRUPT: EXIT_INTERRUPTED,
+    }
+    found = from_ab(outcome, chosen_model, stopped.get(outcome.pool.stopped, 0))
+    write_results(results, found, lambda: ab_json(outcome, found), host)
     if outcome.pool.stopped is StopKind.AUTH:
         fail(f"{outcome.pool.reason}; check OPENAI_API_KEY / ANTHROPIC_API_KEY", EXIT_AUTH)
     if outcome.pool.stopped is StopKind.INTERRUPT:

@@ -14,8 +14,18 @@ from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.cases._append import append_case
 from evaltape.scoring.cases._harvest import harvest
 
+EXAMPLE = """\b
+Example:
+  evaltape add cassettes/coding/fix-off-by-one.tape --write coding
+"""
+"""The example ``--help`` ends with."""
 
-@click.command(name="add")
+
+@click.command(
+    "add",
+    short_help="Print a draft case made from a recorded session of TAPE.",
+    epilog=EXAMPLE,
+)
 @click.argument("tape", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--session",

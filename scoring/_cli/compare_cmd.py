@@ -18,12 +18,15 @@ import click
 
 from evaltape.scoring._cli._boundary import boundary
 from evaltape.scoring._cli._gate_flow import folder
-from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._cli._options import ResultFiles, config_options, result_options
+from evaltape.scoring._cli._results_out import text_report, write_results
 from evaltape.scoring._config import Config, display_path
 from evaltape.scoring._errors import ScoringError
+from evaltape.scoring.report_formats import compare_json, from_comparison
 from evaltape.scoring.results import _baselines as baselines
 from evaltape.scoring.results._record_files import read_record, resolve_run
 from evaltape.scoring.results._records import AttemptResult, RunRecord
+from evaltape.scoring.run._host import Host
 from evaltape.scoring.verdicts._compare import compare
 from evaltape.scoring.verdicts._compare_gate import gate_beside
 from evaltape.scoring.verdicts._compare_render import render_comparison
@@ -100,9 +103,20 @@ def _only(attempts: Sequence[AttemptResult], suite: str | None) -> list[AttemptR
     return [a for a in attempts if suite is None or a.suite == suite]
 
 
-@click.command("compare")
+EXAMPLE = """\b
+Example:
+  evaltape compare baseline:release-2026-12 latest --json compare.json
+"""
+"""The example ``--help`` ends with."""
+
+
+@click.command(
+    "compare",
+    short_help="Print the regression report of CURRENT (default: latest) against BASE.",
+    epilog=EXAMPLE,
+)
 @click.argument("base", metavar="BASE")
-@click.argument("current", metavar="CURRENT", default="latest")
+@click.argument("current", metavar="[CURRENT]", default="latest")
 @click.option("--model", default=None, metavar="MODEL", help="The model to compare on both sides.")
 @click.option(
     "--base-model",
@@ -119,6 +133,7 @@ def _only(attempts: Sequence[AttemptResult], suite: str | None) -> list[AttemptR
     help="Significance level of the paired test.",
 )
 @config_options("suites", "results")
+@result_options
 @boundary
 def compare_cmd(
     base: str,
@@ -128,6 +143,7 @@ def compare_cmd(
     suite: str | None,
     alpha: float,
     config: Config,
+    results: ResultFiles,
 ) -> None:
     """Print the regression report of CURRENT (default: latest) against BASE.
 
@@ -146,7 +162,15 @@ def compare_cmd(
             "current attempts" + (f" in suite {suite}" if suite else "")
         )
     result = compare(before.attempts, now.attempts, alpha=alpha)
-    for line in render_comparison(result, baseline_label=before.label, current_label=now.label):
-        click.echo(line)
-    for line in _gate(before, now, config, alpha):
-        click.echo(line)
+    with text_report(results):
+        for line in render_comparison(result, baseline_label=before.label, current_label=now.label):
+            click.echo(line)
+        for line in _gate(before, now, config, alpha):
+            click.echo(line)
+    found = from_comparison(result, current_run=now.record.run_id if now.record else "")
+    write_results(
+        results,
+        found,
+        lambda: compare_json(result, found, baseline_label=before.label, current_label=now.label),
+        Host.of_process(),
+    )

@@ -58,7 +58,18 @@ def _rescorer(config: Config) -> Rescore:
     return rescore
 
 
-@click.command(name="export")
+EXAMPLE = """\b
+Example:
+  evaltape export latest --export-content
+"""
+"""The example ``--help`` ends with."""
+
+
+@click.command(
+    "export",
+    short_help="Export the attempts of a finished run RUN (default: latest) as OTLP traces.",
+    epilog=EXAMPLE,
+)
 @click.argument("run", default="latest")
 @click.option(
     "--again",

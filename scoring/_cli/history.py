@@ -40,7 +40,17 @@ def describe_entry(entry: HistoryEntry) -> str:
     return "  ".join(cells)
 
 
-@click.command()
+EXAMPLE = """\b
+Example:
+  evaltape history --limit 10
+"""
+"""The example ``--help`` ends with."""
+
+
+@click.command(
+    short_help="List finished runs from <results>/history.jsonl, newest last.",
+    epilog=EXAMPLE,
+)
 @click.option(
     "--limit",
     type=click.IntRange(min=1),

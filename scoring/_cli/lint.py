@@ -38,7 +38,17 @@ def tape_files(paths: tuple[str, ...]) -> Iterator[Path]:
             yield path
 
 
-@click.command()
+EXAMPLE = """\b
+Example:
+  evaltape lint cassettes/
+"""
+"""The example ``--help`` ends with."""
+
+
+@click.command(
+    short_help="Check that the tapes in PATHS hold no secrets.",
+    epilog=EXAMPLE,
+)
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option(
     "--pattern",

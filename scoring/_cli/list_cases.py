@@ -9,8 +9,18 @@ from evaltape.scoring._cli.validate import load_or_report
 from evaltape.scoring._config import Config
 from evaltape.scoring.cases._cases import SelectionError, select
 
+EXAMPLE = """\b
+Example:
+  evaltape list --suite coding --cases fix-
+"""
+"""The example ``--help`` ends with."""
 
-@click.command(name="list")
+
+@click.command(
+    "list",
+    short_help="List the selected cases: suite, id, kind, pinned model and markers.",
+    epilog=EXAMPLE,
+)
 @cases_option
 @click.option("--suite", metavar="NAME", help="Only the suite NAME (a suite file's stem).")
 @config_options("suites", "rubrics")

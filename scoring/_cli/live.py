@@ -9,10 +9,17 @@ import click
 from evaltape.recorder import Source
 from evaltape.scoring._cli import _gate_flow
 from evaltape.scoring._cli._boundary import boundary, interruptible
-from evaltape.scoring._cli._options import cases_option, config_options
+from evaltape.scoring._cli._options import (
+    ResultFiles,
+    cases_option,
+    config_options,
+    result_options,
+)
 from evaltape.scoring._cli._progress import CliReporter
 from evaltape.scoring._cli._render_live import render_outcome
+from evaltape.scoring._cli._results_out import exit_code_of, text_report, write_results
 from evaltape.scoring._config import Config
+from evaltape.scoring.report_formats import from_live, live_json
 from evaltape.scoring.run._host import Host
 from evaltape.scoring.run._live import LiveRequest, run_live
 from evaltape.scoring.run._setup import RunRefused
@@ -40,7 +47,17 @@ def models_of(model: str | None, compare: str | None, config: Config) -> tuple[s
     return (chosen,)
 
 
-@click.command()
+EXAMPLE = """\b
+Example:
+  evaltape live -m gpt-4.1-mini --gate --junit gate.xml
+"""
+"""The example ``--help`` ends with."""
+
+
+@click.command(
+    short_help="Run the selected cases live, each attempt recorded to the run's own tapes.",
+    epilog=EXAMPLE,
+)
 @click.option("-m", "--model", "model", metavar="MODEL", help="The model under test.")
 @click.option(
     "--compare",
@@ -120,6 +137,7 @@ def models_of(model: str | None, compare: str | None, config: Config) -> tuple[s
     "sandbox",
 )
 @_gate_flow.gate_options
+@result_options
 @boundary
 @interruptible
 def live(
@@ -138,9 +156,11 @@ def live(
     export_content: bool,
     config: Config,
     gate_opts: GateOptions,
+    results: ResultFiles,
 ) -> None:
-    """Run the selected cases live: every attempt recorded to the run's own tapes,
-    <results>/tapes/<run id>/<suite>/<case>.tape.
+    """Run the selected cases live, each attempt recorded to the run's own tapes.
+
+    The run's tapes are <results>/tapes/<run id>/<suite>/<case>.tape.
 
     With --update-cassettes each session also replaces the recording of the same
     case, model and attempt in <cassettes>/<suite>/<case>.tape (atomically), so
@@ -159,9 +179,10 @@ def live(
     if _gate_flow.listing(gate_opts, config):
         return
     trials = _gate_flow.trials(gate_opts, config)
+    host = Host.of_process()
     request = LiveRequest(
         config=config,
-        host=Host.of_process(),
+        host=host,
         models=models_of(model, compare, config),
         trials=trials,
         cases=cases,
@@ -180,6 +201,12 @@ def live(
     )
     outcome = run_live(request)
     if not outcome.ran:
-        click.echo("entry check: no new or edited case; nothing was run")
-        return
-    sys.exit(render_outcome(outcome, gate_opts))
+        with text_report(results):
+            click.echo("entry check: no new or edited case; nothing was run")
+        code = 0
+    else:
+        with text_report(results):
+            code = exit_code_of(lambda: render_outcome(outcome, gate_opts))
+    found = from_live(outcome, code)
+    write_results(results, found, lambda: live_json(outcome, found), host)
+    sys.exit(code)

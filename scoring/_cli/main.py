@@ -12,6 +12,7 @@ from evaltape.recorder import VERSION
 from evaltape.scoring._cli import (
     ab,
     add,
+    bisect,
     compare_cmd,
     export,
     history,
@@ -49,6 +50,7 @@ COMMANDS: tuple[click.Command, ...] = (
     ab.ab,
     export.export,
     report_cmd.report,
+    bisect.bisect,
 )
 """Every subcommand, resolved through this one explicit table."""
 

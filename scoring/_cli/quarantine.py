@@ -18,8 +18,18 @@ from evaltape.scoring.verdicts._quarantine import (
     report_to_json,
 )
 
+EXAMPLE = """\b
+Example:
+  evaltape quarantine-report -m gpt-4.1-mini
+"""
+"""The example ``--help`` ends with."""
 
-@click.command("quarantine-report")
+
+@click.command(
+    "quarantine-report",
+    short_help="Propose quarantines and releases from the pass rates the history shows.",
+    epilog=EXAMPLE,
+)
 @click.option("-m", "--model", metavar="MODEL", default=None, help="Only this model's attempts.")
 @click.option(
     "--since",

@@ -5,19 +5,37 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import attrs
 import click
 
 from evaltape.scoring._cli._boundary import EXIT_INTERRUPTED, boundary, fail, interruptible
-from evaltape.scoring._cli._options import cases_option, config_options
+from evaltape.scoring._cli._options import (
+    ResultFiles,
+    cases_option,
+    config_options,
+    result_options,
+)
 from evaltape.scoring._cli._progress import CliReporter
 from evaltape.scoring._cli._render_replay import print_report
+from evaltape.scoring._cli._results_out import exit_code_of, text_report, write_results
 from evaltape.scoring._config import Config, display_path
+from evaltape.scoring.report_formats import from_replay, replay_json
 from evaltape.scoring.run._host import Host
 from evaltape.scoring.run._replay import ReplayRequest, run_replay
 from evaltape.scoring.run._stop import StopKind
 
+EXAMPLE = """\b
+Example:
+  evaltape replay --cases fix- --junit replay.xml
+"""
+"""The example ``--help`` ends with."""
 
-@click.command(name="replay")
+
+@click.command(
+    "replay",
+    short_help="Replay recorded live sessions with today's harness and compare verdicts.",
+    epilog=EXAMPLE,
+)
 @click.argument("tapes", nargs=-1, type=click.Path(exists=True, dir_okay=True, path_type=Path))
 @click.option(
     "--latest", is_flag=True, help="Replay only the newest session per case, model and attempt."
@@ -78,6 +96,7 @@ from evaltape.scoring.run._stop import StopKind
     "sandbox",
     "scrub",
 )
+@result_options
 @boundary
 @interruptible
 def replay(
@@ -92,6 +111,7 @@ def replay(
     export_traces: bool,
     export_content: bool,
     config: Config,
+    results: ResultFiles,
 ) -> None:
     """Replay recorded live sessions with today's harness and compare verdicts.
 
@@ -109,10 +129,11 @@ def replay(
     be tested (no tapes, an unreadable tape, a case with no recording); 3: only
     stale recordings; 130: interrupted.
     """
+    host = Host.of_process()
     outcome = run_replay(
         ReplayRequest(
             config=config,
-            host=Host.of_process(),
+            host=host,
             tapes=tapes,
             latest=latest,
             lenient=lenient,
@@ -125,26 +146,34 @@ def replay(
             reporter=CliReporter(),
         )
     )
-    if not outcome.ran:
-        where = ", ".join(str(p) for p in tapes) or display_path(config.cassettes)
-        for line in outcome.untested[:-1]:
-            click.echo(f"evaltape: error: {line}", err=True)
-        last = outcome.untested[-1:] or (
-            f"no recorded live session of the selected cases in {where}; nothing was tested",
+
+    def render() -> int:
+        if not outcome.ran:
+            where = ", ".join(str(p) for p in tapes) or display_path(config.cassettes)
+            for line in outcome.untested[:-1]:
+                click.echo(f"evaltape: error: {line}", err=True)
+            last = outcome.untested[-1:] or (
+                f"no recorded live session of the selected cases in {where}; nothing was tested",
+            )
+            fail(last[0], 2)
+        assert outcome.record_path is not None
+        print_report(
+            outcome.pool,
+            outcome.floors,
+            outcome.judge,
+            prices=outcome.prices,
+            untested=outcome.untested,
+            verbose=verbose,
+            assumed=lenient,
         )
-        fail(last[0], 2)
-    assert outcome.record_path is not None
-    print_report(
-        outcome.pool,
-        outcome.floors,
-        outcome.judge,
-        prices=outcome.prices,
-        untested=outcome.untested,
-        verbose=verbose,
-        assumed=lenient,
-    )
-    click.echo(f"record: {display_path(outcome.record_path)}", err=True)
-    if outcome.pool.stopped is StopKind.INTERRUPT:
-        click.echo("evaltape: interrupted; finished replays were kept", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    sys.exit(outcome.exit_code)
+        click.echo(f"record: {display_path(outcome.record_path)}", err=True)
+        if outcome.pool.stopped is StopKind.INTERRUPT:
+            click.echo("evaltape: interrupted; finished replays were kept", err=True)
+            return EXIT_INTERRUPTED
+        return outcome.exit_code
+
+    with text_report(results):
+        code = exit_code_of(render)
+    found = attrs.evolve(from_replay(outcome), exit_code=code)
+    write_results(results, found, lambda: replay_json(outcome, found), host)
+    sys.exit(code)

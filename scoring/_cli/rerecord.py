@@ -21,7 +21,17 @@ EXIT_BUDGET = 3
 """The budget stopped the run: some stale attempts were not recorded again."""
 
 
-@click.command()
+EXAMPLE = """\b
+Example:
+  evaltape rerecord --pricing prices.json --budget 2
+"""
+"""The example ``--help`` ends with."""
+
+
+@click.command(
+    short_help="Record again, live, exactly the attempts a replay found STALE.",
+    epilog=EXAMPLE,
+)
 @click.option(
     "--from",
     "from_run",

@@ -5,10 +5,17 @@ from __future__ import annotations
 import click
 
 from evaltape.scoring._cli._boundary import boundary, interruptible
-from evaltape.scoring._cli._options import cases_option, config_options
+from evaltape.scoring._cli._options import (
+    ResultFiles,
+    cases_option,
+    config_options,
+    result_options,
+)
 from evaltape.scoring._cli._progress import CliReporter
 from evaltape.scoring._cli._render_rescore import print_report
+from evaltape.scoring._cli._results_out import text_report, write_results
 from evaltape.scoring._config import Config, display_path
+from evaltape.scoring.report_formats import from_rescore, rescore_json
 from evaltape.scoring.run._host import Host
 from evaltape.scoring.run._rescore_entry import RescoreRequest, run_rescore
 from evaltape.scoring.run._setup import RunRefused
@@ -20,7 +27,18 @@ LIVE_JUDGE_REFUSED = (
 """Why ``evaltape rescore --allow-live-judge`` is refused."""
 
 
-@click.command(name="rescore")
+EXAMPLE = """\b
+Example:
+  evaltape rescore latest --junit rescore.xml
+"""
+"""The example ``--help`` ends with."""
+
+
+@click.command(
+    "rescore",
+    short_help="Score recorded sessions again with today's cases and scorer; nothing runs.",
+    epilog=EXAMPLE,
+)
 @click.argument("sources", nargs=-1, metavar="[RUN | TAPE...]")
 @click.option(
     "--latest",
@@ -45,6 +63,7 @@ LIVE_JUDGE_REFUSED = (
     "judge_trial_floor",
     "sandbox",
 )
+@result_options
 @boundary
 @interruptible
 def rescore(
@@ -54,6 +73,7 @@ def rescore(
     suite: str | None,
     allow_live_judge: bool,
     config: Config,
+    results: ResultFiles,
 ) -> None:
     """Score recorded sessions again with today's cases and scorer; nothing runs.
 
@@ -71,9 +91,10 @@ def rescore(
     """
     if allow_live_judge:
         raise RunRefused(LIVE_JUDGE_REFUSED)
+    host = Host.of_process()
     request = RescoreRequest(
         config=config,
-        host=Host.of_process(),
+        host=host,
         sources=sources,
         latest=latest,
         cases=cases,
@@ -83,5 +104,8 @@ def rescore(
     done = run_rescore(request)
     for line in (*done.rescore.notes, *(s.line for s in done.rescore.skipped)):
         click.echo(f"evaltape: {line}", err=True)
-    print_report(done.rescore, done.floors)
+    with text_report(results):
+        print_report(done.rescore, done.floors)
     click.echo(f"record: {display_path(done.record_path)}", err=True)
+    found = from_rescore(done)
+    write_results(results, found, lambda: rescore_json(done, found), host)

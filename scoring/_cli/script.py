@@ -11,7 +11,17 @@ from evaltape.recorder import ScriptError, ScriptFlavor, load_script, write_scri
 EXIT_BAD_SCRIPT = 2
 
 
-@click.command()
+EXAMPLE = """\b
+Example:
+  evaltape script fix-bug.json -o fix-bug.tape --flavor anthropic.messages --stream
+"""
+"""The example ``--help`` ends with."""
+
+
+@click.command(
+    short_help="Write the responses of SCRIPT (JSON, or YAML with PyYAML) as a tape.",
+    epilog=EXAMPLE,
+)
 @click.argument("script_file", metavar="SCRIPT", type=click.Path(dir_okay=False))
 @click.option(
     "-o",

@@ -12,8 +12,17 @@ from evaltape.scoring._cli._describe import describe_event, describe_session
 from evaltape.scoring._cli._escape import printable
 from evaltape.scoring._cli._jsonview import event_json
 
+EXAMPLE = """\b
+Example:
+  evaltape show cassettes/coding/fix-off-by-one.tape --json
+"""
+"""The example ``--help`` ends with."""
 
-@click.command()
+
+@click.command(
+    short_help="Show the sessions and events recorded in FILES.",
+    epilog=EXAMPLE,
+)
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per event (git textconv).")
 @boundary

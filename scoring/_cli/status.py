@@ -92,7 +92,17 @@ def describe(record: RunRecord, now: float) -> list[str]:
     return lines
 
 
-@click.command()
+EXAMPLE = """\b
+Example:
+  evaltape status latest --json
+"""
+"""The example ``--help`` ends with."""
+
+
+@click.command(
+    short_help="Show the state and progress of RUN (default: latest).",
+    epilog=EXAMPLE,
+)
 @click.argument("run", default="latest", metavar="[RUN]")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @config_options("results")

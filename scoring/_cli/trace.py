@@ -1,4 +1,4 @@
-"""``evaltape trace RUN [--case ID | --cases ID,...]``: a run's attempts, turn by turn."""
+"""``evaltape trace [RUN] [--cases ID,...]``: a run's attempts, turn by turn."""
 
 from __future__ import annotations
 
@@ -21,9 +21,37 @@ from evaltape.scoring.run._host import Host
 from evaltape.scoring.run._sandboxing import sandbox_for
 
 
-@click.command(name="trace")
-@click.argument("run", default="latest", metavar="RUN")
-@click.option("--case", "case_id", metavar="ID", help="The case to show; omit to list the cases.")
+def _deprecated_case(ctx: click.Context, param: click.Parameter, value: str | None) -> object:
+    """``--case ID`` still works, and says that ``--cases`` is the spelling of every command."""
+    if value is not None:
+        click.echo(
+            f"evaltape: warning: --case is deprecated; use --cases {value} (as every command)",
+            err=True,
+        )
+    return value
+
+
+EXAMPLE = """\b
+Example:
+  evaltape trace latest --cases fix-off-by-one -m gpt-4.1-mini
+"""
+"""The example ``--help`` ends with."""
+
+
+@click.command(
+    "trace",
+    short_help="Show a run's attempts at the selected cases turn by turn, read from their tapes.",
+    epilog=EXAMPLE,
+)
+@click.argument("run", default="latest", metavar="[RUN]")
+@click.option(
+    "--case",
+    "case_id",
+    metavar="ID",
+    hidden=True,
+    callback=_deprecated_case,
+    help="Deprecated spelling of --cases ID (one exact id).",
+)
 @cases_option
 @click.option("-m", "--model", metavar="MODEL", help="Only this model's attempts.")
 @click.option("--full", is_flag=True, help="Show every value in full (long values are cut).")
@@ -46,11 +74,11 @@ def trace(
     width: int,
     config: Config,
 ) -> None:
-    """Show a run's attempts at one case turn by turn, read from their tapes.
+    """Show a run's attempts at the selected cases turn by turn, read from their tapes.
 
     RUN is `latest` (the default), a run id, a unique prefix of one, or the
-    path of a run record.  Without --case, lists the run's cases with their
-    verdict counts.  With --case ID, or --cases (exact ids or prefixes,
+    path of a run record.  Without --cases, lists the run's cases with their
+    verdict counts.  With --cases (exact ids or prefixes,
     comma-separated or repeated, as in every command), each attempt is one block: every turn's
     thinking and text, each tool call's exact arguments and the result the
     tool returned, failures, how the session ended, and the verdict scored
@@ -70,7 +98,7 @@ def trace(
         for line in lines:
             click.echo("  " + printable(line))
         if lines:
-            click.echo("show one with: evaltape trace RUN --case ID", err=True)
+            click.echo("show one with: evaltape trace RUN --cases ID", err=True)
         return
     ids = tuple(dict.fromkeys(a.case_id for a in record.attempts))
     if case_id is not None and case_id not in ids:

@@ -41,7 +41,17 @@ def load_or_report(paths: tuple[str, ...], config: Config) -> tuple[Suite, ...]:
         report_problems(exc.problems)
 
 
-@click.command()
+EXAMPLE = """\b
+Example:
+  evaltape validate evals/
+"""
+"""The example ``--help`` ends with."""
+
+
+@click.command(
+    short_help="Check suite files (PATHS: files or folders; default the suites folder).",
+    epilog=EXAMPLE,
+)
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
 @config_options("suites", "rubrics", "scorers")
 def validate(paths: tuple[str, ...], config: Config) -> None:

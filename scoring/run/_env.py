@@ -6,6 +6,8 @@ Live, replay and A/B runs differ only in what they add: live and A/B a
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from evaltape.recorder import VERSION, Source, default_redactor, secret_values
 from evaltape.replay import Sandbox
 from evaltape.scoring._config import Config
@@ -71,3 +73,13 @@ def job_env(
         redactor=default_redactor().extended(values=secret_values(host.environ)),
         sandbox=chosen,
     )
+
+
+STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+"""The variable GitHub Actions sets to the file a step's Markdown summary is appended to."""
+
+
+def step_summary_path(host: Host) -> Path | None:
+    """The job summary file the host's CI names, or None outside such a CI."""
+    named = host.environ.get(STEP_SUMMARY, "")
+    return Path(named) if named else None
