@@ -11,11 +11,13 @@ from __future__ import annotations
 import importlib
 import json
 import re
+import sys
 import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
+import msgspec
 import zstandard
 
 from evaltape.recorder._events import Headers
@@ -25,6 +27,27 @@ MAX_DECODED = 256 * 1024 * 1024
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_decode: Callable[[str | bytes], Any] = msgspec.json.Decoder().decode
+_DIGITS = bytes(48 if 48 <= i < 58 else 32 for i in range(256))  # digits -> "0", else " "
+_INT_DIGITS = sys.get_int_max_str_digits() or 0
+
+
+def huge_int(text: str | bytes) -> bool:
+    """True if ``text`` holds a run of more digits than ``json.loads`` turns into an int."""
+    if not _INT_DIGITS or len(text) <= _INT_DIGITS:
+        return False
+    raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    return b"0" * (_INT_DIGITS + 1) in raw.translate(_DIGITS)
+
+
+def _fast(text: str | bytes) -> Any:
+    """A strict JSON parser in C: where it accepts a text, its value is ``json.loads``'s
+    (big integers stay exact, duplicate keys keep the last).  What it refuses (a BOM,
+    NaN, lone surrogates, anything malformed, an int past Python's digit limit) goes
+    to ``json.loads``, which also words the problem."""
+    if huge_int(text):
+        raise msgspec.DecodeError("an integer past the digit limit")
+    return _decode(text)
 
 
 @attrs.frozen(kw_only=True)
@@ -145,6 +168,12 @@ def decode_content(raw: bytes, headers: Headers) -> Decoded:
 
 def load_json(data: bytes, what: str) -> tuple[Any, str]:
     """``(value, "")`` or ``(None, problem)`` for a JSON text."""
+    # json.loads reads bytes whose first two are not NUL as UTF-8, as _fast does.
+    if data[:1] in (b"{", b"[") and data[1:2] != b"\x00":
+        try:
+            return _fast(data), ""
+        except (msgspec.DecodeError, RecursionError):
+            pass
     try:
         return json.loads(data), ""
     except UnicodeDecodeError as exc:
@@ -163,6 +192,10 @@ def load_json_text(data: str, what: str) -> tuple[Any, str]:
     the long way, which also words the problem.
     """
     if data[:1] == "{":
+        try:
+            return _fast(data), ""
+        except (msgspec.DecodeError, RecursionError):
+            pass
         try:
             value, end = _scan(data, 0)
         except (StopIteration, ValueError, RecursionError):
@@ -192,6 +225,10 @@ def parse_sse(data: bytes) -> SseStream:
         payloads = text[6:-2].split("\n\ndata: ")
         if text.count("\n") == 2 * len(payloads):  # so no payload holds a line end
             return SseStream(names=("",) * len(payloads), payloads=tuple(payloads), complete=True)
+    if "\r" not in text and text.startswith("event: ") and text.endswith("\n\n"):
+        named = _named(text)
+        if named is not None:
+            return named
     lines = text.split("\n") if "\r" not in text else _LINE_END.split(text)
     tail = lines.pop()  # text after the last line end: a cut-off line, or ""
     names: list[str] = []
@@ -223,6 +260,23 @@ def parse_sse(data: bytes) -> SseStream:
     return SseStream(
         names=tuple(names), payloads=tuple(payloads), complete=not pending and not tail
     )
+
+
+def _named(text: str) -> SseStream | None:
+    """The usual named-event body (``event: NAME`` then ``data: ...``, a blank line
+    after each pair, no other lines), read without the general walk; else None."""
+    blocks = text[:-2].split("\n\n")
+    if text.count("\n") != 3 * len(blocks):  # so each block is exactly two lines
+        return None
+    names: list[str] = []
+    payloads: list[str] = []
+    for block in blocks:
+        head, _, data = block.partition("\n")
+        if not (head.startswith("event: ") and data.startswith("data: ")):
+            return None
+        names.append(head[7:])
+        payloads.append(data[6:])
+    return SseStream(names=tuple(names), payloads=tuple(payloads), complete=True)
 
 
 _TAGS: tuple[tuple[str, Any], ...] = (
@@ -257,9 +311,12 @@ def _batch(payloads: Sequence[str]) -> list[Any] | None:
 def _untag(joined: str, n: int, tag: Any) -> list[Any] | None:
     """The values of a batch of ``n`` payloads tagged with ``tag``; see ``_batch``."""
     try:
-        items = json.loads(joined)
-    except (ValueError, RecursionError):  # bad JSON, an overlong int, deep nesting
-        return None
+        items = _fast(joined)
+    except (msgspec.DecodeError, RecursionError):
+        try:
+            items = json.loads(joined)
+        except (ValueError, RecursionError):  # bad JSON, an overlong int, deep nesting
+            return None
     tags = items[::2]
     if len(items) != 2 * n or tags != [tag] * n or set(map(type, tags)) != {type(tag)}:
         return None
