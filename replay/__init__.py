@@ -13,6 +13,7 @@ from evaltape.replay._errors import (
 )
 from evaltape.replay._match import Divergence, Normalized, api_of, first_difference, normalize
 from evaltape.replay._modes import Action, RecordMode, parse_mode, resolve_mode
+from evaltape.replay._process_wait import wait_exit
 from evaltape.replay._program import ProgramResult, run_program
 from evaltape.replay._proxy import TapeProxy
 from evaltape.replay._transport import ReplayTransport, Unmatched
@@ -45,4 +46,5 @@ __all__ = [
     "replay_client",
     "resolve_mode",
     "run_program",
+    "wait_exit",
 ]

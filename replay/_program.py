@@ -21,6 +21,7 @@ from typing import IO
 
 import attrs
 
+from evaltape.replay._process_wait import wait_exit
 from evaltape.replay._proxy import TapeProxy
 
 TAIL_BYTES = 64 * 1024
@@ -105,7 +106,7 @@ def run_program(
         )
         timed_out = False
         try:
-            process.wait(timeout=timeout)
+            wait_exit(process, timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
         finally:

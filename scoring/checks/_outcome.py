@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evaltape.recorder import FileEntry, Session
+from evaltape.replay import wait_exit
 from evaltape.scoring.cases._cases import Case
 from evaltape.scoring.checks._score import Check
 
@@ -142,7 +143,7 @@ def _verify(
             detail = f"verify could not start {argv[0]!r}: {exc.strerror or exc}"
             return Check(name="verify", passed=False, detail=detail)
         try:
-            code = process.wait(timeout=timeout)
+            code = wait_exit(process, timeout)
         except subprocess.TimeoutExpired:
             detail = f"verify timed out after {timeout:g}s: {shown}"
             return Check(name="verify", passed=False, detail=detail)
