@@ -108,8 +108,9 @@ class Matcher:
         self._queues: dict[str, deque[Recorded]] = {}
         self._exact: dict[str, str] = {}
         """Exact key of each recorded request -> its normalized key (see ``take_exact``)."""
-        self._lazy: dict[str, deque[Recorded]] | None = {}
-        """Until a request misses: the recordings by exact key, none normalized yet."""
+        self._lazy: dict[tuple[str, bytes], deque[Recorded]] | None = {}
+        """Until a request misses: the recordings by their compared head's digest and
+        their body bytes (a dict compares these in full), none normalized yet."""
         self._used: set[int] = set()
         self._count = 0
         self._lock = threading.RLock()
@@ -119,10 +120,8 @@ class Matcher:
                 self._normalize()
                 break
             r = rec.exchange.request
-            exact = exact_key(
-                r.method, r.url, r.headers, r.body, ignore_headers=self.ignore_headers
-            )
-            self._lazy.setdefault(exact, deque()).append(rec)
+            head = exact_key(r.method, r.url, r.headers, b"", ignore_headers=self.ignore_headers)
+            self._lazy.setdefault((head, r.body), deque()).append(rec)
 
     def _normalize(self) -> None:
         """Index the recordings not served yet by their normalized keys, once."""
@@ -156,11 +155,12 @@ class Matcher:
         The fast path of a replay: no JSON is parsed.  A request with no
         byte-identical recording is not counted; pass it to ``take``.
         """
-        key = exact_key(method, url, headers, body, ignore_headers=self.ignore_headers)
         with self._lock:
             if self._lazy is not None:  # byte-identical recordings, in recorded order
-                queue = self._lazy.get(key)
+                head = exact_key(method, url, headers, b"", ignore_headers=self.ignore_headers)
+                queue = self._lazy.get((head, bytes(body)))
             else:
+                key = exact_key(method, url, headers, body, ignore_headers=self.ignore_headers)
                 queue = self._queues.get(self._exact.get(key, ""))
             if not queue:
                 return None
