@@ -130,12 +130,14 @@ class SessionRedactor:
         assert self.reach is not None
         with self._lock:
             base, shared = None, 0
-            for seen in self._recent:
+            for seen in reversed(self._recent):  # newest first: usually the one
                 n = common_prefix(seen.raw, raw)
                 if n > shared:
                     base, shared = seen, n
+                if n >= len(seen.raw) - MIN_SHARED:  # no other can share much more
+                    break
             if base is None or shared < MIN_SHARED:
-                seen = self._scan(raw, (0,) * len(self.reach), 0, (), (), b"")
+                seen = self._scan(raw, (0,) * len(self.reach), (), (), b"")
             else:
                 seen = self._from(base, shared, raw, self.reach)
             self._recent.append(seen)
@@ -150,28 +152,36 @@ class SessionRedactor:
                 resume[index] = start
         matches = tuple(m for m in base.matches if m[0] < resume[m[2]])
         spans = tuple(s for s in base.spans if s[0] < resume[s[2]])
-        context = max(0, min(r - w for r, w in zip(resume, reaches, strict=True)))
-        return self._scan(raw, tuple(resume), context, spans, matches, base.redacted)
+        return self._scan(raw, tuple(resume), spans, matches, base.redacted)
 
     def _scan(
         self,
         raw: bytes,
         resume: tuple[int, ...],
-        context: int,
         spans: tuple[Span, ...],
         matches: tuple[Span, ...],
         old: bytes,
     ) -> _Seen:
-        """``raw`` scanned by rule ``i`` from ``resume[i]`` on (the bytes from ``context``
+        """``raw`` scanned by rule ``i`` from ``resume[i]`` on (its reach of bytes before
         in view), its secrets and matches before there being ``spans`` and ``matches``,
         and ``old`` the redacted body they come from."""
         every: list[Span] = []
-        part = raw[context:] if context else raw
-        found = self.redactor._spans(part, tuple(r - context for r in resume), every)
-        self.scanned += len(part)
-        late = tuple((s + context, e + context, i) for s, e, i in found)
-        spans = tuple(sorted(spans + late))
-        matches += tuple((s + context, e + context, i) for s, e, i in every)
+        late: list[Span] = []
+        # Rules of a short reach need only a short window: scan them apart from the
+        # long ones (a PEM key's rule reaches far back).
+        assert self.reach is not None
+        for group in _groups(self.reach):
+            start = max(0, min(resume[i] - self.reach[i] for i in group))
+            part = raw[start:] if start else raw
+            far = len(part)
+            where = tuple(resume[i] - start if i in group else far for i in range(len(resume)))
+            seen: list[Span] = []
+            found = self.redactor._spans(part, where, seen)
+            self.scanned += len(part)
+            late += [(s + start, e + start, i) for s, e, i in found]
+            every += [(s + start, e + start, i) for s, e, i in seen]
+        spans = tuple(sorted(spans + tuple(late)))
+        matches += tuple(every)
         # Old masks are kept up to a point no secret covers; from there on, mask anew.
         keep = min(resume)
         for start, end, _ in reversed(spans):
@@ -179,6 +189,17 @@ class SessionRedactor:
                 keep = start
         tail = [x for x in spans if x[0] >= keep]
         return _Seen(raw, _masked(raw, tail, keep, old[:keep]), spans, matches)
+
+
+SHORT = 8192
+"""Rules reaching at most this far are scanned in one window, the others in another."""
+
+
+def _groups(reaches: tuple[int, ...]) -> list[set[int]]:
+    """Rule indexes split into short and long reaches (no empty group)."""
+    short = {i for i, r in enumerate(reaches) if r <= SHORT}
+    long = set(range(len(reaches))) - short
+    return [g for g in (short, long) if g]
 
 
 def _masked(raw: bytes, spans: list[Span], start: int, head: bytes) -> bytes:

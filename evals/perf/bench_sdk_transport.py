@@ -118,7 +118,9 @@ def measure(
             path = folder / f"{name}-{len(exchanges)}-{rep}.tape"
             header = SessionStarted(session_id="00000000000000f6", started_at=0.0)
 
-            def recorded(path: Path = path, redactor: Redactor = redactor) -> None:
+            def recorded(
+                path: Path = path, redactor: Redactor = redactor, header: SessionStarted = header
+            ) -> None:
                 with open_session(path, header) as writer:
                     drive(RecordingTransport(writer, mock, redactor=redactor), t)
 
