@@ -21,6 +21,7 @@ import json
 import operator
 import re
 from collections.abc import Callable
+from itertools import accumulate, takewhile
 from typing import Any, Generic, TypeVar
 
 from evaltape.recorder._adapters._sse import load_json
@@ -220,21 +221,23 @@ class Memo(Generic[T]):
         self._seen: dict[int, tuple[object, T]] = {}
         self._items: list[Any] = []
         self._out: tuple[T, ...] = ()
+        self._dicts: list[int] = [0]  # how many of the first i items are objects
 
     def each(self, items: list[Any], normalize: Callable[[Any], T]) -> tuple[T, ...]:
         """``normalize`` of each JSON object in ``items``, reusing the previous call's.
 
-        When ``items`` starts with the previous call's items (the very same
-        objects: equal ones may differ in their text, 1 and 1.0), their results
-        are taken over as one tuple, so a request costs only its new items
-        rather than the whole conversation.
+        The results for the leading items that are the previous call's very
+        same objects (equal ones may differ in their text, 1 and 1.0) are taken
+        over as one tuple, so a request costs only its new items rather than
+        the whole conversation.
         """
-        n = len(self._items)
-        if n and len(items) >= n and all(map(operator.is_, items, self._items)):
-            head, rest = self._out, items[n:]
-        else:
-            head, rest = (), items
+        same = sum(1 for _ in takewhile(bool, map(operator.is_, items, self._items)))
+        head = self._out[: self._dicts[same]]
+        rest = items[same:]
         out = head + tuple(self.get(m, normalize) for m in rest if isinstance(m, dict))
+        self._dicts = self._dicts[: same + 1]
+        self._dicts += accumulate((isinstance(m, dict) for m in rest), initial=self._dicts[-1])
+        del self._dicts[same + 1 : same + 2]  # accumulate repeats its initial value first
         self._items, self._out = list(items), out
         return out
 
