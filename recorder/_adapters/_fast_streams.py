@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from evaltape.recorder._adapters._sse import huge_int
+from evaltape.recorder._adapters._json_fast import huge_int
 
 _TAGS: tuple[tuple[str, Any], ...] = (
     ("false", False),

@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 import json
 import re
-import sys
 import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -20,6 +19,7 @@ import attrs
 import msgspec
 import zstandard
 
+from evaltape.recorder._adapters._json_fast import fast as _fast
 from evaltape.recorder._events import Headers
 
 MAX_DECODED = 256 * 1024 * 1024
@@ -27,27 +27,6 @@ MAX_DECODED = 256 * 1024 * 1024
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-_decode: Callable[[str | bytes], Any] = msgspec.json.Decoder().decode
-_DIGITS = bytes(48 if 48 <= i < 58 else 32 for i in range(256))  # digits -> "0", else " "
-_INT_DIGITS = sys.get_int_max_str_digits() or 0
-
-
-def huge_int(text: str | bytes) -> bool:
-    """True if ``text`` holds a run of more digits than ``json.loads`` turns into an int."""
-    if not _INT_DIGITS or len(text) <= _INT_DIGITS:
-        return False
-    raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
-    return b"0" * (_INT_DIGITS + 1) in raw.translate(_DIGITS)
-
-
-def _fast(text: str | bytes) -> Any:
-    """A strict JSON parser in C: where it accepts a text, its value is ``json.loads``'s
-    (big integers stay exact, duplicate keys keep the last).  What it refuses (a BOM,
-    NaN, lone surrogates, anything malformed, an int past Python's digit limit) goes
-    to ``json.loads``, which also words the problem."""
-    if huge_int(text):
-        raise msgspec.DecodeError("an integer past the digit limit")
-    return _decode(text)
 
 
 @attrs.frozen(kw_only=True)
@@ -168,8 +147,7 @@ def decode_content(raw: bytes, headers: Headers) -> Decoded:
 
 def load_json(data: bytes, what: str) -> tuple[Any, str]:
     """``(value, "")`` or ``(None, problem)`` for a JSON text."""
-    # json.loads reads bytes whose first two are not NUL as UTF-8, as _fast does.
-    if data[:1] in (b"{", b"[") and data[1:2] != b"\x00":
+    if data[:1] in (b"{", b"[") and data[1:2] != b"\x00":  # json.loads: then UTF-8
         try:
             return _fast(data), ""
         except (msgspec.DecodeError, RecursionError):
@@ -263,8 +241,7 @@ def parse_sse(data: bytes) -> SseStream:
 
 
 def _named(text: str) -> SseStream | None:
-    """The usual named-event body (``event: NAME`` then ``data: ...``, a blank line
-    after each pair, no other lines), read without the general walk; else None."""
+    """An ``event: NAME``/``data: ...`` pairs-only body read without the walk, or None."""
     blocks = text[:-2].split("\n\n")
     if text.count("\n") != 3 * len(blocks):  # so each block is exactly two lines
         return None
