@@ -180,17 +180,28 @@ class Redactor:
         lower = name.lower()
         return lower in self.header_names or self._header_re.search(lower) is not None
 
-    def _spans(self, data: bytes) -> Iterator[tuple[int, int, int]]:
+    def _spans(
+        self,
+        data: bytes,
+        pos: tuple[int, ...] = (),
+        every: list[tuple[int, int, int]] | None = None,
+    ) -> Iterator[tuple[int, int, int]]:
+        """(start, end, rule index) of each secret found; rule ``i`` searches from
+        ``pos[i]`` on (0 without ``pos``), and ``every`` gets (start, end, index) of
+        every match, secret or not (``_redact_delta.py``)."""
         lowered = data.lower() if any(r.lowercase for r in self.rules) else data
         found: dict[bytes, list[int]] = {}
         found_lowered: dict[bytes, list[int]] = {}
         for index, (rule, scanner) in enumerate(zip(self.rules, self._compiled, strict=True)):
             named = "s" in scanner.regex.groupindex
+            start = pos[index] if pos else 0
             if rule.lowercase:
-                matches = scanner.finditer(lowered, found_lowered)
+                matches = scanner.finditer(lowered, found_lowered, start)
             else:
-                matches = scanner.finditer(data, found)
+                matches = scanner.finditer(data, found, start)
             for m in matches:
+                if every is not None:
+                    every.append((*m.span(), index))
                 group = "s" if named and m.start("s") >= 0 else 0
                 start, end = m.span(group)
                 secret = data[start:end]

@@ -61,13 +61,15 @@ class Scanner:
         self.anchors = anchors  # every match starts with one of these; () if unknown
         self.shortest = shortest  # no match is shorter
 
-    def finditer(self, data: bytes, found: dict[bytes, list[int]]) -> Iterator[re.Match[bytes]]:
-        """The matches ``regex.finditer(data)`` gives; ``found`` caches where
+    def finditer(
+        self, data: bytes, found: dict[bytes, list[int]], pos: int = 0
+    ) -> Iterator[re.Match[bytes]]:
+        """The matches ``regex.finditer(data, pos)`` gives; ``found`` caches where
         each anchor occurs in ``data``."""
-        if len(data) < self.shortest:
+        if len(data) - pos < self.shortest:
             return
         if not self.anchors:
-            yield from self.regex.finditer(data)
+            yield from self.regex.finditer(data, pos)
             return
         starts: list[int] = []
         for anchor in self.anchors:
@@ -77,7 +79,6 @@ class Scanner:
             starts += places
         if not starts:
             return
-        pos = 0
         for start in sorted(set(starts)):  # as finditer: leftmost match, then on past it
             if start >= pos:
                 m = self.regex.match(data, start)

@@ -25,7 +25,8 @@ from typing import Any, Protocol
 import attrs
 
 from evaltape.recorder._events import Chunk, Exchange, Headers, Request, Response, TransportError
-from evaltape.recorder._redact import default_redactor
+from evaltape.recorder._redact import Redactor, default_redactor
+from evaltape.recorder._redact_delta import SessionRedactor
 
 FLAVORS = ("httpx", "httpx2")
 """The HTTP libraries whose transports can be wrapped."""
@@ -251,12 +252,16 @@ class RecordingTransport:
         self.writer = writer
         self.real = real
         self.redactor = redactor if redactor is not None else default_redactor()
+        # A Redactor scans each request body by what changed since the recent ones.
+        self._redacts: Redacts = (
+            SessionRedactor(self.redactor) if isinstance(self.redactor, Redactor) else self.redactor
+        )
         self.clock = clock or writer.now
         self._flavors = Flavors()
 
     def record(self, exchange: Exchange) -> None:
         """Redact ``exchange`` and append it to the tape."""
-        self.writer.append(self.redactor.redact_exchange(exchange))
+        self.writer.append(self._redacts.redact_exchange(exchange))
 
     def _begin(self, request: Any, body: bytes) -> _Capture:
         at = self.clock()

@@ -41,6 +41,12 @@ from evaltape.recorder._version import WRITER
 DEFAULT_LEVEL = 9
 """zstd level: tapes are written once and read often, so compress well."""
 
+_TABLE_LOG = 19
+"""Most zstd match-finder table entries, as a power of 2 (hash and chain tables).  At level 9
+zstd would size them for inputs of any length (2**21 and 2**20), about 10 MiB per
+open session; a session's events are a few MB at most, so smaller tables cost
+under 1% of tape size while several concurrent writers hold 3.5x less memory."""
+
 
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
@@ -115,8 +121,13 @@ class SessionWriter:
         self.path = os.fspath(path)
         self.header = header
         self._clock = clock
+        window = MAX_WINDOW.bit_length() - 1
+        usual = zstandard.ZstdCompressionParameters.from_level(level, window_log=window)
         params = zstandard.ZstdCompressionParameters.from_level(
-            level, window_log=MAX_WINDOW.bit_length() - 1
+            level,
+            window_log=window,
+            hash_log=min(usual.hash_log, _TABLE_LOG),
+            chain_log=min(usual.chain_log, _TABLE_LOG),
         )
         self._zstd = zstandard.ZstdCompressor(compression_params=params).compressobj()
         self._packer = Packer()

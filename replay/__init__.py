@@ -15,6 +15,7 @@ from evaltape.replay._errors import (
 from evaltape.replay._match import Divergence, Normalized, api_of, first_difference, normalize
 from evaltape.replay._miss_response import MissResponses
 from evaltape.replay._modes import Action, RecordMode, parse_mode, resolve_mode
+from evaltape.replay._process_wait import wait_exit
 from evaltape.replay._program import ProgramResult, run_program
 from evaltape.replay._proxy import TapeProxy
 from evaltape.replay._proxy_limits import TOKEN_HEADER, ProxyLimits
@@ -67,4 +68,5 @@ __all__ = [
     "resolve_mode",
     "run_program",
     "run_sandboxed",
+    "wait_exit",
 ]

@@ -11,6 +11,7 @@ what each got live.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import threading
@@ -54,7 +55,7 @@ def similarity(a: Normalized, b: Normalized) -> float:
     return len(la & lb) / max(1, len(la | lb))
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class Recorded:
     """One recorded exchange and its place in the session."""
 
@@ -62,8 +63,14 @@ class Recorded:
     """1-based position among the session's exchanges."""
     exchange: Exchange
     """The exchange as recorded."""
-    normalized: Normalized
-    """Its request, normalized."""
+    ignore_headers: frozenset[str] = attrs.field(default=frozenset(), eq=False, repr=False)
+    """Header names left out of the comparison."""
+
+    @functools.cached_property
+    def normalized(self) -> Normalized:
+        """Its request, normalized (on first use: a replay whose every request is
+        byte-identical to a recorded one never needs it)."""
+        return normalize_exchange(self.exchange, self.ignore_headers)
 
 
 def _scripted(exchange: Exchange) -> bool:
@@ -86,7 +93,9 @@ class Matcher:
     Thread-safe: many concurrent requests may call ``take``.  ``strict``
     (default) raises on any miss; otherwise a diverged or exhausted request
     gets the nearest recorded response and the miss is kept in
-    ``divergences``.
+    ``divergences``.  Recorded requests are normalized only once a request
+    has no byte-identical recording left (until then they are served by
+    exact digest, in recorded order).
     """
 
     def __init__(
@@ -101,25 +110,45 @@ class Matcher:
         self.strict = strict
         self.ignore_headers = frozenset(h.lower() for h in ignore_headers)
         self.recorded = tuple(
-            Recorded(ordinal=i, exchange=e, normalized=normalize_exchange(e, self.ignore_headers))
+            Recorded(ordinal=i, exchange=e, ignore_headers=self.ignore_headers)
             for i, e in enumerate(exchanges, 1)
         )
         self._queues: dict[str, deque[Recorded]] = {}
         self._exact: dict[str, str] = {}
         """Exact key of each recorded request -> its normalized key (see ``take_exact``)."""
-        for rec in sorted(self.recorded, key=_sent_order):
-            if _scripted(rec.exchange):
-                # A scripted reply answers the next request to its endpoint, whatever it says.
-                self._queues.setdefault(_any_key(rec.normalized.endpoint), deque()).append(rec)
-            else:
-                self._queues.setdefault(rec.normalized.key, deque()).append(rec)
-                r, ignored = rec.exchange.request, self.ignore_headers
-                exact = exact_key(r.method, r.url, r.headers, r.body, ignore_headers=ignored)
-                self._exact[exact] = rec.normalized.key
+        self._lazy: dict[tuple[str, bytes], deque[Recorded]] | None = {}
+        """Until a request misses: the recordings by their compared head's digest and
+        their body bytes (a dict compares these in full), none normalized yet."""
         self._used: set[int] = set()
         self._count = 0
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self.divergences: list[Divergence] = []
+        for rec in sorted(self.recorded, key=_sent_order):  # identical requests: send order
+            if _scripted(rec.exchange):  # matched by endpoint: normalize from the start
+                self._normalize()
+                break
+            r = rec.exchange.request
+            head = exact_key(r.method, r.url, r.headers, b"", ignore_headers=self.ignore_headers)
+            self._lazy.setdefault((head, r.body), deque()).append(rec)
+
+    def _normalize(self) -> None:
+        """Index the recordings not served yet by their normalized keys, once."""
+        with self._lock:
+            if self._lazy is None:
+                return
+            self._lazy = None
+            for rec in sorted(self.recorded, key=_sent_order):
+                if _scripted(rec.exchange):
+                    # A scripted reply answers the next request to its endpoint, whatever it says.
+                    key = _any_key(rec.normalized.endpoint)
+                    queue = self._queues.setdefault(key, deque())
+                else:
+                    queue = self._queues.setdefault(rec.normalized.key, deque())
+                    r, ignored = rec.exchange.request, self.ignore_headers
+                    exact = exact_key(r.method, r.url, r.headers, r.body, ignore_headers=ignored)
+                    self._exact[exact] = rec.normalized.key
+                if rec.ordinal not in self._used:
+                    queue.append(rec)
 
     @property
     def tainted(self) -> bool:
@@ -134,9 +163,13 @@ class Matcher:
         The fast path of a replay: no JSON is parsed.  A request with no
         byte-identical recording is not counted; pass it to ``take``.
         """
-        key = exact_key(method, url, headers, body, ignore_headers=self.ignore_headers)
         with self._lock:
-            queue = self._queues.get(self._exact.get(key, ""))
+            if self._lazy is not None:  # byte-identical recordings, in recorded order
+                head = exact_key(method, url, headers, b"", ignore_headers=self.ignore_headers)
+                queue = self._lazy.get((head, bytes(body)))
+            else:
+                key = exact_key(method, url, headers, body, ignore_headers=self.ignore_headers)
+                queue = self._queues.get(self._exact.get(key, ""))
             if not queue:
                 return None
             self._count += 1
@@ -151,6 +184,7 @@ class Matcher:
         rec = self.take_exact(method, url, headers, body)
         if rec is not None:
             return rec
+        self._normalize()
         sent = normalize(method, url, headers, body, ignore_headers=self.ignore_headers)
         with self._lock:
             self._count += 1

@@ -21,6 +21,7 @@ from typing import IO, Protocol
 
 import attrs
 
+from evaltape.replay._process_wait import wait_exit
 
 class PointsSDKs(Protocol):
     """What a program is pointed at: a ``TapeProxy``, or ``RoutedProxies`` (one per provider)."""
@@ -111,7 +112,7 @@ def run_program(
         )
         timed_out = False
         try:
-            process.wait(timeout=timeout)
+            wait_exit(process, timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
         finally:

@@ -29,6 +29,7 @@ from typing import IO
 
 import attrs
 
+from evaltape.replay._process_wait import wait_exit
 from evaltape.replay._errors import ReplayError
 from evaltape.replay._sandbox_limits import (
     NOBODY,
@@ -225,7 +226,7 @@ def _run(
                 os.close(status[1])
         timed_out = False
         try:
-            code = process.wait(timeout=timeout)
+            code = wait_exit(process, timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
         finally:

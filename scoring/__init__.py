@@ -6,120 +6,28 @@ gate decision, the comparison, the cost of a session, and the errors.  The
 CLI's plumbing stays in the private modules of the sub-packages.
 """
 
-from evaltape.scoring._config import Config, ConfigError, load_config
-from evaltape.scoring._errors import ScoringError
-from evaltape.scoring._settings import SETTINGS
-from evaltape.scoring.cases._cases import Case, CaseError, CaseKind, SelectionError, Suite, select
-from evaltape.scoring.cases._load import load_suites
-from evaltape.scoring.checks._score import Check, Score, Scorer
-from evaltape.scoring.checks._scorers import make_scorer, score_session
-from evaltape.scoring.cost._costs import CostBreakdown, cost_of_session
-from evaltape.scoring.judge._floors import judge_floors
-from evaltape.scoring.judge._judgement import Floors, JudgeError, Judgement
-from evaltape.scoring.judge._reuse import rejudge_offline
-from evaltape.scoring.results._history import RunLog, read_history
-from evaltape.scoring.results._record_files import read_record, resolve_run
-from evaltape.scoring.results._records import (
-    AttemptResult,
-    RecordError,
-    RunKind,
-    RunRecord,
-    RunState,
-    Verdict,
-)
-from evaltape.scoring.run._ab import ABOutcome, ABRequest, run_ab
-from evaltape.scoring.run._bisect import BisectOutcome, BisectRequest, BisectStep, run_bisect
-from evaltape.scoring.run._host import Host, Reporter
-from evaltape.scoring.run._live import LiveOutcome, LiveRequest, run_live
-from evaltape.scoring.run._replay import ReplayOutcome, ReplayRequest, run_replay
-from evaltape.scoring.run._rerecord import RerecordOutcome, RerecordRequest, run_rerecord
-from evaltape.scoring.run._rescore_entry import RescoreRequest, RescoreRunOutcome, run_rescore
-from evaltape.scoring.run._rescore_tapes import rescore_tapes
-from evaltape.scoring.run._setup import RunRefused
-from evaltape.scoring.run._task import Answer, Question, QuestionKind, Task, answer_headlessly
-from evaltape.scoring.stats._signflip import sign_flip_test
-from evaltape.scoring.stats._stats import (
-    mcnemar_exact,
-    pass_at_k,
-    pass_hat_k,
-    wilson,
-)
-from evaltape.scoring.verdicts._compare import Comparison, compare
-from evaltape.scoring.verdicts._compare_render import render_comparison
-from evaltape.scoring.verdicts._gate import GateDecision, GateState, decide_gate
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__: list[str] = [
-    "SETTINGS",
-    "ABOutcome",
-    "ABRequest",
-    "Answer",
-    "AttemptResult",
-    "BisectOutcome",
-    "BisectRequest",
-    "BisectStep",
-    "Case",
-    "CaseError",
-    "CaseKind",
-    "Check",
-    "Comparison",
-    "Config",
-    "ConfigError",
-    "CostBreakdown",
-    "Floors",
-    "GateDecision",
-    "GateState",
-    "Host",
-    "JudgeError",
-    "Judgement",
-    "LiveOutcome",
-    "LiveRequest",
-    "Question",
-    "QuestionKind",
-    "RecordError",
-    "ReplayOutcome",
-    "ReplayRequest",
-    "Reporter",
-    "RerecordOutcome",
-    "RerecordRequest",
-    "RescoreRequest",
-    "RescoreRunOutcome",
-    "RunKind",
-    "RunLog",
-    "RunRecord",
-    "RunRefused",
-    "RunState",
-    "Score",
-    "Scorer",
-    "ScoringError",
-    "SelectionError",
-    "Suite",
-    "Task",
-    "Verdict",
-    "answer_headlessly",
-    "compare",
-    "cost_of_session",
-    "decide_gate",
-    "judge_floors",
-    "load_config",
-    "load_suites",
-    "make_scorer",
-    "mcnemar_exact",
-    "pass_at_k",
-    "pass_hat_k",
-    "read_history",
-    "read_record",
-    "rejudge_offline",
-    "render_comparison",
-    "rescore_tapes",
-    "resolve_run",
-    "run_ab",
-    "run_bisect",
-    "run_live",
-    "run_replay",
-    "run_rerecord",
-    "run_rescore",
-    "score_session",
-    "select",
-    "sign_flip_test",
-    "wilson",
-]
+if TYPE_CHECKING:
+    from evaltape.scoring._public import *  # noqa: F403
+    from evaltape.scoring._public import __all__ as __all__
+
+
+def __getattr__(name: str) -> Any:
+    """The public names (``_public.py``), imported on first use: the CLI's
+    ``evaltape --help`` needs none of them."""
+    if name.startswith("_") and name != "__all__":
+        raise AttributeError(f"module 'evaltape.scoring' has no attribute {name!r}")
+    _public = importlib.import_module("evaltape.scoring._public")
+    try:
+        value = getattr(_public, name)
+    except AttributeError:
+        raise AttributeError(f"module 'evaltape.scoring' has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    _public = importlib.import_module("evaltape.scoring._public")
+    return sorted({*globals(), *_public.__all__})

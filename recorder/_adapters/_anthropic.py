@@ -10,10 +10,12 @@ the provider and are not.
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any, Final
 
 import attrs
 
+from evaltape.recorder._adapters import _fast_streams as fast
 from evaltape.recorder._adapters._model import Message, ModelCall, ToolCall, Usage
 from evaltape.recorder._adapters._reuse import Memo
 from evaltape.recorder._adapters._sse import (
@@ -82,9 +84,7 @@ def read_request(body: dict[str, Any], memo: Memo[list[Message]] | None = None) 
     system = parts_text(body.get("system"), ("text",))
     if system:
         messages.append(Message(role="system", text=system))
-    for m in arr(body.get("messages")):
-        if isinstance(m, dict):
-            messages.extend(memo.get(m, _messages))
+    messages.extend(chain.from_iterable(memo.each(arr(body.get("messages")), _messages)))
     tools = [text(t.get("name")) for t in arr(body.get("tools")) if isinstance(t, dict)]
     return ModelCall(
         api=API,
@@ -150,16 +150,20 @@ def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> Mo
 
     ``batch=False`` parses the events one by one; the call is the same either way.
     """
+    payloads = stream.payloads
+    if "ping" in stream.names:  # never read, so never parsed
+        pairs = zip(stream.names, payloads, strict=True)
+        payloads = tuple("{}" if e == "ping" else p for e, p in pairs)
+    if batch:
+        quick = _read_typed(call, stream.names, payloads)
+        if quick is not None:
+            return quick
     message: dict[str, Any] = {}
     usage: dict[str, Any] | None = None
     blocks: dict[int, dict[str, Any]] = {}
     partial: dict[int, list[str]] = {}
     stop = problem = ""
     stopped = False
-    payloads = stream.payloads
-    if "ping" in stream.names:  # never read, so never parsed
-        pairs = zip(stream.names, payloads, strict=True)
-        payloads = tuple("{}" if e == "ping" else p for e, p in pairs)
     values, problems = decode_payloads(payloads, "stream event", batch=batch)
     for n, (name, data) in enumerate(zip(stream.names, values, strict=True)):
         if name == "ping":
@@ -194,6 +198,21 @@ def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> Mo
             stopped = True
         elif kind == "error":
             problem = problem or stream_error(data)
+    if not stopped and not problem:
+        problem = "stream cut short: it ended before message_stop"
+    return _streamed(call, message, usage, blocks, partial, stop, problem)
+
+
+def _streamed(
+    call: ModelCall,
+    message: dict[str, Any],
+    usage: dict[str, Any] | None,
+    blocks: dict[int, dict[str, Any]],
+    partial: dict[int, list[str]],
+    stop: str,
+    problem: str,
+) -> ModelCall:
+    """The call a stream's gathered message, blocks and deltas make."""
     ordered = sorted(blocks)
     arguments = {
         ordered.index(i): joined
@@ -201,8 +220,6 @@ def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> Mo
         if i in blocks and (joined := "".join(parts))
     }
     output, thinking, calls = _content([blocks[i] for i in ordered], arguments)
-    if not stopped and not problem:
-        problem = "stream cut short: it ended before message_stop"
     return attrs.evolve(
         call,
         model_responded=text(message.get("model")),
@@ -214,3 +231,50 @@ def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> Mo
         usage=_usage(usage),
         error=problem,
     )
+
+
+def _read_typed(
+    call: ModelCall, names: tuple[str, ...], payloads: tuple[str, ...]
+) -> ModelCall | None:
+    """``read_stream``'s call from typed events (``_fast_streams``), or None to read it
+    the general way: a stream with an error event (the substring is a superset),
+    or any event the typed records refuse."""
+    if not payloads or "error" in names:
+        return None
+    events = fast.batch(payloads, fast.MESSAGES, fast.MessagesEvent, ('"error"',))
+    if events is None:
+        return None
+    message: dict[str, Any] = {}
+    usage: dict[str, Any] | None = None
+    blocks: dict[int, dict[str, Any]] = {}
+    partial: dict[int, list[str]] = {}
+    stop = ""
+    stopped = False
+    for name, data in zip(names, events, strict=True):
+        if name == "ping":
+            continue
+        kind = data.type or name
+        index = data.index
+        if kind == "content_block_delta" and index is not None:
+            block = blocks.setdefault(index, {})
+            delta = data.delta
+            dtype = None if delta is None else delta.type
+            if dtype == "text_delta":
+                block["text"] = text(block.get("text")) + (delta.text or "")
+            elif dtype == "thinking_delta":
+                block["thinking"] = text(block.get("thinking")) + (delta.thinking or "")
+            elif dtype == "input_json_delta":
+                partial.setdefault(index, []).append(delta.partial_json or "")
+        elif kind == "message_start":
+            message = data.message or {}
+            usage = dict(obj(message.get("usage")))
+        elif kind == "content_block_start" and index is not None:
+            blocks[index] = dict(data.content_block or {})
+        elif kind == "message_delta":
+            stop = (data.delta.stop_reason if data.delta is not None else None) or stop
+            updates = {k: v for k, v in (data.usage or {}).items() if v is not None}
+            usage = {**(usage or {}), **updates}
+        elif kind == "message_stop":
+            stopped = True
+    problem = "" if stopped else "stream cut short: it ended before message_stop"
+    return _streamed(call, message, usage, blocks, partial, stop, problem)

@@ -13,6 +13,7 @@ from typing import Any, Final
 
 import attrs
 
+from evaltape.recorder._adapters import _fast_streams as fast
 from evaltape.recorder._adapters._model import Message, ModelCall, ToolCall, Usage
 from evaltape.recorder._adapters._reuse import Memo
 from evaltape.recorder._adapters._sse import (
@@ -87,9 +88,7 @@ def read_request(body: dict[str, Any], memo: Memo[Message] | None = None) -> Mod
     return ModelCall(
         api=API,
         model_requested=text(body.get("model")),
-        input_messages=tuple(
-            memo.get(m, _message) for m in arr(body.get("messages")) if isinstance(m, dict)
-        ),
+        input_messages=memo.each(arr(body.get("messages")), _message),
         tools_offered=tuple(t for t in tools if t),
     )
 
@@ -191,14 +190,18 @@ def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> Mo
     ``batch=False`` parses the events one by one (``decode_payloads``); the
     call is the same either way.
     """
+    stop = _done_at(stream.payloads)
+    done = stop is not None
+    payloads = stream.payloads[:stop] if done else stream.payloads
+    if batch:
+        quick = _read_typed(call, payloads, done, stream.complete)
+        if quick is not None:
+            return quick
     out: list[str] = []
     thinking: list[str] = []
     slots: dict[int, _Slot] = {}
     finish = rid = model = problem = ""
     usage = Usage.unknown()
-    stop = _done_at(stream.payloads)
-    done = stop is not None
-    payloads = stream.payloads[:stop] if done else stream.payloads
     chunks, problems = decode_payloads(payloads, "stream event", batch=batch)
     for n, chunk in enumerate(chunks):
         if problems is not None and problems[n]:
@@ -230,6 +233,76 @@ def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> Mo
             if isinstance(value, str) and value:
                 finish = value
     if not problem and not done and not (finish and stream.complete):
+        problem = "stream cut short: it ended before data: [DONE]"
+    return attrs.evolve(
+        call,
+        model_responded=model,
+        response_id=rid,
+        output_text="".join(out),
+        thinking="".join(thinking),
+        tool_calls=tuple(
+            ToolCall(id=s.id, name=s.name, arguments="".join(s.arguments))
+            for _, s in sorted(slots.items())
+        ),
+        finish_reason=finish,
+        usage=usage,
+        error=problem,
+    )
+
+
+def _read_typed(
+    call: ModelCall, payloads: tuple[str, ...], done: bool, complete: bool
+) -> ModelCall | None:
+    """``read_stream``'s call from typed chunks (``_fast_streams``), or None to read it
+    the general way: a stream with an error chunk or a legacy ``function_call`` (the
+    substrings are a superset of those keys), or any chunk the typed records refuse."""
+    if not payloads:
+        return None
+    chunks = fast.batch(payloads, fast.CHAT, fast.ChatChunk, ('"error"', '"function_call"'))
+    if chunks is None:
+        return None
+    out: list[str] = []
+    thinking: list[str] = []
+    slots: dict[int, _Slot] = {}
+    finish = rid = model = ""
+    usage = Usage.unknown()
+    for chunk in chunks:
+        if not rid and chunk.id is not None:
+            rid = chunk.id
+        if not model and chunk.model is not None:
+            model = chunk.model
+        if chunk.usage is not None:
+            usage = _usage(chunk.usage)
+        for choice in chunk.choices or ():
+            if choice.index != 0:
+                continue
+            delta = choice.delta
+            if delta is not None:
+                if delta.content:
+                    out.append(delta.content)
+                if delta.refusal:
+                    out.append(delta.refusal)
+                reasoning = delta.reasoning_content or delta.reasoning
+                if reasoning:
+                    thinking.append(reasoning)
+                for position, fragment in enumerate(delta.tool_calls or ()):
+                    key = fragment.index if fragment.index is not None else position
+                    slot = slots.get(key)
+                    if slot is None:
+                        slot = slots[key] = _Slot()
+                    if not slot.id and fragment.id is not None:
+                        slot.id = fragment.id
+                    function = fragment.function
+                    if function is None:
+                        slot.arguments.append("")
+                        continue
+                    if not slot.name and function.name is not None:
+                        slot.name = function.name
+                    slot.arguments.append(function.arguments or "")
+            if choice.finish_reason:
+                finish = choice.finish_reason
+    problem = ""
+    if not done and not (finish and complete):
         problem = "stream cut short: it ended before data: [DONE]"
     return attrs.evolve(
         call,

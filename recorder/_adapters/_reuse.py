@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import bisect
 import json
+import operator
 import re
 from collections.abc import Callable
+from itertools import accumulate, takewhile
 from typing import Any, Generic, TypeVar
 
 from evaltape.recorder._adapters._sse import load_json
@@ -58,26 +60,54 @@ def common_prefix(a: str, b: str) -> int:
 
 
 class _Walk:
-    """Where the items of the conversation array sat in the previous body."""
+    """Where the items of the conversation array sat in the previous body.
+
+    Offsets are relative to the array's ``[``, so a body whose conversation
+    moved (a field such as ``"stream": true`` added or dropped before it)
+    still reuses it.
+    """
 
     def __init__(self, text: str, start: int, ends: list[int], items: list[Any]) -> None:
         self.text = text
-        self.start = start  # offset of the array's "["
-        self.ends = ends  # offset just past each item
+        self.start = start  # offset of the array's "[" in text
+        self.ends = ends  # offset just past each item, relative to start
         self.items = items  # the parsed items
 
 
+def common_run(a: str, i: int, b: str, j: int) -> int:
+    """Length of the longest common prefix of ``a[i:]`` and ``b[j:]``."""
+    n = min(len(a) - i, len(b) - j)
+    if n <= 0:
+        return 0
+    if b.startswith(a[i : i + n], j):
+        return n
+    lo, hi = 0, n
+    # Invariant: a[i:i+lo] == b[j:j+lo] and a[i:i+hi] != b[j:j+hi].
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if b.startswith(a[i + lo : i + mid], j + lo):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 class BodyParser:
-    """Parses one session's request bodies of one API, reusing unchanged leading items.
+    """Parses one session's request bodies of one API, reusing what did not change.
 
     ``key`` names the top-level array holding the conversation (``messages``,
-    ``input``).  Keeps the previous body's text and items: one body's worth
-    of memory.
+    ``input``): its leading items whose text is unchanged are taken over.  Any
+    other top-level value whose text (and the character after it) is the same
+    as in the previous body is taken over whole: the tool schemas, the system
+    prompt.  Keeps the previous body's text and values: one body's worth of
+    memory.
     """
 
     def __init__(self, key: str) -> None:
         self._key = key
         self._last: _Walk | None = None
+        self._text = ""
+        self._values: dict[str, tuple[int, int, Any]] = {}  # name -> (start, end, value)
 
     def load(self, data: bytes, what: str) -> tuple[Any, str]:
         """``(value, "")`` or ``(None, problem)``, as ``load_json(data, what)``."""
@@ -89,10 +119,24 @@ class BodyParser:
             except (UnicodeDecodeError, ValueError, RecursionError, _Malformed):
                 pass  # json.JSONDecodeError is a ValueError
         self._last = None
+        self._text, self._values = "", {}
         return load_json(data, what)
+
+    def _same(self, name: str, s: str, pos: int) -> tuple[Any, int] | None:
+        """The previous body's value of ``name`` if its text recurs at ``pos``."""
+        seen = self._values.get(name)
+        if seen is None:
+            return None
+        start, end, value = seen
+        # The character after the value is compared too: a number's parse
+        # depends on it; nothing else's does.
+        if s.startswith(self._text[start : end + 1], pos):
+            return value, pos + end - start
+        return None
 
     def _object(self, s: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
+        values: dict[str, tuple[int, int, Any]] = {}
         pos = _skip(s, 1)
         walked: _Walk | None = None
         if s[pos : pos + 1] == "}":
@@ -106,10 +150,13 @@ class BodyParser:
                 if s[pos : pos + 1] != ":":
                     raise _Malformed
                 pos = _skip(s, pos + 1)
+                start = pos
                 if name == self._key and s[pos : pos + 1] == "[":
                     value, pos, walked = self._array(s, pos)
                 else:
-                    value, pos = _DECODER.raw_decode(s, pos)
+                    same = self._same(name, s, pos)
+                    value, pos = _DECODER.raw_decode(s, pos) if same is None else same
+                    values[name] = (start, pos, value)
                 out[name] = value
                 pos = _skip(s, pos)
                 sep = s[pos : pos + 1]
@@ -123,6 +170,7 @@ class BodyParser:
         if _skip(s, pos) != len(s):
             raise _Malformed
         self._last = walked
+        self._text, self._values = s, values
         return out
 
     def _array(self, s: str, start: int) -> tuple[list[Any], int, _Walk]:
@@ -130,34 +178,34 @@ class BodyParser:
         ends: list[int] = []
         pos = _skip(s, start + 1)
         last = self._last
-        if last is not None and last.start == start and last.ends:
+        if last is not None and last.ends:
             # An item is the same if its text and the character after it are
             # unchanged: the parse up to there depends on nothing else.
-            same = common_prefix(last.text, s)
+            same = common_run(last.text, last.start, s, start)
             keep = bisect.bisect_left(last.ends, same)
             if keep:
                 items = last.items[:keep]
                 ends = last.ends[:keep]
-                pos = ends[-1]
+                pos = start + ends[-1]
         if not items:
             if s[pos : pos + 1] == "]":
                 return items, pos + 1, _Walk(s, start, ends, items)
-            pos = self._item(s, pos, items, ends)
+            pos = self._item(s, pos, start, items, ends)
         while True:
             pos = _skip(s, pos)
             sep = s[pos : pos + 1]
             if sep == ",":
-                pos = self._item(s, _skip(s, pos + 1), items, ends)
+                pos = self._item(s, _skip(s, pos + 1), start, items, ends)
             elif sep == "]":
                 return items, pos + 1, _Walk(s, start, ends, items)
             else:
                 raise _Malformed
 
     @staticmethod
-    def _item(s: str, pos: int, items: list[Any], ends: list[int]) -> int:
+    def _item(s: str, pos: int, start: int, items: list[Any], ends: list[int]) -> int:
         value, end = _DECODER.raw_decode(s, pos)
         items.append(value)
-        ends.append(end)
+        ends.append(end - start)
         return end
 
 
@@ -171,6 +219,27 @@ class Memo(Generic[T]):
 
     def __init__(self) -> None:
         self._seen: dict[int, tuple[object, T]] = {}
+        self._items: list[Any] = []
+        self._out: tuple[T, ...] = ()
+        self._dicts: list[int] = [0]  # how many of the first i items are objects
+
+    def each(self, items: list[Any], normalize: Callable[[Any], T]) -> tuple[T, ...]:
+        """``normalize`` of each JSON object in ``items``, reusing the previous call's.
+
+        The results for the leading items that are the previous call's very
+        same objects (equal ones may differ in their text, 1 and 1.0) are taken
+        over as one tuple, so a request costs only its new items rather than
+        the whole conversation.
+        """
+        same = sum(1 for _ in takewhile(bool, map(operator.is_, items, self._items)))
+        head = self._out[: self._dicts[same]]
+        rest = items[same:]
+        out = head + tuple(self.get(m, normalize) for m in rest if isinstance(m, dict))
+        self._dicts = self._dicts[: same + 1]
+        self._dicts += accumulate((isinstance(m, dict) for m in rest), initial=self._dicts[-1])
+        del self._dicts[same + 1 : same + 2]  # accumulate repeats its initial value first
+        self._items, self._out = list(items), out
+        return out
 
     def get(self, item: object, normalize: Callable[[Any], T]) -> T:
         """``normalize(item)``, computed once per item object."""

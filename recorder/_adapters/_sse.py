@@ -16,8 +16,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
+import msgspec
 import zstandard
 
+from evaltape.recorder._adapters._json_fast import fast as _fast
 from evaltape.recorder._events import Headers
 
 MAX_DECODED = 256 * 1024 * 1024
@@ -145,6 +147,11 @@ def decode_content(raw: bytes, headers: Headers) -> Decoded:
 
 def load_json(data: bytes, what: str) -> tuple[Any, str]:
     """``(value, "")`` or ``(None, problem)`` for a JSON text."""
+    if data[:1] in (b"{", b"[") and data[1:2] != b"\x00":  # json.loads: then UTF-8
+        try:
+            return _fast(data), ""
+        except (msgspec.DecodeError, RecursionError):
+            pass
     try:
         return json.loads(data), ""
     except UnicodeDecodeError as exc:
@@ -163,6 +170,10 @@ def load_json_text(data: str, what: str) -> tuple[Any, str]:
     the long way, which also words the problem.
     """
     if data[:1] == "{":
+        try:
+            return _fast(data), ""
+        except (msgspec.DecodeError, RecursionError):
+            pass
         try:
             value, end = _scan(data, 0)
         except (StopIteration, ValueError, RecursionError):
@@ -192,6 +203,10 @@ def parse_sse(data: bytes) -> SseStream:
         payloads = text[6:-2].split("\n\ndata: ")
         if text.count("\n") == 2 * len(payloads):  # so no payload holds a line end
             return SseStream(names=("",) * len(payloads), payloads=tuple(payloads), complete=True)
+    if "\r" not in text and text.startswith("event: ") and text.endswith("\n\n"):
+        named = _named(text)
+        if named is not None:
+            return named
     lines = text.split("\n") if "\r" not in text else _LINE_END.split(text)
     tail = lines.pop()  # text after the last line end: a cut-off line, or ""
     names: list[str] = []
@@ -223,6 +238,22 @@ def parse_sse(data: bytes) -> SseStream:
     return SseStream(
         names=tuple(names), payloads=tuple(payloads), complete=not pending and not tail
     )
+
+
+def _named(text: str) -> SseStream | None:
+    """An ``event: NAME``/``data: ...`` pairs-only body read without the walk, or None."""
+    blocks = text[:-2].split("\n\n")
+    if text.count("\n") != 3 * len(blocks):  # so each block is exactly two lines
+        return None
+    names: list[str] = []
+    payloads: list[str] = []
+    for block in blocks:
+        head, _, data = block.partition("\n")
+        if not (head.startswith("event: ") and data.startswith("data: ")):
+            return None
+        names.append(head[7:])
+        payloads.append(data[6:])
+    return SseStream(names=tuple(names), payloads=tuple(payloads), complete=True)
 
 
 _TAGS: tuple[tuple[str, Any], ...] = (
@@ -257,9 +288,12 @@ def _batch(payloads: Sequence[str]) -> list[Any] | None:
 def _untag(joined: str, n: int, tag: Any) -> list[Any] | None:
     """The values of a batch of ``n`` payloads tagged with ``tag``; see ``_batch``."""
     try:
-        items = json.loads(joined)
-    except (ValueError, RecursionError):  # bad JSON, an overlong int, deep nesting
-        return None
+        items = _fast(joined)
+    except (msgspec.DecodeError, RecursionError):
+        try:
+            items = json.loads(joined)
+        except (ValueError, RecursionError):  # bad JSON, an overlong int, deep nesting
+            return None
     tags = items[::2]
     if len(items) != 2 * n or tags != [tag] * n or set(map(type, tags)) != {type(tag)}:
         return None

@@ -1,0 +1,241 @@
+"""Benchmark: rescoring sessions recorded through the real OpenAI and Anthropic SDKs.
+
+``sdk_traffic.py`` records 25-turn coding-agent sessions through openai and
+anthropic over httpx2 with ``recording_client`` (streamed: every turn an SSE
+stream; mixed: every 4th turn a JSON response).  Each distinct session is
+copied under many session ids into one tape per traffic kind, and then, in
+one process and interleaved, timed (CPU time, so per core):
+
+- read: ``TapeReader(path).sessions()`` alone (frames, zstd, msgpack, deltas);
+- read + the reference decoder: every exchange decoded by the adapters as they
+  were before the fast fold (``tests/_fold_reference``), with the same reuse
+  of one decoder per session that ``fold`` has;
+- read + fold: ``fold(session.events)``, today's;
+- rescore: ``rescore_tapes`` with trajectory expectations (read + fold + score).
+
+It also checks that both decoders give equal calls on every exchange.
+
+    python evals/perf/bench_rescore_sdk.py              # measure and update the doc
+    python evals/perf/bench_rescore_sdk.py --no-doc --copies 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import attrs
+
+ROOT = Path(__file__).resolve().parents[2]
+for extra in (ROOT, ROOT / "tests"):
+    if str(extra) not in sys.path:  # run as a script: make ``evals.perf`` importable
+        sys.path.insert(0, str(extra))
+
+from _fold_reference import CallDecoder as ReferenceDecoder  # noqa: E402
+
+from evals.perf._report import machine, replace_section  # noqa: E402
+from evals.perf.sdk_traffic import APIS, TOOL_NAMES, ModelServer, record_session  # noqa: E402
+from evaltape.recorder import Exchange, TapeReader, fold, open_session  # noqa: E402
+from evaltape.scoring import Case, Scorer, make_scorer, rescore_tapes  # noqa: E402
+from evaltape.scoring.cases._frozen import FrozenMap  # noqa: E402
+
+HEADING = "## Rescoring SDK-recorded sessions"
+DOC = ROOT / "docs" / "performance.md"
+TARGET = 500.0
+"""Sessions per second per core."""
+TURNS = 25
+SEEDS = 4
+"""Distinct recorded sessions per API and traffic kind."""
+KINDS = ("streamed", "mixed")
+
+
+def case_for(api: str, kind: str) -> Case:
+    """The trajectory case the sessions of one API and kind are scored against."""
+    return Case(
+        suite="perf",
+        path="evals/perf.jsonl",
+        line=1,
+        id=f"{api}-{kind}-{TURNS}",
+        prompt="fix the parser",
+        failure_category="code-edit",
+        why_model_backed="benchmark",
+        fingerprint="",
+        forbid_tools=("delete_file",),
+        expect_max_turns=TURNS + 5,
+        expect_first_tool_in=TOOL_NAMES,
+        expect_tool="open_file",
+        expect_in_args=FrozenMap.of({"path": "lib/"}),
+    )
+
+
+def record_all(folder: Path) -> dict[tuple[str, str], list[Path]]:
+    """``SEEDS`` sessions per API and kind, each in its own tape (recorded 4 at a time)."""
+    jobs = [(api, kind, seed) for api in APIS for kind in KINDS for seed in range(SEEDS)]
+    out: dict[tuple[str, str], list[Path]] = {}
+    with ModelServer() as server, ThreadPoolExecutor(4) as pool:
+
+        def one(job: tuple[str, str, int]) -> Path:
+            api, kind, seed = job
+            path = folder / "recorded" / f"{api}-{kind}-{seed}.tape"
+            record_session(server, path, api, seed, TURNS, kind, f"{seed + 1:016x}")
+            return path
+
+        (folder / "recorded").mkdir(parents=True)
+        for job, path in zip(jobs, pool.map(one, jobs), strict=True):
+            out.setdefault(job[:2], []).append(path)
+    return out
+
+
+def copy_sessions(sources: list[Path], target: Path, case_id: str, copies: int) -> int:
+    """Write ``copies`` sessions into ``target``, cycling through the recorded ones."""
+    recorded = [s for p in sources for s in TapeReader(p).sessions()]
+    for n in range(copies):
+        source = recorded[n % len(recorded)]
+        header = attrs.evolve(source.header, session_id=f"{n + 1:016x}", case_id=case_id, attempt=n)
+        with open_session(target, header, clock=lambda: 0.0) as writer:
+            for event in source.events[1:-1]:
+                writer.append(event)
+    return copies
+
+
+def _decode_reference(path: Path) -> None:
+    for session in TapeReader(path).sessions():
+        decoder = ReferenceDecoder()
+        for e in session.events:
+            if isinstance(e, Exchange):
+                decoder.decode(e)
+
+
+def _read(path: Path) -> None:
+    for _ in TapeReader(path).sessions():
+        pass
+
+
+def _fold(path: Path) -> None:
+    for session in TapeReader(path).sessions():
+        fold(session.events)
+
+
+def same_calls(path: Path) -> int:
+    """Exchanges checked; raises if the two decoders differ on one."""
+    checked = 0
+    for session in TapeReader(path).sessions():
+        reference = ReferenceDecoder()
+        folded = fold(session.events)
+        calls = [reference.decode(e) for e in session.events if isinstance(e, Exchange)]
+        if [c for c in calls if c is not None] != [t.call for t in folded.turns]:
+            raise SystemExit(f"{path}: session {session.header.session_id}: decoders differ")
+        checked += len(calls)
+    return checked
+
+
+def cpu(fn: Callable[[], object]) -> float:
+    t = time.process_time()
+    fn()
+    return time.process_time() - t
+
+
+@attrs.frozen
+class Row:
+    api: str
+    kind: str
+    sessions: int
+    read: float
+    reference: float
+    folded: float
+    rescored: float
+
+
+def measure(folder: Path, copies: int, reps: int) -> tuple[list[Row], int]:
+    recorded = record_all(folder)
+    rows = []
+    checked = 0
+    for (api, kind), sources in recorded.items():
+        case = case_for(api, kind)
+        tape = folder / "cassettes" / "perf" / f"{case.id}.tape"
+        tape.parent.mkdir(parents=True, exist_ok=True)
+        n = copy_sessions(sources, tape, case.id, copies)
+        checked += same_calls(tape)
+        scorer = make_scorer()
+        cases = {case.id: case}
+
+        def rescore(
+            tape: Path = tape, cases: dict[str, Case] = cases, scorer: Scorer = scorer
+        ) -> None:
+            rescore_tapes([tape], cases, scorer, cassettes=tape.parents[1], results=ROOT)
+
+        times: dict[str, list[float]] = {"read": [], "ref": [], "fold": [], "rescore": []}
+        for _ in range(reps):  # interleaved, so a busy spell hits every measure alike
+            times["read"].append(cpu(lambda tape=tape: _read(tape)))
+            times["ref"].append(cpu(lambda tape=tape: _decode_reference(tape)))
+            times["fold"].append(cpu(lambda tape=tape: _fold(tape)))
+            times["rescore"].append(cpu(rescore))
+        best = {k: min(v) / n for k, v in times.items()}
+        rows.append(Row(api, kind, n, best["read"], best["ref"], best["fold"], best["rescore"]))
+    return rows, checked
+
+
+def section(rows: list[Row], checked: int, copies: int, reps: int) -> str:
+    lines = [
+        "| API | traffic | sessions | read | read + reference decode | read + fold | rescore "
+        "| fold speed-up | **rescore sessions / s / core** | target |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        rate = 1 / r.rescored
+        met = "met" if rate >= TARGET else f"**missed** ({TARGET / rate:.1f}x short)"
+        lines.append(
+            f"| {r.api} | {r.kind} | {r.sessions} | {r.read * 1e3:.2f} ms | "
+            f"{r.reference * 1e3:.2f} ms | {r.folded * 1e3:.2f} ms | {r.rescored * 1e3:.2f} ms | "
+            f"{(r.reference - r.read) / max(r.folded - r.read, 1e-9):.1f}x | "
+            f"**{rate:,.0f}** | {met} |"
+        )
+    table = "\n".join(lines)
+    return f"""{HEADING}
+
+{TURNS}-turn coding-agent sessions recorded through the real SDKs (openai and
+anthropic over httpx2, `recording_client`) against a scripted model on
+127.0.0.1 (`evals/perf/sdk_traffic.py`: 10 tool schemas, a 2 KB system prompt,
+0.5-4 KB tool results of real text, 1-4 tokens per SSE chunk, parallel tool
+calls on every fifth turn; *mixed* asks every 4th turn without streaming).
+{SEEDS} recorded sessions per row, copied to {copies} sessions in one tape.
+CPU time per session, the best of {reps} interleaved passes; the reference
+decoder is the adapters as they were before this fold (`tests/_fold_reference`),
+and every one of the {checked:,} exchanges decoded to an equal call with both.
+The fold speed-up compares the two columns less the read; the fold column also
+builds the Session (tool results, usage), which the reference column does not,
+so it understates the decoder's gain.
+
+```sh
+python evals/perf/bench_rescore_sdk.py
+```
+
+Machine: {machine()}.
+
+{table}
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--copies", type=int, default=200, help="sessions per tape")
+    parser.add_argument("--reps", type=int, default=5, help="interleaved passes")
+    parser.add_argument("--no-doc", action="store_true", help="print, do not update the doc")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="evaltape-bench-rescore-sdk-") as scratch:
+        rows, checked = measure(Path(scratch), args.copies, args.reps)
+    text = section(rows, checked, args.copies, args.reps)
+    print(text)
+    if not args.no_doc:
+        replace_section(DOC, HEADING, text)
+        print(f"updated {DOC}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,366 @@
+"""Reading recorded bodies: content decoding, JSON, server-sent events, error texts.
+
+A tape keeps the bytes as they crossed the wire, still gzip- or
+zstd-encoded, so every adapter reads bodies through here.  Nothing raises:
+each reader returns what it could decode plus a one-line problem, because a
+cut-short stream still says what the model had produced so far.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+import zstandard
+
+from evaltape.recorder._events import Headers
+
+MAX_DECODED = 256 * 1024 * 1024
+"""Most bytes a body may decode to (a hostile tape cannot exhaust memory)."""
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+@attrs.frozen(kw_only=True)
+class Decoded:
+    """A body with its content encodings undone."""
+
+    data: bytes
+    """The decoded bytes (a prefix, when the body is cut short)."""
+    problem: str = ""
+    """Why decoding stopped early; empty if it did not."""
+
+
+@attrs.frozen(kw_only=True)
+class SseEvent:
+    """One dispatched server-sent event."""
+
+    event: str
+    """The ``event:`` field, empty when the server sent none."""
+    data: str
+    """The ``data:`` lines joined by newlines."""
+
+
+@attrs.frozen(kw_only=True)
+class SseStream:
+    """The events of a stream body, as parallel tuples (no object per event)."""
+
+    names: tuple[str, ...]
+    """Each event's ``event:`` field, empty when the server sent none."""
+    payloads: tuple[str, ...]
+    """Each event's ``data:`` lines joined by newlines."""
+    complete: bool
+    """False when the body ends inside an event (the stream was cut)."""
+
+    @property
+    def events(self) -> tuple[SseEvent, ...]:
+        """Every event terminated by a blank line, in order."""
+        pairs = zip(self.names, self.payloads, strict=True)
+        return tuple(SseEvent(event=e, data=d) for e, d in pairs)
+
+
+def header(headers: Headers, name: str) -> str:
+    """The value of header ``name`` (lower case); repeated headers joined by ", "."""
+    return ", ".join(v for k, v in headers if k == name)
+
+
+def _zlib(data: bytes, wbits: int, label: str) -> Decoded:
+    d = zlib.decompressobj(wbits)
+    try:
+        out = d.decompress(data, MAX_DECODED)
+    except zlib.error as exc:
+        return Decoded(data=b"", problem=f"{label} body does not decode: {exc}")
+    if d.unconsumed_tail:
+        return Decoded(data=out, problem=f"{label} body decodes past {MAX_DECODED} bytes")
+    if not d.eof:
+        return Decoded(data=out, problem=f"{label} body is cut short")
+    return Decoded(data=out)
+
+
+def _zstd(data: bytes) -> Decoded:
+    parts: list[bytes] = []
+    size = 0
+    rest = data
+    try:
+        while rest:
+            d = zstandard.ZstdDecompressor().decompressobj()
+            parts.append(d.decompress(rest))
+            size += len(parts[-1])
+            if size > MAX_DECODED:
+                return Decoded(data=b"", problem=f"zstd body decodes past {MAX_DECODED} bytes")
+            if not d.eof:
+                return Decoded(data=b"".join(parts), problem="zstd body is cut short")
+            rest = d.unused_data
+    except zstandard.ZstdError as exc:
+        return Decoded(data=b"".join(parts), problem=f"zstd body does not decode: {exc}")
+    return Decoded(data=b"".join(parts))
+
+
+def _brotli(data: bytes) -> Decoded:
+    for module in ("brotli", "brotlicffi"):
+        try:
+            lib: Any = importlib.import_module(module)
+        except ImportError:
+            continue
+        try:
+            return Decoded(data=bytes(lib.decompress(data)))
+        except Exception as exc:  # the binding's own error type
+            return Decoded(data=b"", problem=f"br body does not decode: {exc}")
+    return Decoded(data=b"", problem="br body needs the brotli package to decode")
+
+
+def _one(data: bytes, coding: str) -> Decoded:
+    if coding in ("", "identity"):
+        return Decoded(data=data)
+    if coding in ("gzip", "x-gzip"):
+        return _zlib(data, 16 + zlib.MAX_WBITS, "gzip")
+    if coding == "deflate":
+        # RFC 9110 says zlib-wrapped; some servers send raw deflate.
+        wrapped = len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
+        return _zlib(data, zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS, "deflate")
+    if coding == "zstd":
+        return _zstd(data)
+    if coding == "br":
+        return _brotli(data)
+    return Decoded(data=b"", problem=f"unknown content-encoding {coding!r}")
+
+
+def decode_content(raw: bytes, headers: Headers) -> Decoded:
+    """Undo the response's Content-Encoding (gzip, deflate, zstd; br if brotli is installed)."""
+    codings = [c.strip().lower() for c in header(headers, "content-encoding").split(",")]
+    out = Decoded(data=raw)
+    for coding in reversed(codings):
+        step = _one(out.data, coding)
+        if step.problem:
+            return step
+        out = step
+    return out
+
+
+def load_json(data: bytes, what: str) -> tuple[Any, str]:
+    """``(value, "")`` or ``(None, problem)`` for a JSON text."""
+    try:
+        return json.loads(data), ""
+    except UnicodeDecodeError as exc:
+        return None, f"{what} is not UTF-8 text (byte {exc.start})"
+    except json.JSONDecodeError as exc:
+        return None, f"{what} is not valid JSON: {exc.msg} at offset {exc.pos}"
+    except (ValueError, RecursionError) as exc:  # a huge integer, or nesting too deep
+        return None, f"{what} cannot be read as JSON: {str(exc).splitlines()[0][:120]}"
+
+
+def load_json_text(data: str, what: str) -> tuple[Any, str]:
+    """``load_json(data.encode(), what)`` without encoding the text again.
+
+    A text that is one JSON object and nothing else (the usual stream event)
+    goes straight to the scanner ``json.loads`` ends in; anything else takes
+    the long way, which also words the problem.
+    """
+    if data[:1] == "{":
+        try:
+            value, end = _scan(data, 0)
+        except (StopIteration, ValueError, RecursionError):
+            pass
+        else:
+            if end == len(data):
+                return value, ""
+    if data[:1] in ("\ufeff", "\x00") or data[1:2] == "\x00":
+        return load_json(data.encode(), what)  # read as the bytes would be
+    try:
+        return json.loads(data), ""
+    except json.JSONDecodeError as exc:
+        return None, f"{what} is not valid JSON: {exc.msg} at offset {exc.pos}"
+    except (ValueError, RecursionError) as exc:  # a huge integer, or nesting too deep
+        return None, f"{what} cannot be read as JSON: {str(exc).splitlines()[0][:120]}"
+
+
+def parse_sse(data: bytes) -> SseStream:
+    """Split an event-stream body into events, following the WHATWG rules.
+
+    Comments and ``id``/``retry`` fields are dropped; an event the body ends
+    in the middle of is left out and marks the stream incomplete.
+    """
+    text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    if "\r" not in text and text.startswith("data: ") and text.endswith("\n\n"):
+        # The usual body: only "data: ..." lines, each followed by a blank line.
+        payloads = text[6:-2].split("\n\ndata: ")
+        if text.count("\n") == 2 * len(payloads):  # so no payload holds a line end
+            return SseStream(names=("",) * len(payloads), payloads=tuple(payloads), complete=True)
+    lines = text.split("\n") if "\r" not in text else _LINE_END.split(text)
+    tail = lines.pop()  # text after the last line end: a cut-off line, or ""
+    names: list[str] = []
+    payloads = []
+    event = ""
+    values: list[str] = []
+    pending = False
+    for line in lines:
+        if not line:
+            if values:
+                names.append(event)
+                payloads.append("\n".join(values))
+            event, values, pending = "", [], False
+            continue
+        if line.startswith("data:"):  # the usual line, read without the general split
+            values.append(line[6:] if line.startswith(" ", 5) else line[5:])
+            pending = True
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if field == "data":
+            values.append(value)
+            pending = True
+        elif field == "event":
+            event = value
+            pending = True
+    return SseStream(
+        names=tuple(names), payloads=tuple(payloads), complete=not pending and not tail
+    )
+
+
+_TAGS: tuple[tuple[str, Any], ...] = (
+    ("false", False),
+    ("true", True),
+    ("9007199254740993", 2**53 + 1),  # an int no float equals
+)
+"""Values that mark each payload's place in a batch, with their only spelling."""
+
+
+def _batch(payloads: Sequence[str]) -> list[Any] | None:
+    """``[json.loads(p) for p in payloads]`` in one parse, or None.
+
+    The payloads are parsed as one array ``[TAG,p0,TAG,p1,...]``, which
+    shares the decoder's key cache across events and saves a call per event.
+    TAG is a value with a single spelling that no payload contains.  A result
+    whose even items are all TAG (same type, same value) then proves each
+    payload a JSON text by itself: only the inserted tags can be those items,
+    so every tag sits in the outer array and exactly one value lies between
+    two of them.  None when that does not hold (a payload is not JSON alone,
+    or every tag occurs in the payloads); the caller then parses the payloads
+    one by one.
+    """
+    n = len(payloads)
+    for spelling, tag in _TAGS:
+        joined = f"[{spelling}," + f",{spelling},".join(payloads) + "]"
+        if joined.count(spelling) == n:
+            return _untag(joined, n, tag)
+    return None
+
+
+def _untag(joined: str, n: int, tag: Any) -> list[Any] | None:
+    """The values of a batch of ``n`` payloads tagged with ``tag``; see ``_batch``."""
+    try:
+        items = json.loads(joined)
+    except (ValueError, RecursionError):  # bad JSON, an overlong int, deep nesting
+        return None
+    tags = items[::2]
+    if len(items) != 2 * n or tags != [tag] * n or set(map(type, tags)) != {type(tag)}:
+        return None
+    values: list[Any] = items[1::2]
+    return values
+
+
+def decode_payloads(
+    payloads: Sequence[str], what: str, *, batch: bool = True
+) -> tuple[list[Any], list[str] | None]:
+    """Each payload's JSON value, as ``load_json_text(p, f"{what} {n}")`` gives it.
+
+    Returns ``(values, None)`` when every payload decodes, else ``(values,
+    problems)`` with ``None`` values where ``problems[n]`` is set.  ``batch``
+    (the default) parses all payloads in one call first (``_batch``) and
+    falls back on the payloads one by one only when that fails.
+    """
+    if batch and payloads:
+        values = _batch(payloads)
+        if values is not None:
+            return values, None
+    decoded = [load_json_text(p, f"{what} {n}") for n, p in enumerate(payloads)]
+    problems = [bad for _, bad in decoded]
+    return [value for value, _ in decoded], problems if any(problems) else None
+
+
+# -- tolerant access to decoded JSON --------------------------------------------
+# API bodies are foreign input: a field of the wrong type reads as absent.
+
+
+def obj(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def arr(value: Any) -> list[Any]:
+    """``value`` if it is a JSON array, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def text(value: Any) -> str:
+    """``value`` if it is a string, else ""."""
+    return value if isinstance(value, str) else ""
+
+
+def count(value: Any) -> int:
+    """``value`` if it is a whole number of tokens, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def usd(value: Any) -> float | None:
+    """``value`` as a cost in USD if it is a finite number >= 0, else None (not reported)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if value != value or value in (float("inf"), float("-inf")) or value < 0:
+        return None
+    return float(value)
+
+
+def parts_text(content: Any, kinds: tuple[str, ...]) -> str:
+    """Text of a message content: a string, or the ``text`` of parts of the given types."""
+    if isinstance(content, str):
+        return content
+    texts = [
+        text(part.get("text"))
+        for part in arr(content)
+        if isinstance(part, dict) and part.get("type") in kinds
+    ]
+    return "\n".join(t for t in texts if t)
+
+
+def error_text(status: int, body: bytes) -> str:
+    """One line for an HTTP error response: ``HTTP 400: invalid_request_error: ...``."""
+    value, problem = load_json(body, "error body")
+    err = obj(value).get("error") if not problem else None
+    if isinstance(err, dict):
+        kind = text(err.get("type")) or text(err.get("code"))
+        message = text(err.get("message"))
+        return f"HTTP {status}: " + ": ".join(x for x in (kind, message) if x)
+    if isinstance(err, str):
+        return f"HTTP {status}: {err}"
+    snippet = " ".join(body.decode("utf-8", errors="replace").split())
+    return f"HTTP {status}: {snippet[:200]}" if snippet else f"HTTP {status}"
+
+
+def raw_json(value: Any) -> str:
+    """Tool arguments as a JSON text: strings as sent, objects serialized compactly."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def stream_error(data: Any, prefix: str = "stream error") -> str:
+    """One line for an error object (``{"error": {...}}`` or ``{"message": ...}``)."""
+    body = obj(data)
+    err = body.get("error", body)
+    if isinstance(err, dict):
+        kind = text(err.get("type")) or text(err.get("code"))
+        message = text(err.get("message"))
+        detail = ": ".join(x for x in (kind, message) if x) or "no detail"
+        return f"{prefix}: {detail}"
+    return f"{prefix}: {err}"

@@ -1,0 +1,254 @@
+"""The fast fold decodes every exchange to the very call the reference decoder gives.
+
+``tests/_fold_reference`` is a copy of the adapters as they were before the
+typed stream paths, msgspec and the offset-free parse reuse.  Every shipped
+tape, tapes recorded through the real OpenAI and Anthropic SDKs, the
+benchmark traffic, the adapter edge cases and randomly damaged streams are
+decoded both ways, one decoder per session as ``fold`` uses it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from _fold_reference import CallDecoder as ReferenceDecoder
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_adapters import CASES as EDGE_CASES
+
+from evaltape.recorder import Chunk, Event, Exchange, Request, Response, TapeReader, fold
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _assert_same(events: Sequence[Event], where: str) -> int:
+    """Both decoders give equal calls for every exchange; returns how many."""
+    reference = ReferenceDecoder()
+    expected = [
+        call
+        for e in events
+        if isinstance(e, Exchange)
+        and (call := reference.decode(e)) is not None
+        and not any(name == "x-evaltape-role" for name, _ in e.request.headers)
+    ]
+    got = [turn.call for turn in fold(events).turns]
+    assert got == expected, where
+    return len(expected)
+
+
+def _sessions(path: Path) -> Iterator[tuple[str, Sequence[Event]]]:
+    for session in TapeReader(path).sessions():
+        yield f"{path}:{session.header.session_id}", session.events
+
+
+def test_every_shipped_tape_folds_to_the_reference_calls() -> None:
+    tapes = sorted((ROOT / "cassettes").rglob("*.tape"))
+    assert tapes
+    checked = sum(_assert_same(events, where) for t in tapes for where, events in _sessions(t))
+    assert checked > 100
+
+
+@pytest.fixture(scope="module")
+def sdk_traffic() -> ModuleType:
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    from evals.perf import sdk_traffic
+
+    return sdk_traffic
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+@pytest.mark.parametrize("kind", ["streamed", "mixed"])
+def test_sdk_recorded_sessions_fold_to_the_reference_calls(
+    sdk_traffic: ModuleType, tmp_path: Path, api: str, kind: str
+) -> None:
+    tape = tmp_path / "s.tape"
+    with sdk_traffic.ModelServer() as server:
+        sdk_traffic.record_session(server, tape, api, 3, 9, kind, "00000000000000a1")
+    (where, events), *_ = _sessions(tape)
+    assert _assert_same(events, where) == 9
+    calls = [t.call for t in fold(events).turns]
+    assert [c.streamed for c in calls] == [sdk_traffic.streamed_turn(n, kind) for n in range(9)]
+    assert all(c.tool_calls and not c.error for c in calls)
+    assert len(calls[4].tool_calls) >= 2  # the parallel calls of every fifth turn
+
+
+def test_benchmark_traffic_folds_to_the_reference_calls(tmp_path: Path) -> None:
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    from evals.perf.traffic import agent_session, write_session
+
+    tape = tmp_path / "t.tape"
+    write_session(tape, agent_session(12, seed=5))
+    for where, events in _sessions(tape):
+        assert _assert_same(events, where) == 12
+
+
+@pytest.mark.parametrize(
+    ("name", "exchange", "expected"), EDGE_CASES, ids=[c[0] for c in EDGE_CASES]
+)
+def test_adapter_edge_cases_decode_as_the_reference(
+    name: str, exchange: Exchange, expected: dict[str, Any]
+) -> None:
+    assert fold([_header(), exchange]).turns[0].call == ReferenceDecoder().decode(exchange)
+
+
+def _header() -> Event:
+    from evaltape.recorder import SessionStarted
+
+    return SessionStarted(session_id="00000000000000b2", started_at=0.0)
+
+
+# -- the conversation moving inside the body ------------------------------------------------
+
+
+def _chat(messages: list[dict[str, Any]], *, stream: bool) -> Exchange:
+    body: dict[str, Any] = {"stream": True} if stream else {}
+    body |= {
+        "messages": messages,
+        "model": "m",
+        "tools": [{"type": "function", "function": {"name": "t"}}],
+    }
+    reply = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}}]}
+    data = json.dumps(reply).encode()
+    return Exchange(
+        at=0.0,
+        duration=0.1,
+        request=Request(
+            method="POST",
+            url="http://127.0.0.1:9/v1/chat/completions",
+            body=json.dumps(body).encode(),
+        ),
+        response=Response(
+            status=200,
+            headers=(("content-type", "application/json"),),
+            chunks=(Chunk(at=0.0, data=data),),
+        ),
+    )
+
+
+def test_a_request_that_adds_or_drops_stream_reuses_the_parsed_conversation() -> None:
+    """Message objects are shared only when the parse was reused (the memo keys parsed
+    items by identity), so sharing shows that moving the array did not defeat it."""
+    messages = [{"role": "system", "content": "be brief " * 50}, {"role": "user", "content": "hi"}]
+    exchanges = [
+        _chat(messages, stream=False),
+        _chat([*messages, {"role": "assistant", "content": "ok"}], stream=True),
+        _chat(
+            [
+                *messages,
+                {"role": "assistant", "content": "ok"},
+                {"role": "user", "content": "and?"},
+            ],
+            stream=False,
+        ),
+    ]
+    turns = fold([_header(), *exchanges]).turns
+    first, second, third = (t.call.input_messages for t in turns)
+    # The last item of a body is parsed again (the character after it changed).
+    assert second[0] is first[0]
+    assert third[0] is first[0] and third[1] is second[1]
+    assert _assert_same([_header(), *exchanges], "moved") == 3
+
+
+# -- damaged streams: the typed paths fall back exactly ------------------------------------
+
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-2, 3),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=4),
+    st.lists(st.integers(0, 2), max_size=2),
+    st.dictionaries(
+        st.sampled_from(["name", "arguments", "text", "type", "index"]),
+        st.text(max_size=3),
+        max_size=2,
+    ),
+)
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    yield path
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _paths(v, (*path, i))
+
+
+def _put(value: Any, path: tuple[Any, ...], new: Any) -> Any:
+    if not path:
+        return new
+    head, *rest = path
+    copy = dict(value) if isinstance(value, dict) else list(value)
+    copy[head] = _put(value[head], tuple(rest), new)
+    return copy
+
+
+def _recorded_streams(tmp_path: Path, api: str, sdk: ModuleType) -> list[Exchange]:
+    tape = tmp_path / f"{api}.tape"
+    with sdk.ModelServer() as server:
+        sdk.record_session(server, tape, api, 1, 3, "streamed", "00000000000000c3")
+    (_, events), *_ = _sessions(tape)
+    return [e for e in events if isinstance(e, Exchange)]
+
+
+@pytest.fixture(scope="module")
+def streams(tmp_path_factory: pytest.TempPathFactory, sdk_traffic: ModuleType) -> list[Exchange]:
+    folder = tmp_path_factory.mktemp("streams")
+    return [
+        e for api in ("openai", "anthropic") for e in _recorded_streams(folder, api, sdk_traffic)
+    ]
+
+
+def _events_of(exchange: Exchange) -> list[tuple[str, str]]:
+    body = b"".join(c.data for c in exchange.response.chunks).decode()  # type: ignore[union-attr]
+    out = []
+    for block in body.split("\n\n")[:-1]:
+        lines = block.split("\n")
+        name = lines[0][7:] if lines[0].startswith("event: ") else ""
+        out.append((name, lines[-1][6:]))
+    return out
+
+
+def _rebuilt(exchange: Exchange, events: list[tuple[str, str]]) -> Exchange:
+    text = "".join((f"event: {n}\n" if n else "") + f"data: {d}\n\n" for n, d in events)
+    response = exchange.response
+    assert response is not None
+    chunks = (Chunk(at=0.0, data=text.encode()),)
+    import attrs
+
+    return attrs.evolve(exchange, response=attrs.evolve(response, chunks=chunks))
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_damaged_stream_events_decode_as_the_reference(
+    streams: list[Exchange], data: st.DataObject
+) -> None:
+    exchange = streams[data.draw(st.integers(0, len(streams) - 1))]
+    events = _events_of(exchange)
+    rng = random.Random(data.draw(st.integers(0, 2**32)))
+    for _ in range(data.draw(st.integers(1, 3))):
+        n = rng.randrange(len(events))
+        name, payload = events[n]
+        if payload.startswith("[DONE]"):
+            continue
+        value = json.loads(payload)
+        path = rng.choice(list(_paths(value)))
+        mutated = _put(value, path, data.draw(_VALUES))
+        events[n] = (name, json.dumps(mutated))
+    if data.draw(st.booleans()):
+        events = events[: rng.randrange(1, len(events) + 1)]
+    damaged = _rebuilt(exchange, events)
+    assert fold([_header(), damaged]).turns[0].call == ReferenceDecoder().decode(damaged)
