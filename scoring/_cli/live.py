@@ -105,6 +105,8 @@ def models_of(model: str | None, compare: str | None, config: Config) -> tuple[s
     "agent",
     "base_url",
     "concurrency",
+    "executor",
+    "ray_address",
     "trials",
     "hang_limit",
     "judge_model",

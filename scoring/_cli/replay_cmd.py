@@ -66,6 +66,8 @@ from evaltape.scoring.run._stop import StopKind
     "agent",
     "base_url",
     "concurrency",
+    "executor",
+    "ray_address",
     "hang_limit",
     "judge_model",
     "judge_base_url",

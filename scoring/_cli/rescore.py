@@ -39,6 +39,9 @@ LIVE_JUDGE_REFUSED = (
     "cassettes",
     "results",
     "hang_limit",
+    "concurrency",
+    "executor",
+    "ray_address",
     "judge_mean_floor",
     "judge_trial_floor",
 )

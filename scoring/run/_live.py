@@ -26,6 +26,7 @@ from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_
 from evaltape.scoring.run._budget import Budget
 from evaltape.scoring.run._cassettes import update_cassette
 from evaltape.scoring.run._env import job_env, live_wire
+from evaltape.scoring.run._executors import resolve_executor
 from evaltape.scoring.run._export_step import finish_export, submit
 from evaltape.scoring.run._host import SILENT, Host, Reporter
 from evaltape.scoring.run._jobs import JobResult
@@ -190,6 +191,7 @@ def run_live(request: LiveRequest) -> LiveOutcome:
         if not chosen:
             return LiveOutcome(ran=False)
         trials = ENTRY_TRIALS
+    executor = resolve_executor(config, host)
     warn_without_keys(request.source, host.environ, reporter)
     run_id = make_run_id(host.clock, host.entropy)
     jobs = plan_live(chosen, request.models, trials, config.results, run_id, only=request.only)
@@ -257,6 +259,7 @@ def run_live(request: LiveRequest) -> LiveOutcome:
         on_result=on_result,
         time_limit=request.time_limit,
         budget=Budget(request.budget) if request.budget is not None else None,
+        executor=executor,
     )
     finish_export(exporter, log, reporter)
     status = judge_status(r.judgement for r in pool.results)

@@ -22,6 +22,7 @@ from evaltape.scoring.judge._judgement import Floors, JudgeStatus
 from evaltape.scoring.results._history import RunLog
 from evaltape.scoring.results._record_files import read_record, resolve_run
 from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
+from evaltape.scoring.run._executors import resolve_rescorer
 from evaltape.scoring.run._host import Host
 from evaltape.scoring.run._rescore import RescoreOutcome, rescore_run
 from evaltape.scoring.run._rescore_tapes import rescore_tapes
@@ -81,6 +82,7 @@ def run_rescore(request: RescoreRequest) -> RescoreRunOutcome:
     cases = {c.id: c for s in suites for c in s.cases}
     wanted = {c.id for s in chosen for c in s.cases}
     scorer = make_scorer(hang_limit=config.hang_limit)
+    rescorer = resolve_rescorer(config)
     tapes = [s for s in request.sources if _is_tape_argument(s)]
     runs = [s for s in request.sources if not _is_tape_argument(s)]
     for given in runs:
@@ -101,6 +103,7 @@ def run_rescore(request: RescoreRequest) -> RescoreRunOutcome:
                 results=config.results,
                 selected=wanted.__contains__,
                 floors=floors,
+                rescorer=rescorer,
             )
         else:
             files: list[Path] = []
@@ -120,6 +123,7 @@ def run_rescore(request: RescoreRequest) -> RescoreRunOutcome:
                 selected=wanted.__contains__,
                 latest=request.latest,
                 floors=floors,
+                rescorer=rescorer,
             )
     except RunRefused:
         raise
