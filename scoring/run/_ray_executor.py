@@ -68,17 +68,16 @@ def start_ray(address: str | None, num_cpus: int) -> bool:
     process was already connected (it is then left connected)."""
     if ray.is_initialized():
         return False
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     options: dict[str, Any] = {
         "include_dashboard": False,
         "log_to_driver": False,
-        "logging_level": "WARNING",
+        "logging_level": "ERROR",
         "configure_logging": True,
     }
     if address:
         ray.init(address=address, **options)
     else:
-        ray.init(num_cpus=num_cpus, _node_ip_address="127.0.0.1", **options)
+        ray.init(num_cpus=num_cpus, **options)
     return True
 
 
