@@ -59,10 +59,15 @@ def resolve_executor(config: Config, host: Host) -> ExecutorFactory:
         return thread_executor
     _prepare_ray(config.ray_address)
     try:
-        from evaltape.scoring.run._ray_executor import ray_executor
+        from evaltape.scoring.run._ray_executor import RayUnavailable, ray_executor
     except ImportError as exc:
         raise RunRefused(RAY_MISSING) from exc
-    return ray_executor(address=config.ray_address, project=host.project)
+    try:
+        return ray_executor(
+            address=config.ray_address, project=host.project, num_cpus=config.concurrency
+        )
+    except RayUnavailable as exc:
+        raise RunRefused(str(exc)) from exc
 
 
 def resolve_rescorer(config: Config) -> RescorerFactory | None:

@@ -28,6 +28,7 @@ from typing import Any
 import ray
 import ray.exceptions
 
+from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.run._attempt import Computed, compute_job
 from evaltape.scoring.run._env import shipped_env, worker_env
 from evaltape.scoring.run._executor import Executor, ExecutorFactory, Guard
@@ -63,9 +64,14 @@ def run_on_worker(
     return computed, raised, os.getpid()
 
 
+class RayUnavailable(ScoringError):
+    """Ray could not be started, or the cluster at the address could not be reached."""
+
+
 def start_ray(address: str | None, num_cpus: int) -> bool:
     """Connect to the cluster at ``address``, or start a local instance; False when this
-    process was already connected (it is then left connected)."""
+    process was already connected (it is then left connected).  ``RayUnavailable`` when
+    neither works."""
     if ray.is_initialized():
         return False
     options: dict[str, Any] = {
@@ -74,10 +80,15 @@ def start_ray(address: str | None, num_cpus: int) -> bool:
         "logging_level": "ERROR",
         "configure_logging": True,
     }
-    if address:
-        ray.init(address=address, **options)
-    else:
-        ray.init(num_cpus=num_cpus, **options)
+    try:
+        if address:
+            ray.init(address=address, **options)
+        else:
+            ray.init(num_cpus=num_cpus, **options)
+    except Exception as exc:  # Ray raises many kinds (ConnectionError, RuntimeError, ...)
+        where = f"the Ray cluster at {address}" if address else "a local Ray instance"
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise RayUnavailable(f"--executor ray: cannot start {where}: {first}") from exc
     return True
 
 
@@ -85,9 +96,9 @@ class RayExecutor:
     """Runs jobs as Ray tasks, at most ``concurrency`` in flight."""
 
     def __init__(
-        self, env: JobEnv, concurrency: int, guard: Guard, *, address: str | None, project: Path
+        self, env: JobEnv, concurrency: int, guard: Guard, *, owns: bool, project: Path
     ) -> None:
-        self._owns = start_ray(address, concurrency)
+        self._owns = owns
         self._env = env
         self._guard = guard
         self._limit = max(1, concurrency)
@@ -162,10 +173,13 @@ class WorkerLost(Exception):
         super().__init__(f"the Ray worker running it was lost ({type(exc).__name__}: {first})")
 
 
-def ray_executor(*, address: str | None, project: Path) -> ExecutorFactory:
-    """An ``ExecutorFactory`` for Ray at ``address`` (None: a local instance for the run)."""
+def ray_executor(*, address: str | None, project: Path, num_cpus: int = 4) -> ExecutorFactory:
+    """An ``ExecutorFactory`` for Ray at ``address`` (None: a local instance of ``num_cpus``
+    for the run).  Ray is started (or reached) now, before the run begins:
+    ``RayUnavailable`` when it cannot be."""
+    owns = start_ray(address, num_cpus)
 
     def make(env: JobEnv, concurrency: int, guard: Guard) -> Executor:
-        return RayExecutor(env, concurrency, guard, address=address, project=project)
+        return RayExecutor(env, concurrency, guard, owns=owns, project=project)
 
     return make
