@@ -19,7 +19,6 @@ statistics) and shut down after it.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections import deque
 from pathlib import Path
@@ -49,9 +48,9 @@ def _env_on_worker(token: str, env: JobEnv, project: str) -> JobEnv:
 
 def run_on_worker(
     job: Job, env: JobEnv, token: str, project: str
-) -> tuple[Computed, tuple[str, str] | None, int]:
-    """The task body: compute ``job`` on this worker.  Returns what it computed, the stop
-    it raised (kind and reason, e.g. refused credentials) and this worker's process id."""
+) -> tuple[Computed, tuple[str, str] | None]:
+    """The task body: compute ``job`` on this worker.  Returns what it computed and the
+    stop it raised (kind and reason, e.g. refused credentials), if any."""
     local = _env_on_worker(token, env, project)
     try:
         computed = compute_job(job, local)
@@ -61,7 +60,7 @@ def run_on_worker(
     raised = (stop.kind.value, stop.reason) if stop.kind is not None else None
     if raised is not None:  # the next job of this run on this worker starts afresh
         _WORKER_ENV.clear()
-    return computed, raised, os.getpid()
+    return computed, raised
 
 
 class RayUnavailable(ScoringError):
@@ -108,8 +107,6 @@ class RayExecutor:
         self._task = ray.remote(num_cpus=1, max_retries=0)(run_on_worker)
         self._queue: deque[Job] = deque()
         self._running: dict[Any, Job] = {}
-        self.pids: set[int] = set()
-        """Worker processes that ran a job of this run."""
 
     def submit(self, job: Job) -> None:
         """Queue ``job``; it is sent when fewer than ``concurrency`` tasks are in flight."""
@@ -135,11 +132,10 @@ class RayExecutor:
         for ref in ready:
             job = self._running.pop(ref)
             try:
-                computed, raised, pid = ray.get(ref)
+                computed, raised = ray.get(ref)
             except ray.exceptions.RayError as exc:
                 computed = Computed(result=error_result(job, WorkerLost(exc)), data=b"")
             else:
-                self.pids.add(pid)
                 if raised is not None:
                     self._env.stop.set(StopKind(raised[0]), raised[1])
             self._guard.charge(computed.result)
