@@ -8,6 +8,7 @@ from evaltape.recorder._adapters import (
     Usage,
     decode_call,
 )
+from evaltape.recorder._buffer import SessionBuffer, append_session
 from evaltape.recorder._clients import (
     SDK_CONNECT_TIMEOUT,
     SDK_TIMEOUT,
@@ -123,6 +124,7 @@ __all__ = [
     "Scrubber",
     "SecretRule",
     "Session",
+    "SessionBuffer",
     "SessionEnded",
     "SessionInfo",
     "SessionStarted",
@@ -137,6 +139,7 @@ __all__ = [
     "Turn",
     "Usage",
     "WorkspaceSnapshot",
+    "append_session",
     "decode_call",
     "default_redactor",
     "fold",

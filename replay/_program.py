@@ -23,6 +23,7 @@ import attrs
 
 from evaltape.replay._process_wait import wait_exit
 
+
 class PointsSDKs(Protocol):
     """What a program is pointed at: a ``TapeProxy``, or ``RoutedProxies`` (one per provider)."""
 

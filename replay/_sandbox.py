@@ -29,8 +29,8 @@ from typing import IO
 
 import attrs
 
-from evaltape.replay._process_wait import wait_exit
 from evaltape.replay._errors import ReplayError
+from evaltape.replay._process_wait import wait_exit
 from evaltape.replay._sandbox_limits import (
     NOBODY,
     SandboxPolicy,

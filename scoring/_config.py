@@ -62,6 +62,10 @@ class Config:
     """Lowest judge score (0-5) of one trial that passes."""
     concurrency: int
     """Attempts run at the same time."""
+    executor: str
+    """Where attempts run: ``threads`` or ``ray``."""
+    ray_address: str | None
+    """The Ray cluster to use with ``executor = "ray"``; None: a local instance for the run."""
     trials: int
     """Attempts per case."""
     hang_limit: float

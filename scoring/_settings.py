@@ -142,6 +142,21 @@ SETTINGS: tuple[Setting, ...] = (
         help="Attempts run at the same time.",
     ),
     Setting(
+        name="executor",
+        kind=SettingKind.TEXT,
+        default="threads",
+        metavar="threads|ray",
+        help="Where attempts run: threads of this process, or Ray tasks (pip install "
+        "evaltape[ray]); see docs/scale.md.",
+    ),
+    Setting(
+        name="ray_address",
+        kind=SettingKind.TEXT,
+        default=None,
+        metavar="ADDR",
+        help="With executor ray: the cluster to use (default: a local Ray instance for the run).",
+    ),
+    Setting(
         name="trials",
         kind=SettingKind.COUNT,
         default=1,

@@ -30,6 +30,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "chat_server(**settings): settings of the ``server`` fixture's ChatServer"
     )
+    config.addinivalue_line(
+        "markers", "ray: needs the ray extra (pip install evaltape[ray]); skipped without it"
+    )
 
 
 @pytest.fixture

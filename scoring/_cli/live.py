@@ -125,6 +125,8 @@ Example:
     "base_url",
     "upstream",
     "concurrency",
+    "executor",
+    "ray_address",
     "trials",
     "hang_limit",
     "scorers",

@@ -35,8 +35,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("quarantine-report", "quarantine:quarantine_report_cmd", "Propose quarantines and releases from the pass rates the history shows."),
     ("ab", "ab:ab", "A/B two variants of the harness now, interleaved; a report, never a gate."),
     ("export", "export:export", "Export the attempts of a finished run RUN (default: latest) as OTLP traces."),
-    ("report", "report_cmd:report", "REPORT"),
-    ("bisect", "bisect:bisect", "BISECT"),
+    ("report", "report_cmd:report", "Write one self-contained HTML page (no CDN, no server) for a run."),
+    ("bisect", "bisect:bisect", "Find the harness commit that broke a replayed case (git bisect, replay as oracle)."),
 )  # fmt: skip
 """Every subcommand: (name, "module:attribute" in ``evaltape.scoring._cli``, one-line help)."""
 
@@ -63,15 +63,10 @@ class _Table(click.Group):
         return None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        limit = formatter.width - 6 - max(len(name) for name, _, _ in COMMANDS)
-        rows = [(name, _short(text, limit)) for name, _, text in sorted(COMMANDS)]
+        # each line whole, wrapped, never cut short with "..."
+        rows = [(name, text) for name, _, text in sorted(COMMANDS)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
-
-
-def _short(text: str, limit: int) -> str:
-    """``text`` shortened as click shortens a command's help in a listing."""
-    return click.Command(name="x", help=text).get_short_help_str(limit)
 
 
 @click.group(cls=_Table, context_settings={"help_option_names": ["-h", "--help"]})

@@ -85,6 +85,8 @@ Example:
     "base_url",
     "upstream",
     "concurrency",
+    "executor",
+    "ray_address",
     "hang_limit",
     "scorers",
     "judge_model",

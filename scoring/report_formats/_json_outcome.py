@@ -165,8 +165,6 @@ def _side(s: RunSide) -> Json:
         "passed": s.passed,
         "total": s.total,
         "rate": _num(s.rate),
-        "wilson_low": _num(s.wilson_low),
-        "wilson_high": _num(s.wilson_high),
         "clustered_se": _num(s.clustered_se),
         "interval": [_num(s.interval[0]), _num(s.interval[1])],
         "k": s.k,

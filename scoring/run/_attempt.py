@@ -1,5 +1,10 @@
 """``run_job``: one attempt in a fresh workspace, its session written and scored.
 
+The attempt is computed first (``compute_job``: the session is encoded in
+memory) and then written (``write_job``: its bytes appended to the tape), so
+the two can happen in different processes: an executor's worker computes, the
+run's driver alone writes tapes.
+
 The session gets its start, the exchanges, runner facts, the workspace
 snapshot and its end.  It is scored (and judged) before it ends, so the
 judge's call lands on the attempt's own tape.  A replay job is also scored
@@ -12,16 +17,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from evaltape.recorder import (
     FactKind,
     Mode,
     RunnerFact,
     Scrubber,
+    SessionBuffer,
     SessionStarted,
     Status,
+    TapeError,
+    append_session,
     fold,
     new_session_id,
-    open_session,
     workspace_spellings,
 )
 from evaltape.replay import ReplayTransport
@@ -30,7 +39,7 @@ from evaltape.scoring.judge._judgement import JudgeState
 from evaltape.scoring.judge._reuse import judge_usage, rejudge_offline
 from evaltape.scoring.results._records import Verdict
 from evaltape.scoring.run._agents import AttemptSetup, RetryingTransport
-from evaltape.scoring.run._jobs import Job, JobEnv, JobResult, LiveWire
+from evaltape.scoring.run._jobs import Job, JobEnv, JobResult, LiveWire, error_result
 from evaltape.scoring.run._judge_step import judge_step, score_attempt
 from evaltape.scoring.run._replay_miss import BASE_URL_KEY, recorded_base_url, replay_miss
 from evaltape.scoring.run._stop import StopKind
@@ -101,11 +110,40 @@ def _live_transport(env: JobEnv, wire: LiveWire, tee: Tee) -> RetryingTransport:
     )
 
 
-def run_job(job: Job, env: JobEnv) -> JobResult:
-    """Run one attempt and score it.  Never raises for the agent's or provider's faults.
+@attrs.frozen(kw_only=True)
+class Computed:
+    """One attempt computed but not yet written: its result and its session's tape bytes."""
 
-    A live job needs ``env.live``; without it ``ValueError`` is raised before
-    anything is written.
+    result: JobResult
+    """The attempt's result (``session_id`` names the session in ``data``)."""
+    data: bytes = attrs.field(repr=False)
+    """The whole session as tape frames (``SessionBuffer.data``); b"" when none was made."""
+
+
+def write_job(computed: Computed) -> JobResult:
+    """Append the computed session to its job's tape; the result, or an error result when
+    the tape cannot be written."""
+    job = computed.result.job
+    if not computed.data:
+        return computed.result
+    try:
+        job.tape.parent.mkdir(parents=True, exist_ok=True)
+        append_session(job.tape, computed.data)
+    except (TapeError, OSError) as exc:
+        return error_result(job, exc)
+    return computed.result
+
+
+def run_job(job: Job, env: JobEnv) -> JobResult:
+    """Run one attempt, score it and write its session (``compute_job`` then ``write_job``)."""
+    return write_job(compute_job(job, env))
+
+
+def compute_job(job: Job, env: JobEnv) -> Computed:
+    """Run one attempt and score it, its session encoded in memory; nothing is written.
+
+    Never raises for the agent's or provider's faults.  A live job needs
+    ``env.live``; without it ``ValueError`` is raised.
     """
     if job.recorded is None and env.live is None:
         raise ValueError("a live job needs JobEnv.live (the network transport)")
@@ -113,8 +151,8 @@ def run_job(job: Job, env: JobEnv) -> JobResult:
     session_id = new_session_id()
     header = env.redactor.redact_event(_header(job, env, session_id))
     assert isinstance(header, SessionStarted)
-    job.tape.parent.mkdir(parents=True, exist_ok=True)
-    tee = Tee(open_session(job.tape, header), header, env.redactor)
+    buffer = SessionBuffer(header)
+    tee = Tee(buffer, header, env.redactor)
     replayer: ReplayTransport | None = None
     status, reason = Status.COMPLETED, ""
     workspace: Path | None = None
@@ -197,7 +235,7 @@ def run_job(job: Job, env: JobEnv) -> JobResult:
             f"assuming the model answered as recorded: {len(replayer.divergences)} changed "
             "request(s) served the recorded response"
         )
-    return JobResult(
+    result = JobResult(
         job=job,
         verdict=verdict,
         reason=env.redactor.redact_text(why),
@@ -215,3 +253,4 @@ def run_job(job: Job, env: JobEnv) -> JobResult:
         outputs_digest=outputs_digest(session),
         effects_digest=effects_digest(session),
     )
+    return Computed(result=result, data=buffer.data)

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
+import httpx
+
 from evaltape.recorder import VERSION, Source, default_redactor, secret_values
 from evaltape.replay import Sandbox
 from evaltape.scoring._config import Config
 from evaltape.scoring.cost._pricing import Prices, built_in_prices
 from evaltape.scoring.judge._judge import Judge
 from evaltape.scoring.judge._judgement import Floors
+from evaltape.scoring.run._agents import load_agent, network_transport
 from evaltape.scoring.run._host import Host
 from evaltape.scoring.run._jobs import JobEnv, LiveWire, ReplayRules
 from evaltape.scoring.run._judge_step import default_scorer
@@ -83,3 +87,30 @@ def step_summary_path(host: Host) -> Path | None:
     """The job summary file the host's CI names, or None outside such a CI."""
     named = host.environ.get(STEP_SUMMARY, "")
     return Path(named) if named else None
+
+
+def shipped_env(env: JobEnv) -> JobEnv:
+    """``env`` as it travels to another process: no imported agent, no network transports
+    (the worker imports the agent by name and opens its own network); its stop signal
+    pickles as a fresh one."""
+    live = env.live
+    return attrs.evolve(
+        env,
+        agent=None,
+        live=attrs.evolve(live, network=httpx.BaseTransport()) if live is not None else None,
+        judge=attrs.evolve(env.judge, network=None) if env.judge is not None else None,
+    )
+
+
+def worker_env(env: JobEnv, project: Path) -> JobEnv:
+    """A ``shipped_env`` made whole on a worker: the agent imported by name from
+    ``project`` (same installed environment), this process's network transport."""
+    live = env.live
+    return attrs.evolve(
+        env,
+        agent=load_agent(env.spec, project),
+        live=attrs.evolve(live, network=network_transport()) if live is not None else None,
+        judge=attrs.evolve(env.judge, network=network_transport())
+        if env.judge is not None
+        else None,
+    )

@@ -28,6 +28,7 @@ from evaltape.scoring.run._budget import Budget
 from evaltape.scoring.run._cassettes import update_cassette
 from evaltape.scoring.run._confirm import confirm_broken, plan_confirmations
 from evaltape.scoring.run._env import job_env, live_wire
+from evaltape.scoring.run._executors import resolve_executor
 from evaltape.scoring.run._export_step import finish_export, submit
 from evaltape.scoring.run._flags import models_problem, seed_problem
 from evaltape.scoring.run._host import SILENT, Host, Reporter, records_redactor
@@ -198,6 +199,7 @@ def run_live(request: LiveRequest) -> LiveOutcome:
         if not chosen:
             return LiveOutcome(ran=False)
         trials = ENTRY_TRIALS
+    executor = resolve_executor(config, host)
     warn_without_keys(request.source, host.environ, reporter)
     sandbox = sandbox_for(config, host, reporter)
     run_id = make_run_id(host.clock, host.entropy)
@@ -274,6 +276,7 @@ def run_live(request: LiveRequest) -> LiveOutcome:
             on_result=on_result,
             time_limit=limit,
             budget=budget,
+            executor=executor,
         )
 
     pool = run(jobs)

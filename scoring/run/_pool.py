@@ -9,15 +9,15 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 
-from evaltape.scoring.run._attempt import run_job
+from evaltape.scoring.run._attempt import write_job
 from evaltape.scoring.run._budget import Budget
-from evaltape.scoring.run._jobs import Job, JobEnv, JobResult, error_result
+from evaltape.scoring.run._executor import ExecutorFactory, Guard, thread_executor
+from evaltape.scoring.run._jobs import Job, JobEnv, JobResult
 from evaltape.scoring.run._stop import StopKind
 
 
@@ -79,18 +79,6 @@ class _CtrlC:
             signal.signal(signum, previous)
 
 
-def _guarded(job: Job, env: JobEnv, budget: Budget | None) -> JobResult | None:
-    if env.stop.is_set() or (budget is not None and not budget.admits()):
-        return None
-    try:
-        result = run_job(job, env)
-    except Exception as exc:  # a tape that cannot be written, a scorer's bug: this job only
-        result = error_result(job, exc)
-    if budget is not None:
-        budget.charge(result)
-    return result
-
-
 def run_pool(
     jobs: Sequence[Job],
     env: JobEnv,
@@ -100,50 +88,44 @@ def run_pool(
     time_limit: float | None = None,
     clock: Callable[[], float] = time.monotonic,
     budget: Budget | None = None,
+    executor: ExecutorFactory = thread_executor,
 ) -> PoolOutcome:
     """Run ``jobs`` ``concurrency`` at a time; Ctrl-C, 401/403 or ``time_limit`` stop early.
 
     ``on_result`` is called in this thread as each job finishes.  On a stop,
     jobs not yet started are dropped and running ones end as cancelled;
     finished ones are kept.  With a ``budget``, jobs start only while the
-    spent cost is below it; the rest are counted in ``not_started``.
+    spent cost is below it; the rest are counted in ``not_started``.  ``executor``
+    computes the jobs (threads of this process by default); their sessions are
+    written to the tapes here, as each is collected.
     """
     results: list[JobResult] = []
     started = clock()
-    pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="evaltape-job")
-    pending: set[Future[JobResult | None]] = {
-        pool.submit(_guarded, job, env, budget) for job in jobs
-    }
-
-    def collect(done: Iterable[Future[JobResult | None]]) -> None:
-        for future in done:
-            if future.cancelled():
-                continue
-            result = future.result()
-            if result is not None:
-                results.append(result)
-                on_result(result)
+    pool = executor(env, max(1, concurrency), Guard(env=env, budget=budget))
+    for job in jobs:
+        pool.submit(job)
 
     ctrl_c = _CtrlC()
     with ctrl_c:
-        while pending:
+        while pool.outstanding():
             try:
                 if ctrl_c.count:
                     env.stop.set(StopKind.INTERRUPT, f"interrupted ({ctrl_c.name})")
                 if ctrl_c.count > 1:
                     break
-                done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
-                collect(done)
+                for computed in pool.collect(timeout=0.1):
+                    result = write_job(computed)
+                    results.append(result)
+                    on_result(result)
                 if time_limit is not None and clock() - started > time_limit:
                     env.stop.set(
                         StopKind.LIMIT, f"the overall time limit of {time_limit:g} s passed"
                     )
                 if env.stop.is_set():
-                    for future in pending:
-                        future.cancel()
+                    pool.cancel()
             except KeyboardInterrupt:  # no handler of ours (not the main thread)
                 ctrl_c.count += 1
-    pool.shutdown(wait=ctrl_c.count < 2, cancel_futures=True)
+    pool.close(wait=ctrl_c.count < 2)
     skipped = 0 if budget is None or env.stop.is_set() else len(jobs) - len(results)
     return PoolOutcome(
         results=tuple(results),

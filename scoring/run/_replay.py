@@ -21,6 +21,7 @@ from evaltape.scoring.judge._judgement import Floors, JudgeStatus
 from evaltape.scoring.results._history import RunLog
 from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
 from evaltape.scoring.run._env import job_env
+from evaltape.scoring.run._executors import resolve_executor
 from evaltape.scoring.run._export_step import finish_export, submit
 from evaltape.scoring.run._host import SILENT, Host, Reporter, records_redactor
 from evaltape.scoring.run._jobs import JobResult, ReplayRules
@@ -160,6 +161,7 @@ def run_replay(request: ReplayRequest) -> ReplayOutcome:
         untested.extend(found.not_live)
         return ReplayOutcome(ran=False, prices=prices, untested=tuple(untested))
     sandbox = sandbox_for(config, host, reporter)
+    executor = resolve_executor(config, host)
     run_id = make_run_id(host.clock, host.entropy)
     jobs = plan_replay(((r.case, r.session) for r in found.recorded), config.results, run_id)
     judge = None
@@ -200,7 +202,9 @@ def run_replay(request: ReplayRequest) -> ReplayOutcome:
         reporter.attempt(result, len(jobs))
         submit(exporter, result)
 
-    pool = run_pool(jobs, env, concurrency=config.concurrency, on_result=on_result)
+    pool = run_pool(
+        jobs, env, concurrency=config.concurrency, on_result=on_result, executor=executor
+    )
     finish_export(exporter, log, reporter)
     status = judge_status(r.judgement for r in pool.results)
     who = (f"judge: {judge.who}",) if judge is not None else ()

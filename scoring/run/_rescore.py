@@ -20,8 +20,10 @@ record the session names (its ``run_id`` metadata), if that record exists.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -33,7 +35,6 @@ from evaltape.recorder import (
     TapeError,
     TapeReader,
     Usage,
-    fold,
 )
 from evaltape.scoring.cases._cases import Case
 from evaltape.scoring.checks._score import Score, Scorer
@@ -46,6 +47,9 @@ from evaltape.scoring.results._records import (
     Verdict,
 )
 from evaltape.scoring.run._judge_step import score_attempt
+
+if TYPE_CHECKING:
+    from evaltape.scoring.run._rescore_exec import Rescorer
 
 BROKEN = frozenset({Status.TIMEOUT, Status.INFRA_ERROR, Status.INTERRUPTED})
 """Session endings whose evidence is unreliable: the attempt gets verdict ``error``."""
@@ -298,6 +302,7 @@ def rescore_run(
     selected: Callable[[str], bool] = lambda case_id: True,
     on_result: Callable[[Rescored], None] = lambda r: None,
     floors: Floors = DEFAULT_FLOORS,
+    rescorer: Callable[[Scorer, Floors], Rescorer] | None = None,
 ) -> RescoreOutcome:
     """Rescore the sessions ``record``'s attempts point to, against their recorded verdicts.
 
@@ -306,7 +311,7 @@ def rescore_run(
     whose session cannot be found are skipped with a line saying why.  Each
     tape is read once, one session in memory at a time; results come in the
     record's order.  Judged cases reuse recorded verdicts against ``floors``
-    (``rescore_session``).
+    (``rescore_session``); ``rescorer`` says where sessions are scored (default: here).
     """
     notes: list[str] = []
     outcomes: dict[int, Rescored | Skipped] = {}
@@ -332,6 +337,14 @@ def rescore_run(
             by_tape.setdefault(path, {}).setdefault(attempt.session_id, []).append(
                 (i, attempt, case)
             )
+    from evaltape.scoring.run._rescore_exec import InProcess, RescoreItem
+
+    scoring = rescorer(scorer, floors) if rescorer is not None else InProcess(scorer, floors)
+
+    def finished(i: int, result: Rescored) -> None:
+        outcomes[i] = result
+        on_result(result)
+
     for path, sessions in by_tape.items():
 
         def each(
@@ -347,18 +360,15 @@ def rescore_run(
                         i, attempt, f"{path}: session {session_id} has no end ({recorded.problem})"
                     )
                 return
-            session = fold(recorded.events)
             for i, attempt, case in waiting:
-                result = rescore_session(
-                    case, session, scorer, tape=attempt.tape, before=attempt, floors=floors
-                )
-                outcomes[i] = result
-                on_result(result)
+                item = RescoreItem(case=case, recorded=recorded, tape=attempt.tape, before=attempt)
+                scoring.add(item, functools.partial(finished, i))
 
         problem = stream_sessions(path, each, notes, wanted=sessions.__contains__)
         for session_id, waiting in sessions.items():
             for i, attempt, _ in waiting:
                 skip(i, attempt, problem or f"{path}: no session {session_id}")
+    scoring.flush()
     ordered = [outcomes[i] for i in sorted(outcomes)]
     return RescoreOutcome(
         rescored=tuple(o for o in ordered if isinstance(o, Rescored)),

@@ -22,6 +22,7 @@ from evaltape.scoring.judge._judgement import Floors, JudgeStatus
 from evaltape.scoring.results._history import RunLog
 from evaltape.scoring.results._record_files import read_record, resolve_run
 from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
+from evaltape.scoring.run._executors import resolve_rescorer
 from evaltape.scoring.run._host import SILENT, Host, Reporter, records_redactor
 from evaltape.scoring.run._rescore import RescoreOutcome, rescore_run
 from evaltape.scoring.run._rescore_tapes import rescore_tapes
@@ -85,6 +86,7 @@ def run_rescore(request: RescoreRequest) -> RescoreRunOutcome:
     wanted = {c.id for s in chosen for c in s.cases}
     sandbox = sandbox_for(config, host, request.reporter)
     scorer = make_scorer(hang_limit=config.hang_limit, sandbox=sandbox)
+    rescorer = resolve_rescorer(config)
     tapes = [s for s in request.sources if _is_tape_argument(s)]
     runs = [s for s in request.sources if not _is_tape_argument(s)]
     for given in runs:
@@ -105,6 +107,7 @@ def run_rescore(request: RescoreRequest) -> RescoreRunOutcome:
                 results=config.results,
                 selected=wanted.__contains__,
                 floors=floors,
+                rescorer=rescorer,
             )
         else:
             files: list[Path] = []
@@ -124,6 +127,7 @@ def run_rescore(request: RescoreRequest) -> RescoreRunOutcome:
                 selected=wanted.__contains__,
                 latest=request.latest,
                 floors=floors,
+                rescorer=rescorer,
             )
     except RunRefused:
         raise

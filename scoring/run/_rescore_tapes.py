@@ -12,7 +12,7 @@ from pathlib import Path
 
 import attrs
 
-from evaltape.recorder import Mode, RecordedSession, TapeError, TapeReader, fold
+from evaltape.recorder import Mode, RecordedSession, TapeError, TapeReader
 from evaltape.scoring.cases._cases import Case
 from evaltape.scoring.checks._score import Scorer
 from evaltape.scoring.judge._judgement import DEFAULT_FLOORS, Floors
@@ -23,10 +23,10 @@ from evaltape.scoring.run._rescore import (
     Rescored,
     RescoreOutcome,
     Skipped,
-    rescore_session,
     stream_sessions,
     tape_label,
 )
+from evaltape.scoring.run._rescore_exec import InProcess, RescoreItem, RescorerFactory
 
 # -- rescoring tapes --------------------------------------------------------------
 
@@ -65,6 +65,7 @@ def rescore_tapes(
     latest: bool = False,
     on_result: Callable[[Rescored], None] = lambda r: None,
     floors: Floors = DEFAULT_FLOORS,
+    rescorer: RescorerFactory | None = None,
 ) -> RescoreOutcome:
     """Rescore every complete live session of ``tapes`` whose case exists today.
 
@@ -75,12 +76,19 @@ def rescore_tapes(
     the session headers first).  Tapes are read one session at a time, so
     memory stays bounded however many sessions they hold.  Judged cases
     reuse recorded verdicts against ``floors`` (``rescore_session``).
+    ``rescorer`` says where sessions are scored (default: here, one at a time).
     """
     notes: list[str] = []
     originals = _Originals(results)
     skipped: list[Skipped] = []
     done: list[Rescored] = []
     keep = _newest(tapes) if latest else None
+    scoring = rescorer(scorer, floors) if rescorer is not None else InProcess(scorer, floors)
+
+    def finished(result: Rescored) -> None:
+        done.append(result)
+        on_result(result)
+
     for tape in tapes:
         label = tape_label(tape, cassettes=cassettes, results=results)
 
@@ -97,18 +105,16 @@ def rescore_tapes(
             elif case is None:
                 skipped.append(Skipped(line=f"{what}: the case no longer exists; skipped"))
             elif selected(case.id):
-                before = originals.find(recorded)
-                session = fold(recorded.events)
-                result = rescore_session(
-                    case, session, scorer, tape=label, before=before, floors=floors
+                item = RescoreItem(
+                    case=case, recorded=recorded, tape=label, before=originals.find(recorded)
                 )
-                done.append(result)
-                on_result(result)
+                scoring.add(item, finished)
 
         wanted = (lambda sid: True) if keep is None else keep.get(tape, set()).__contains__
         problem = stream_sessions(tape, each, notes, wanted=wanted)
         if problem:
             notes.append(problem)
+    scoring.flush()
     return RescoreOutcome(rescored=tuple(done), skipped=tuple(skipped), notes=tuple(notes))
 
 

@@ -37,3 +37,8 @@ class Stop:
     def is_set(self) -> bool:
         """True once a stop was asked for."""
         return self.event.is_set()
+
+    def __reduce__(self) -> tuple[type[Stop], tuple[()]]:
+        """A stop signal crosses to another process as a fresh, unset one: each process
+        has its own, and the executor that ships a job relays stops both ways."""
+        return (Stop, ())

@@ -1,0 +1,126 @@
+"""A session encoded in memory, then appended to a tape in one write.
+
+``SessionBuffer`` frames events exactly as ``SessionWriter`` does (one zstd
+stream per session, one frame per event, the same refusals), but into bytes
+held in memory.  ``append_session`` later appends those bytes to a tape under
+the same exclusive ``flock``, so the process that computes a session need not
+be the one that owns the tape file: a worker on another machine returns the
+bytes and the driver writes them.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from collections.abc import Callable
+
+import zstandard
+
+from evaltape.recorder._codec import to_plain
+from evaltape.recorder._errors import TapeError
+from evaltape.recorder._events import Event, SessionEnded, SessionStarted, Status
+from evaltape.recorder._frames import FLAG_END, FLAG_START, MAX_WINDOW, frame
+from evaltape.recorder._pack import Packer
+from evaltape.recorder._writer import DEFAULT_LEVEL, _check_file, _write_all, monotonic_clock
+
+
+class SessionBuffer:
+    """Encodes one session's events into tape frames in memory (``SessionWriter``'s API).
+
+    Thread-safe; an event msgpack cannot hold is refused with ``TapeError``
+    and the session goes on; after ``end()`` later appends are refused.
+    """
+
+    def __init__(
+        self,
+        header: SessionStarted,
+        *,
+        clock: Callable[[], float] | None = None,
+        level: int = DEFAULT_LEVEL,
+    ) -> None:
+        try:
+            self._session = bytes.fromhex(header.session_id)
+        except ValueError:
+            self._session = b""
+        if len(self._session) != 8:
+            raise TapeError(f"session_id must be 16 hex digits, got {header.session_id!r}")
+        self.header = header
+        self._clock = clock or monotonic_clock()
+        params = zstandard.ZstdCompressionParameters.from_level(
+            level, window_log=MAX_WINDOW.bit_length() - 1
+        )
+        self._zstd = zstandard.ZstdCompressor(compression_params=params).compressobj()
+        self._packer = Packer()
+        self._lock = threading.Lock()
+        self._frames = bytearray()
+        self._seq = 0
+        self._ended = False
+        self._frame(header, FLAG_START)
+
+    def now(self) -> float:
+        """Seconds since the session started, by the session's clock."""
+        return self._clock()
+
+    def _frame(self, event: Event, flags: int) -> None:
+        try:
+            raw = self._packer.pack(to_plain(event))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise TapeError(
+                f"cannot record {type(event).__name__}: {type(exc).__name__}: {exc}"
+            ) from exc
+        payload = self._zstd.compress(raw)
+        mode = (
+            zstandard.COMPRESSOBJ_FLUSH_FINISH
+            if flags & FLAG_END
+            else zstandard.COMPRESSOBJ_FLUSH_BLOCK
+        )
+        payload += self._zstd.flush(mode)
+        self._frames += frame(flags, self._session, self._seq, len(raw), payload)
+        self._seq += 1
+
+    def append(self, event: Event) -> None:
+        """Encode one event."""
+        if isinstance(event, SessionStarted | SessionEnded):
+            raise TapeError("session start and end are written by the constructor / end()")
+        with self._lock:
+            if self._ended:
+                raise TapeError(f"session {self.header.session_id} has already ended")
+            self._frame(event, 0)
+
+    def end(self, status: Status = Status.COMPLETED, reason: str = "") -> None:
+        """Encode the session's end; the bytes are then complete."""
+        with self._lock:
+            if not self._ended:
+                self._ended = True
+                self._frame(SessionEnded(at=self._clock(), status=status, reason=reason), FLAG_END)
+
+    @property
+    def data(self) -> bytes:
+        """The session's frames so far (a whole session once ``end()`` was called)."""
+        with self._lock:
+            return bytes(self._frames)
+
+
+def append_session(path: str | os.PathLike[str], data: bytes) -> None:
+    """Append a session's frames (``SessionBuffer.data``) to the tape at ``path``, fsynced.
+
+    The file is created with its header if missing; a file that is not a tape
+    of this major version is refused as ``SessionWriter`` refuses it.
+    """
+    where = os.fspath(path)
+    try:
+        fd = os.open(where, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise TapeError(f"{where}: cannot open for writing: {exc.strerror}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            _write_all(fd, _check_file(fd, where) + data)
+            os.fsync(fd)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    except OSError as exc:
+        raise TapeError(f"{where}: cannot write: {exc.strerror}") from exc
+    finally:
+        os.close(fd)

@@ -1,0 +1,181 @@
+"""The Ray executor: a run's jobs computed as Ray tasks, on one machine or a cluster.
+
+Imported only for ``--executor ray`` (it imports ``ray``, the ``evaltape[ray]``
+extra).  Each job travels with its inputs (case, model, attempt, the recorded
+session) and the run's ``JobEnv`` goes once to the object store
+(``shipped_env``); a task returns the attempt's result and its session's tape
+bytes, which the driver writes.  Workers need the installed package and
+nothing else: no shared folder, no tape file.
+
+The driver keeps at most ``concurrency`` tasks in flight across every model,
+asks the guard before each one starts (stop signal, budget) and charges it as
+each one ends.  A worker that dies loses only its in-flight attempts: each
+becomes an infrastructure error (verdict error, tainted), never a silent rerun.
+On a stop, in-flight tasks are cancelled (``ray.cancel``) and not recorded;
+finished ones are kept.  With no address a local Ray instance is started for
+the run (``concurrency`` CPUs, bound to 127.0.0.1, no dashboard, no usage
+statistics) and shut down after it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import ray
+import ray.exceptions
+
+from evaltape.scoring._errors import ScoringError
+from evaltape.scoring.run._attempt import Computed, compute_job
+from evaltape.scoring.run._env import shipped_env, worker_env
+from evaltape.scoring.run._executor import Executor, ExecutorFactory, Guard
+from evaltape.scoring.run._jobs import Job, JobEnv, error_result
+from evaltape.scoring.run._stop import StopKind
+
+_WORKER_ENV: dict[str, JobEnv] = {}
+"""On a worker process: the ``JobEnv`` of the run it last served (built once per run, so
+its network transport is reused across that run's attempts)."""
+
+
+def _env_on_worker(token: str, env: JobEnv, project: str) -> JobEnv:
+    if token not in _WORKER_ENV:
+        _WORKER_ENV.clear()
+        _WORKER_ENV[token] = worker_env(env, Path(project))
+    return _WORKER_ENV[token]
+
+
+def run_on_worker(
+    job: Job, env: JobEnv, token: str, project: str
+) -> tuple[Computed, tuple[str, str] | None]:
+    """The task body: compute ``job`` on this worker.  Returns what it computed and the
+    stop it raised (kind and reason, e.g. refused credentials), if any."""
+    local = _env_on_worker(token, env, project)
+    try:
+        computed = compute_job(job, local)
+    except Exception as exc:  # a scorer's bug: this job only
+        computed = Computed(result=error_result(job, exc), data=b"")
+    stop = local.stop
+    raised = (stop.kind.value, stop.reason) if stop.kind is not None else None
+    if raised is not None:  # the next job of this run on this worker starts afresh
+        _WORKER_ENV.clear()
+    return computed, raised
+
+
+class RayUnavailable(ScoringError):
+    """Ray could not be started, or the cluster at the address could not be reached."""
+
+
+def start_ray(address: str | None, num_cpus: int) -> bool:
+    """Connect to the cluster at ``address``, or start a local instance; False when this
+    process was already connected (it is then left connected).  ``RayUnavailable`` when
+    neither works."""
+    if ray.is_initialized():
+        return False
+    options: dict[str, Any] = {
+        "include_dashboard": False,
+        "log_to_driver": False,
+        "logging_level": "ERROR",
+        "configure_logging": True,
+    }
+    try:
+        if address:
+            ray.init(address=address, **options)
+        else:
+            ray.init(num_cpus=num_cpus, **options)
+    except Exception as exc:  # Ray raises many kinds (ConnectionError, RuntimeError, ...)
+        where = f"the Ray cluster at {address}" if address else "a local Ray instance"
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise RayUnavailable(f"--executor ray: cannot start {where}: {first}") from exc
+    return True
+
+
+class RayExecutor:
+    """Runs jobs as Ray tasks, at most ``concurrency`` in flight."""
+
+    def __init__(
+        self, env: JobEnv, concurrency: int, guard: Guard, *, owns: bool, project: Path
+    ) -> None:
+        self._owns = owns
+        self._env = env
+        self._guard = guard
+        self._limit = max(1, concurrency)
+        self._token = uuid.uuid4().hex
+        self._project = str(project)
+        self._shipped = ray.put(shipped_env(env))
+        self._task = ray.remote(num_cpus=1, max_retries=0)(run_on_worker)
+        self._queue: deque[Job] = deque()
+        self._running: dict[Any, Job] = {}
+
+    def submit(self, job: Job) -> None:
+        """Queue ``job``; it is sent when fewer than ``concurrency`` tasks are in flight."""
+        self._queue.append(job)
+        self._top_up()
+
+    def _top_up(self) -> None:
+        while self._queue and len(self._running) < self._limit:
+            if not self._guard.admits():  # stopped or spent: for good
+                self._queue.clear()
+                return
+            job = self._queue.popleft()
+            ref = self._task.remote(job, self._shipped, self._token, self._project)
+            self._running[ref] = job
+
+    def collect(self, timeout: float) -> tuple[Computed, ...]:
+        """Tasks finished since the last call; a failed task is an infrastructure error."""
+        self._top_up()
+        if not self._running:
+            return ()
+        ready, _ = ray.wait(list(self._running), num_returns=1, timeout=timeout)
+        out: list[Computed] = []
+        for ref in ready:
+            job = self._running.pop(ref)
+            try:
+                computed, raised = ray.get(ref)
+            except ray.exceptions.RayError as exc:
+                computed = Computed(result=error_result(job, WorkerLost(exc)), data=b"")
+            else:
+                if raised is not None:
+                    self._env.stop.set(StopKind(raised[0]), raised[1])
+            self._guard.charge(computed.result)
+            out.append(computed)
+        self._top_up()
+        return tuple(out)
+
+    def outstanding(self) -> int:
+        """Jobs queued or in flight."""
+        return len(self._queue) + len(self._running)
+
+    def cancel(self) -> None:
+        """Drop queued jobs and cancel in-flight tasks; their attempts are not recorded."""
+        self._queue.clear()
+        for ref in self._running:
+            ray.cancel(ref)
+        self._running.clear()
+
+    def close(self, *, wait: bool) -> None:
+        """Cancel what is left; shut down the local Ray instance this run started."""
+        self.cancel()
+        if self._owns:
+            ray.shutdown()
+
+
+class WorkerLost(Exception):
+    """A Ray task that did not return: its worker died or the task failed outside the job."""
+
+    def __init__(self, exc: Exception) -> None:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        super().__init__(f"the Ray worker running it was lost ({type(exc).__name__}: {first})")
+
+
+def ray_executor(*, address: str | None, project: Path, num_cpus: int = 4) -> ExecutorFactory:
+    """An ``ExecutorFactory`` for Ray at ``address`` (None: a local instance of ``num_cpus``
+    for the run).  Ray is started (or reached) now, before the run begins:
+    ``RayUnavailable`` when it cannot be."""
+    owns = start_ray(address, num_cpus)
+
+    def make(env: JobEnv, concurrency: int, guard: Guard) -> Executor:
+        return RayExecutor(env, concurrency, guard, owns=owns, project=project)
+
+    return make

@@ -1,0 +1,47 @@
+"""Choosing where attempts run: ``--executor threads|ray`` and its refusals."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).parent.parent
+
+WITHOUT_RAY = (
+    "import sys; sys.modules['ray'] = None\n"  # `import ray` fails as if not installed
+    "from evaltape.scoring._cli.main import cli\n"
+    "cli(sys.argv[1:])\n"
+)
+
+
+def _evaltape(*args: str, without_ray: bool = False) -> subprocess.CompletedProcess[str]:
+    head = ["-c", WITHOUT_RAY] if without_ray else ["-m", "evaltape.scoring._cli"]
+    return subprocess.run(
+        [sys.executable, *head, *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_executor_ray_without_ray_installed_says_what_to_install_in_one_line(
+    tmp_path: Path,
+) -> None:
+    for command in ("replay", "rescore"):
+        done = _evaltape(command, "--executor", "ray", "--results", str(tmp_path), without_ray=True)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.strip().splitlines() == [
+            "evaltape: error: --executor ray needs 'pip install evaltape[ray]'"
+        ]
+    assert not (tmp_path / "runs").exists()  # refused before a run record was started
+
+
+def test_an_unknown_executor_and_a_ray_address_without_ray_are_refused(tmp_path: Path) -> None:
+    done = _evaltape("replay", "--executor", "dask", "--results", str(tmp_path))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        'evaltape: error: executor: "dask" is not one of threads, ray'
+    )
+    done = _evaltape("replay", "--ray-address", "127.0.0.1:1", "--results", str(tmp_path))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        "evaltape: error: --ray-address needs --executor ray"
+    )
