@@ -199,7 +199,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
     parser.add_argument("--no-doc", action="store_true", help="print only; leave the doc")
     args = parser.parse_args(args_given)
-    shown = [a for a in args_given if a not in ("--no-doc",) and not a.startswith("--jobs")]
+    # --jobs and --no-doc do not change the tables (each cell is seeded on its own)
+    shown, skip = [], False
+    for a in args_given:
+        if skip:
+            skip = False
+        elif a == "--jobs":
+            skip = True
+        elif a != "--no-doc" and not a.startswith("--jobs="):
+            shown.append(a)
     began = time.perf_counter()
     section = tables(args.pairs, args.seed, args.jobs, shown)
     print(section, end="")
