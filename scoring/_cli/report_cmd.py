@@ -10,9 +10,19 @@ from evaltape.scoring._cli._boundary import EXIT_REFUSED, boundary, fail
 from evaltape.scoring._cli._options import config_options
 from evaltape.scoring._config import Config, display_path
 
+EXAMPLE = """\b
+Example:
+  evaltape report latest -o report.html
+"""
+"""The example ``--help`` ends with."""
 
-@click.command(name="report")
-@click.argument("run", default="latest", metavar="RUN")
+
+@click.command(
+    name="report",
+    short_help="Write one self-contained HTML page (no CDN, no server) for a run.",
+    epilog=EXAMPLE,
+)
+@click.argument("run", default="latest", metavar="[RUN]")
 @click.option(
     "-o",
     "--output",
@@ -41,8 +51,6 @@ def report(run: str, output: Path, base: str | None, full: bool, config: Config)
     Wilson intervals, cost and tokens, replay changes with their diffs, and
     each attempt's trace turn by turn (as `evaltape trace` shows it).  An A/B
     run, or --base RUN, adds the per-case movement.  Exit 0; 2 on bad input.
-
-    Example: evaltape replay && evaltape report latest -o report.html
     """
     from evaltape.scoring._cli.validate import report_problems
     from evaltape.scoring._errors import ScoringError
