@@ -40,7 +40,7 @@ from evaltape.recorder._events import (
     WorkspaceSnapshot,
 )
 from evaltape.recorder._reader import RecordedSession, SessionInfo, TapeReader, read_sessions
-from evaltape.recorder._redact import Redactor, default_redactor, secret_preview
+from evaltape.recorder._redact import Redactor, default_redactor
 from evaltape.recorder._rewrite import rewrite_tape
 from evaltape.recorder._script import (
     SCRIPT_MATCH_ANY,
@@ -59,6 +59,7 @@ from evaltape.recorder._scrub import (
     ScrubRule,
     workspace_spellings,
 )
+from evaltape.recorder._secret_preview import secret_preview
 from evaltape.recorder._secret_rules import SecretRule
 from evaltape.recorder._session import (
     ROLE_HEADER,

@@ -58,30 +58,9 @@ from evaltape.replay._proxy_limits import (
     read_body,
     token_path,
 )
+from evaltape.replay._proxy_wire import HOP_BY_HOP, NO_BODY
 from evaltape.replay._transport import ReplayTransport
 from evaltape.replay._upstreams import Upstreams
-
-HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-        "expect",
-        "host",
-        "content-length",
-        TOKEN_HEADER,
-    }
-)
-"""Headers that describe one connection, not the message; never forwarded
-(``host`` and ``content-length`` are set again for the next hop)."""
-
-
-_NO_BODY = frozenset({204, 304})
 
 
 class Transport(Protocol):
@@ -376,7 +355,7 @@ class _Handler(LimitedHandler):
         for name, value in response.headers.multi_items():
             if name.lower() not in HOP_BY_HOP:
                 self.send_header(name, value)
-        bodyless = status in _NO_BODY or status < 200 or self.command == "HEAD"
+        bodyless = status in NO_BODY or status < 200 or self.command == "HEAD"
         chunked = not bodyless and self.request_version == "HTTP/1.1"
         if chunked:
             self.send_header("transfer-encoding", "chunked")
