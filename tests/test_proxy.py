@@ -277,9 +277,9 @@ def test_a_program_past_its_timeout_is_killed_with_its_children(tmp_path: Path) 
     )
     with TapeProxy.replaying([]) as proxy:
         result = run_program([sys.executable, "-c", script], cwd=tmp_path, proxy=proxy, timeout=1.0)
+    # the program sleeps 60 s: a SIGKILL (-9) flagged timed_out is the timeout's, not its end
     assert result.timed_out and result.exit_code == -9
     assert result.stdout == "started\n"
-    assert result.duration >= 1.0  # killed once the timeout passed, not at its end (-9)
     child = int((tmp_path / "child.pid").read_text())
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and _alive(child):
