@@ -12,15 +12,13 @@ no script from the tape, and a click on an attempt opens its trace.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from agents.forced_chat_server import ForcedChatServer
+from test_replay_harness_changes import copy_agent, evaltape
 
 REPO = Path(__file__).parent.parent
 if str(REPO) not in sys.path:
@@ -53,28 +51,11 @@ needs_chromium = pytest.mark.skipif(
 )
 
 
-def evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("OPENAI_", "ANTHROPIC_", "EVALTAPE_")) and k != "PYTHONPATH"
-    }
-    env |= {"EVALTAPE_AGENT_STRATEGY": "forced", "PYTHONDONTWRITEBYTECODE": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
-        cwd=project, env=env, capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
-
-
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A project recorded live, then replayed with a planted tool bug (exit 1)."""
     root = tmp_path_factory.mktemp("report")
-    shutil.copytree(
-        REPO / "evals" / "agent", root / AGENT, ignore=shutil.ignore_patterns("__pycache__")
-    )
-    for module in (root / AGENT).glob("*.py"):
-        module.write_text(module.read_text().replace("evals.agent.", f"{AGENT}."))
+    copy_agent(root)
     (root / "suites").mkdir()
     lines = [
         json.dumps(

@@ -74,6 +74,15 @@ def suite_line(case: dict[str, object]) -> str:
     return json.dumps(line)
 
 
+def copy_agent(root: Path) -> None:
+    """The reference agent copied into ``root`` as the package ``AGENT``: the harness under test."""
+    shutil.copytree(
+        REPO / "evals" / "agent", root / AGENT, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    for module in (root / AGENT).glob("*.py"):
+        module.write_text(module.read_text().replace("evals.agent.", f"{AGENT}."))
+
+
 def evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {
         k: v
@@ -83,7 +92,7 @@ def evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env |= {"EVALTAPE_AGENT_STRATEGY": "forced", "PYTHONDONTWRITEBYTECODE": "1"}
     return subprocess.run(
         [sys.executable, "-m", "evaltape.scoring._cli", *args],
-        cwd=project, env=env, capture_output=True, text=True, timeout=120,
+        cwd=project, env=env, capture_output=True, text=True, timeout=180,
     )  # fmt: skip
 
 
@@ -91,11 +100,7 @@ def evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The project with every case recorded live once; the servers are gone afterwards."""
     root = tmp_path_factory.mktemp("recorded")
-    shutil.copytree(
-        REPO / "evals" / "agent", root / AGENT, ignore=shutil.ignore_patterns("__pycache__")
-    )
-    for module in (root / AGENT).glob("*.py"):
-        module.write_text(module.read_text().replace("evals.agent.", f"{AGENT}."))
+    copy_agent(root)
     (root / "suites").mkdir()
     (root / "suites" / f"{SUITE}.jsonl").write_text("".join(suite_line(c) + "\n" for c in CASES))
     (root / "evaltape.toml").write_text(
