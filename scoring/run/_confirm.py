@@ -16,7 +16,7 @@ from pathlib import Path
 
 from evaltape.scoring.cases._cases import Suite
 from evaltape.scoring.results._records import RunKind
-from evaltape.scoring.run._jobs import Job, JobEnv, JobResult
+from evaltape.scoring.run._jobs import Job, JobEnv
 from evaltape.scoring.run._plan import run_tape
 from evaltape.scoring.run._pool import PoolOutcome
 from evaltape.scoring.verdicts._outcomes import CaseKey
@@ -70,11 +70,8 @@ def merged(first: PoolOutcome, then: PoolOutcome) -> PoolOutcome:
 
 def confirm_broken(
     jobs: Sequence[Job], pool: PoolOutcome, run: RunPool, env: JobEnv
-) -> tuple[PoolOutcome, tuple[JobResult, ...]]:
-    """Run the confirmation ``jobs`` after ``pool`` unless it stopped.
-
-    Returns the merged outcome and the re-runs' results."""
+) -> PoolOutcome:
+    """Run the confirmation ``jobs`` after ``pool`` unless it stopped; the merged outcome."""
     if not jobs or pool.stopped is not None or env.stop.is_set():
-        return pool, ()
-    again = run(jobs)
-    return merged(pool, again), again.results
+        return pool
+    return merged(pool, run(jobs))

@@ -299,7 +299,7 @@ def run_live(request: LiveRequest) -> LiveOutcome:
                 f"confirming {len(wanted)} case(s) that were green in the baseline and failed "
                 f"every trial: {opts.confirm} more trial(s) each before the gate decides"
             )
-            pool, _ = confirm_broken(again, pool, run, env)
+            pool = confirm_broken(again, pool, run, env)
     finish_export(exporter, log, reporter)
     status = judge_status(r.judgement for r in pool.results)
     gates: tuple[ModelGate, ...] = ()
