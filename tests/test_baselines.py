@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import attrs
 import pytest
 
 from evaltape.scoring import (
@@ -18,9 +19,9 @@ from evaltape.scoring import (
 )
 from evaltape.scoring.results._baselines import (
     BaselineError,
+    all_failed_in,
     check_name,
     default_name,
-    failed_in,
     from_record,
     load,
     recent_runs,
@@ -99,8 +100,20 @@ def test_flaky_cases_come_from_eligible_runs_on_the_current_definition(tmp_path:
     write_run(tmp_path, "r3", [attempt("broken", False)], blocked=True)
     write_run(tmp_path, "r4", [attempt("entry", False)], purpose="entry_check")
     current = {("s", k): "v1" for k in ("old-def", "flaky", "broken", "entry")}
-    assert failed_in(recent_runs(tmp_path, "m"), current) == {("s", "flaky")}
-    assert failed_in(recent_runs(tmp_path, "m", window=1), current) == frozenset()  # r2 only
+    assert all_failed_in(recent_runs(tmp_path, "m"), current) == {("s", "flaky")}
+    assert all_failed_in(recent_runs(tmp_path, "m", window=1), current) == frozenset()  # r2
+
+
+def test_only_a_run_where_every_trial_failed_makes_a_case_flaky(tmp_path: Path) -> None:
+    """A case at 0.93 fails a trial in most of ten 3-trial runs; what the previously-green
+    rule cannot tell from a broken case is a run where all its trials failed together."""
+    some = [attempt("some", t != 1, n=t) for t in range(3)]
+    every = [attempt("every", False, n=t) for t in range(3)]
+    again = attempt("every", True, n=3)
+    write_run(tmp_path, "r1", [*some, *every, attrs.evolve(again, confirmation=True)])
+    write_run(tmp_path, "r2", [*some, *[attempt("every", True, n=t) for t in range(3)]])
+    current = {("s", k): "v1" for k in ("some", "every")}
+    assert all_failed_in(recent_runs(tmp_path, "m"), current) == {("s", "every")}
 
 
 def test_a_flaky_case_breaking_is_a_note_not_a_reason() -> None:

@@ -54,8 +54,8 @@ IMPROVED = with_(HEALTHY, c00="PPP")
         ),
         ("green case that wobbles", HEALTHY, with_(HEALTHY, c07="FFP"), GateState.OPEN, None),
         (
-            "a case that was not green",
-            with_(HEALTHY, c07="PPF"),
+            "a case that failed most baseline trials",
+            with_(HEALTHY, c07="PFF"),
             with_(HEALTHY, c07="FFF"),
             GateState.OPEN,
             None,
@@ -151,13 +151,13 @@ def confirmations(spec: dict[str, str]) -> list[AttemptResult]:
 
 def test_a_broken_green_case_closes_only_when_its_confirmation_re_runs_fail_too() -> None:
     current = run(with_(HEALTHY, c07="FFF"))
-    confirmed = decide_gate(run(HEALTHY), current + confirmations({"s/c07": "FFF"}))
+    confirmed = decide_gate(run(HEALTHY), current + confirmations({"s/c07": "FFF"}), confirm=3)
     assert confirmed.state is GateState.CLOSED
     assert confirmed.reasons == (
         "previously green case s/c07 fails now: 3/3 in the baseline, 0/3 now "
         "and 0/3 on confirmation re-runs",
     )
-    lucky = decide_gate(run(HEALTHY), current + confirmations({"s/c07": "FPF"}))
+    lucky = decide_gate(run(HEALTHY), current + confirmations({"s/c07": "FPF"}), confirm=3)
     assert lucky.state is GateState.OPEN
     assert any("but 1/3 on confirmation re-runs: not confirmed" in n for n in lucky.notes)
     unconfirmed = decide_gate(run(HEALTHY), current)  # the re-runs never ran: closed, and said
@@ -167,6 +167,28 @@ def test_a_broken_green_case_closes_only_when_its_confirmation_re_runs_fail_too(
     assert unasked.reasons == (
         "previously green case s/c07 fails now: 3/3 in the baseline, 0/3 now",
     )
+
+
+def test_a_case_that_failed_one_baseline_trial_is_held_to_the_rule_too() -> None:
+    """2/3 in the baseline and 0/3 now is held to the rule (with its re-runs); 1/3 is not:
+    a case at 0.93 is 3/3 in only 80% of baselines, so the rule alone missed a broken case
+    in a small suite one run in five."""
+    base = run(with_(HEALTHY, c03="PFP", c04="FPF"))
+    current = run(with_(HEALTHY, c03="FFF", c04="FFF"))
+    assert to_confirm(base, current) == (("s", "c03"),)
+    twelve = {"s/c03": "F" * 12}
+    d = decide_gate(base, current + confirmations(twelve))
+    assert d.state is GateState.CLOSED
+    assert d.reasons == (
+        "previously passing case s/c03 fails now: 2/3 in the baseline, 0/3 now "
+        "and 0/12 on confirmation re-runs",
+    )
+    short = decide_gate(base, current + confirmations({"s/c03": "FFF"}))
+    assert short.reasons[0].endswith("and 0/3 on confirmation re-runs (of 12 planned)")
+    late = decide_gate(base, current + confirmations({"s/c03": "F" * 11 + "P"}))
+    assert late.state is GateState.OPEN
+    assert any("but 1/12 on confirmation re-runs: not confirmed" in n for n in late.notes)
+    assert not any("s/c04" in line for line in (*d.reasons, *d.notes))
 
 
 def test_confirmation_re_runs_never_enter_the_paired_test_or_the_rates() -> None:

@@ -5,7 +5,9 @@ seeded test in tests/test_gate_simulation.py.  A simulated pair is a baseline
 run and a current run of one suite; every pair goes through ``to_confirm`` and
 ``decide_gate`` exactly as ``evaltape live --gate`` does: the cases the
 previously-green rule would block on get ``confirm`` more trials drawn from
-the current run's rates, marked as confirmation re-runs.
+the current run's rates, marked as confirmation re-runs.  They are drawn all at
+once: the run stops re-running a case at its first pass, which changes how many
+re-runs it costs but never the decision (one pass keeps a case from closing).
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ import attrs
 import numpy as np
 
 from evaltape.scoring import AttemptResult, GateState, Verdict, decide_gate
+from evaltape.scoring.verdicts._gate import CONFIRM_TRIALS
 from evaltape.scoring.verdicts._gate_green import to_confirm
 
 TRIALS = 3
-CONFIRM = 3
+CONFIRM = CONFIRM_TRIALS
 ALPHA = 0.05
 
 RateModel = Callable[[np.random.Generator, int], np.ndarray]

@@ -78,8 +78,9 @@ def gate_options(func: Callable[..., R]) -> Callable[..., R]:
             default=CONFIRM_TRIALS,
             show_default=True,
             metavar="N",
-            help="With --gate: a case green in the baseline that fails every trial is run N "
-            "more times and closes the gate only if those fail too (0: close at once).",
+            help="With --gate: a case that passed all (or all but one) of its baseline trials "
+            "and fails every trial now is run up to N more times, 3 at a time, stopping at a "
+            "pass; it closes the gate only if all of them fail (0: close at once).",
         ),
         click.option(
             "--plan-drop",

@@ -94,7 +94,7 @@ def _gate(before: _Side, now: _Side, config: Config, alpha: float) -> list[str]:
         now.attempts,
         alpha=alpha,
         confirm=record.confirm_trials if record.gate else CONFIRM_TRIALS,
-        flaky=baselines.failed_in(earlier, fingerprints),
+        flaky=baselines.all_failed_in(earlier, fingerprints),
         recorded=record.gate,
     )
 

@@ -287,23 +287,27 @@ def recent_runs(
 ) -> tuple[Prior, ...]:
     """The last ``window`` baseline-eligible runs, newest first, read once.
 
-    The first is the implicit baseline; all of them feed ``failed_in`` (the
+    The first is the implicit baseline; all of them feed ``all_failed_in`` (the
     cases that are flaky), so a gate reads each record once.
     """
     runs = eligible_runs(results, model, exclude=exclude, on_problem=on_problem)
     return tuple(itertools.islice(runs, window))
 
 
-def failed_in(
+def all_failed_in(
     runs: Iterable[Prior], fingerprints: Mapping[tuple[str, str], str]
 ) -> frozenset[tuple[str, str]]:
-    """Cases with a judged failure in ``runs`` under the definition ``fingerprints`` names."""
-    failed: set[tuple[str, str]] = set()
+    """Cases that failed every judged trial of one of ``runs``, under the definition
+    ``fingerprints`` names: the cases whose trials sometimes fail together, so the gate's
+    previously-green rule leaves them to the paired test."""
+    judged: dict[tuple[str, str, str], list[bool]] = {}
     for prior in runs:
         for a in prior.attempts:
             key = (a.suite, a.case_id)
-            if a.tainted or a.verdict is not Verdict.FAILED:
+            if a.tainted or a.confirmation or a.verdict not in (Verdict.PASSED, Verdict.FAILED):
                 continue
             if fingerprints.get(key) and a.fingerprint == fingerprints[key]:
-                failed.add(key)
-    return frozenset(failed)
+                judged.setdefault((prior.record.run_id, *key), []).append(
+                    a.verdict is Verdict.PASSED
+                )
+    return frozenset((s, c) for (_, s, c), passed in judged.items() if not any(passed))

@@ -1,12 +1,15 @@
 """The gate's confirmation re-runs: a green case that broke is run again before it blocks.
 
 After the planned attempts of a ``--gate`` run, every case the
-previously-green rule would close the gate on (green in the baseline, no
-planned trial passing now; ``verdicts._gate_flow.confirmations_needed``) gets
-``confirm`` more attempts in the same run, through the same pool and with
-the same limits.  They are marked ``confirmation`` in the run record, numbered
-after the planned trials (so each has its own seed), and the rule closes the
-gate only when they fail too.  Replay-only runs never get here.
+previously-green rule would close the gate on (green, or all but one trial
+passing, in the baseline and no planned trial passing now;
+``verdicts._gate_flow.confirmations_needed``) gets up to ``confirm`` more
+attempts in the same run, through the same pool and with the same limits,
+``CONFIRM_ROUND`` at a time: a case that passes a re-run is not re-run again,
+since one pass already keeps it from closing the gate.  They are marked
+``confirmation`` in the run record, numbered after the planned trials (so
+each has its own seed), and the rule closes the gate only when they all fail
+too.  Replay-only runs never get here.
 """
 
 from __future__ import annotations
@@ -15,10 +18,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from evaltape.scoring.cases._cases import Suite
-from evaltape.scoring.results._records import RunKind
+from evaltape.scoring.results._records import RunKind, Verdict
 from evaltape.scoring.run._jobs import Job, JobEnv
 from evaltape.scoring.run._plan import run_tape
 from evaltape.scoring.run._pool import PoolOutcome
+from evaltape.scoring.verdicts._gate_green import CONFIRM_ROUND
 from evaltape.scoring.verdicts._outcomes import CaseKey
 
 RunPool = Callable[[Sequence[Job]], PoolOutcome]
@@ -75,3 +79,46 @@ def confirm_broken(
     if not jobs or pool.stopped is not None or env.stop.is_set():
         return pool
     return merged(pool, run(jobs))
+
+
+Wanted = Sequence[tuple[str, CaseKey]]
+"""(model, (suite, case)) of the cases to confirm."""
+
+
+def confirm_in_rounds(
+    wanted: Wanted,
+    pool: PoolOutcome,
+    *,
+    confirm: int,
+    plan: Callable[[Wanted, int, int], tuple[Job, ...]],
+    run: RunPool,
+    env: JobEnv,
+    on_round: Callable[[int, int], None],
+) -> PoolOutcome:
+    """Re-run ``wanted`` up to ``confirm`` times each, ``CONFIRM_ROUND`` at a time.
+
+    ``plan(cases, done, n)`` builds ``n`` jobs per case numbered after the ``done``
+    re-runs already made; ``on_round(cases, jobs)`` is told before each round.  A case
+    leaves at its first passing re-run; the rounds end when none is left, ``confirm`` is
+    reached, or the pool stops.  Returns the merged outcome.
+    """
+    done = 0
+    left = list(wanted)
+    while left and done < confirm:
+        n = min(CONFIRM_ROUND, confirm - done)
+        jobs = plan(left, done, n)
+        if not jobs:
+            break
+        on_round(len(left), len(jobs))
+        after = confirm_broken(jobs, pool, run, env)
+        if after is pool:
+            break
+        pool = after
+        done += n
+        passed = {
+            (r.job.model, (r.job.case.suite, r.job.case.id))
+            for r in pool.results
+            if r.job.confirmation and r.attempt_result().verdict is Verdict.PASSED
+        }
+        left = [w for w in left if w not in passed]
+    return pool

@@ -26,7 +26,7 @@ from evaltape.scoring.results._history import RunLog
 from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
 from evaltape.scoring.run._budget import Budget
 from evaltape.scoring.run._cassettes import update_cassette
-from evaltape.scoring.run._confirm import confirm_broken, plan_confirmations
+from evaltape.scoring.run._confirm import confirm_in_rounds, plan_confirmations
 from evaltape.scoring.run._env import job_env, live_wire
 from evaltape.scoring.run._executors import resolve_executor
 from evaltape.scoring.run._export_step import finish_export, submit
@@ -65,6 +65,7 @@ from evaltape.scoring.verdicts._gate_flow import (
     gate_fields,
     save_baselines,
 )
+from evaltape.scoring.verdicts._outcomes import CaseKey
 from evaltape.scoring.verdicts._quarantine import history_records
 
 
@@ -288,18 +289,25 @@ def run_live(request: LiveRequest) -> LiveOutcome:
             )  # fmt: skip
         except BaselineError as exc:
             raise _refused(exc) from exc
-        again = plan_confirmations(
-            wanted, chosen, trials=trials, confirm=opts.confirm, results=config.results,
-            run_id=run_id,
-        )  # fmt: skip
-        if again:
-            planned[0] += len(again)
+
+        def plan(left: Sequence[tuple[str, CaseKey]], done: int, n: int) -> tuple[Job, ...]:
+            return plan_confirmations(
+                left, chosen, trials=trials + done, confirm=n, results=config.results,
+                run_id=run_id,
+            )  # fmt: skip
+
+        def on_round(left: int, added: int) -> None:
+            planned[0] += added
             log.update(total=planned[0])
             reporter.note(
-                f"confirming {len(wanted)} case(s) that were green in the baseline and failed "
-                f"every trial: {opts.confirm} more trial(s) each before the gate decides"
+                f"confirming {left} case(s) that passed (all but at most one of) their "
+                f"baseline trials and fail every trial now: {added} more trial(s) in this "
+                f"round, up to {opts.confirm} per case, stopping at a case's first pass"
             )
-            pool = confirm_broken(again, pool, run, env)
+
+        pool = confirm_in_rounds(
+            wanted, pool, confirm=opts.confirm, plan=plan, run=run, env=env, on_round=on_round
+        )
     finish_export(exporter, log, reporter)
     status = judge_status(r.judgement for r in pool.results)
     gates: tuple[ModelGate, ...] = ()

@@ -6,10 +6,11 @@ per-trial pass rate of 0.93, 20 cases with 3 trials each all pass about
 gate instead closes on evidence:
 
 - a significant one-sided paired regression at ``alpha`` (``compare``);
-- a previously green case that is now broken: every trial passed in the
-  baseline and *no* trial passes now, with at least ``MIN_GREEN_TRIALS``
-  trials on both sides (see ``MIN_GREEN_TRIALS`` for why), confirmed by
-  ``confirm`` re-runs in the same run that all fail too (``_gate_green``);
+- a previously green case that is now broken: every trial (or all but one)
+  passed in the baseline and *no* trial passes now, with at least
+  ``MIN_GREEN_TRIALS`` trials on both sides (see ``MIN_GREEN_TRIALS`` for
+  why), confirmed by up to ``confirm`` re-runs in the same run that all fail
+  too (``_gate_green``);
 - a judged case below its score floor;
 - a judge that did not grade what it had to (not configured, unscored,
   not re-judged, an error).
@@ -50,8 +51,10 @@ POWER = 0.8
 PLAN_DROP = 0.05
 """The drop (a rate: 5 points) the planning note says how many cases it needs."""
 
-CONFIRM_TRIALS = 3
-"""Re-runs a green case that broke gets before it can close the gate (0 of 3 + 0 of 3)."""
+CONFIRM_TRIALS = 12
+"""Re-runs a (nearly) green case that broke may get before it closes the gate (0 of 3 + 0 of
+12), ``CONFIRM_ROUND`` at a time, stopping at its first pass; docs/statistics.md has the
+trade-off measured (3 re-runs leave correlated trials at up to 13.5% false alarms)."""
 
 OPEN_JUDGE = frozenset({"ok", "no judged cases", "graded", "not needed"})
 """Judge statuses (as text) that leave the gate open."""

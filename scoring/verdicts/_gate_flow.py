@@ -175,7 +175,7 @@ def _flaky(
     recent: Sequence[baselines.Prior], current: Sequence[AttemptResult]
 ) -> frozenset[CaseKey]:
     fingerprints = {(a.suite, a.case_id): a.fingerprint for a in current}
-    return baselines.failed_in(recent, fingerprints)
+    return baselines.all_failed_in(recent, fingerprints)
 
 
 def _baseline_for(

@@ -1,15 +1,25 @@
 """The gate's previously-green rule, confirmed by re-runs before it blocks.
 
-A case green in the baseline (every trial passed) that fails every planned
-trial now is strong evidence of a broken case, but not proof: a healthy case
-at per-trial rate p does it with chance p³(1-p)³, and summed over a few
-hundred cases that is a false alarm on a large share of healthy runs (10% at
-200 cases of rate 0.93, a third when 20% of the cases sit near 0.7).  So
-before the rule closes the gate the run re-runs such a case ``confirm`` more
-times (``to_confirm`` names them; ``run_live`` runs them in the same pool)
-and the rule closes only if those fail too: 0 of 6 with the defaults.  A
-truly broken case fails them all; a healthy one at 0.93 passes at least one
-of three re-runs 99.97% of the time.
+A case that passed every baseline trial, or all but one of them, and fails
+every planned trial now is strong evidence of a broken case, but not proof: a
+healthy case at per-trial rate p goes 3/3 -> 0/3 with chance p³(1-p)³, and
+summed over a few hundred cases that is a false alarm on a large share of
+healthy runs (10% at 200 cases of rate 0.93, a third when 20% of the cases sit
+near 0.7).  So before the rule closes the gate the run re-runs such a case up
+to ``confirm`` more times (``to_confirm`` names them; ``run_live`` runs them
+in the same pool, ``CONFIRM_ROUND`` at a time, and stops re-running a case at
+its first pass) and the rule closes only if every re-run fails too: 0 of 15
+with the defaults.  A truly broken case fails them all.
+
+Why so many re-runs: they are made in the same run, so whatever made this
+run's trials of the case fail together (a provider's bad hour for that
+prompt, a flaky dependency) makes its re-runs fail too.  With trials
+correlated within a case and run (correlation 0.1 in docs/statistics.md),
+0 of 6 still happens to a healthy case at 0.7 about once in 160 case-runs;
+0 of 15 about once in 6,500.  Why the one baseline failure is allowed: a case
+must otherwise be 3/3 in the baseline to be held to the rule at all, which a
+case at 0.93 is only 80% of the time, so one broken case in a small suite
+slipped through one run in five.
 
 The re-runs are attempts marked ``confirmation``: the paired test and the
 rates read only the planned trials (``planned``), so the re-runs cannot tilt
@@ -32,6 +42,14 @@ A healthy case at per-trial rate 0.93 goes 3/3 -> 0/3 with chance
 6.5% of the time, and the rule would fire on most healthy runs; such moves
 are reported in the notes instead.
 """
+
+
+GREEN_SLACK = 1
+"""Baseline failures a case may have and still be held to the rule (with at least
+``MIN_GREEN_TRIALS`` trials a side): 3/3 and 2/3 baselines are, 1/3 is not."""
+
+CONFIRM_ROUND = 3
+"""Confirmation re-runs a case gets at a time; a case stops being re-run at its first pass."""
 
 
 class UnequalTrials(ValueError):
@@ -57,12 +75,20 @@ def trials_per_case(attempts: Sequence[AttemptResult]) -> int:
     return max((a.attempt + 1 for a in attempts if not a.confirmation), default=0)
 
 
+def _held(m: CaseMove) -> bool:
+    """The rule looks at this move: gated, no planned trial passing now, and green in the
+    baseline, or (with enough trials) failing at most ``GREEN_SLACK`` of them there."""
+    b = m.baseline
+    if not (m.gated and m.current.passed == 0 and b.passed > 0):
+        return False
+    return b.green or (b.total >= MIN_GREEN_TRIALS and b.total - b.passed <= GREEN_SLACK)
+
+
 def _candidates(c: Comparison, flaky: Collection[CaseKey]) -> list[CaseMove]:
     return [
         m
         for m in c.moves
-        if m.gated
-        and m.broken
+        if _held(m)
         and m.key not in flaky
         and min(m.baseline.total, m.current.total) >= MIN_GREEN_TRIALS
     ]
@@ -94,15 +120,18 @@ def green_rule(
     reasons: list[str] = []
     notes: list[str] = []
     for m in c.moves:
-        if not (m.gated and m.broken):
+        if not _held(m):
             continue
         b, n = m.baseline, m.current
         line = (
-            f"previously green case {m.key[0]}/{m.key[1]} fails now: "
-            f"{b.passed}/{b.total} in the baseline, {n.passed}/{n.total} now"
+            f"previously {'green' if b.green else 'passing'} case {m.key[0]}/{m.key[1]} "
+            f"fails now: {b.passed}/{b.total} in the baseline, {n.passed}/{n.total} now"
         )
         if m.key in flaky:
-            notes.append(f"{line} (it failed in earlier runs too: flaky, left to the paired test)")
+            notes.append(
+                f"{line} (it failed every trial of an earlier run too: flaky, left to the "
+                "paired test)"
+            )
             continue
         if min(b.total, n.total) < MIN_GREEN_TRIALS:
             notes.append(f"{line} (fewer than {MIN_GREEN_TRIALS} trials a side: not gated)")
@@ -113,11 +142,14 @@ def green_rule(
         rerun = again.get(m.key)
         if rerun is None or rerun.total == 0:
             reasons.append(
-                f"{line}; no confirmation re-run was counted (a --gate run re-runs it "
-                f"{confirm} time(s) before deciding)"
+                f"{line}; no confirmation re-run was counted (a --gate run re-runs it up "
+                f"to {confirm} time(s), until one passes, before deciding)"
             )
         elif rerun.passed == 0:
-            reasons.append(f"{line} and {rerun.passed}/{rerun.total} on confirmation re-runs")
+            short = f" (of {confirm} planned)" if rerun.total < confirm else ""
+            reasons.append(
+                f"{line} and {rerun.passed}/{rerun.total} on confirmation re-runs{short}"
+            )
         else:
             notes.append(
                 f"{line}, but {rerun.passed}/{rerun.total} on confirmation re-runs: "
