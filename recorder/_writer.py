@@ -46,7 +46,7 @@ _TABLE_LOG = 17
 zstd would size them for inputs of any length (2**21 and 2**20), about 10 MiB per
 open session; a session's events are a few MB at most, so 2**17 entries (under
 1 MiB) cost 0.1% of tape size at 25 turns and 1.5% at 500
-(evals/perf/bench_writer_memory.py), while 16 concurrent writers hold 10x less."""
+(evals/perf/bench_writer_memory.py), while 16 concurrent writers hold 9x less."""
 
 
 def _write_all(fd: int, data: bytes) -> None:
