@@ -1,6 +1,6 @@
 """A session encoded in memory, then appended to a tape in one write.
 
-``SessionBuffer`` frames events exactly as ``SessionWriter`` does (one zstd
+``SessionBuffer`` frames events as ``SessionWriter`` does (one zstd
 stream per session, one frame per event, the same refusals), but into bytes
 held in memory.  ``append_session`` later appends those bytes to a tape under
 the same exclusive ``flock``, so the process that computes a session need not
@@ -74,7 +74,7 @@ class SessionBuffer:
         self._packed.append((flags, raw))
 
     def append(self, event: Event) -> None:
-        """Encode one event."""
+        """Take one event (packed now, so a refusal comes here; compressed at the end)."""
         if isinstance(event, SessionStarted | SessionEnded):
             raise TapeError("session start and end are written by the constructor / end()")
         with self._lock:
