@@ -1,11 +1,16 @@
 """A session encoded in memory, then appended to a tape in one write.
 
-``SessionBuffer`` frames events exactly as ``SessionWriter`` does (one zstd
+``SessionBuffer`` frames events as ``SessionWriter`` does (one zstd
 stream per session, one frame per event, the same refusals), but into bytes
 held in memory.  ``append_session`` later appends those bytes to a tape under
 the same exclusive ``flock``, so the process that computes a session need not
 be the one that owns the tape file: a worker on another machine returns the
 bytes and the driver writes them.
+
+Nothing is on disk before the session ends, so the events are kept packed
+and compressed in one go when the bytes are asked for (``_encode.py``): an
+open session holds its packed events, not a zstd stream with its window and
+match-finder tables (several MiB each, times the attempts running at once).
 """
 
 from __future__ import annotations
@@ -15,12 +20,11 @@ import os
 import threading
 from collections.abc import Callable
 
-import zstandard
-
 from evaltape.recorder._codec import to_plain
+from evaltape.recorder._encode import Packed, encode_frames
 from evaltape.recorder._errors import TapeError
 from evaltape.recorder._events import Event, SessionEnded, SessionStarted, Status
-from evaltape.recorder._frames import FLAG_END, FLAG_START, MAX_WINDOW, frame
+from evaltape.recorder._frames import FLAG_END, FLAG_START
 from evaltape.recorder._pack import Packer
 from evaltape.recorder._writer import DEFAULT_LEVEL, _check_file, _write_all, monotonic_clock
 
@@ -47,14 +51,12 @@ class SessionBuffer:
             raise TapeError(f"session_id must be 16 hex digits, got {header.session_id!r}")
         self.header = header
         self._clock = clock or monotonic_clock()
-        params = zstandard.ZstdCompressionParameters.from_level(
-            level, window_log=MAX_WINDOW.bit_length() - 1
-        )
-        self._zstd = zstandard.ZstdCompressor(compression_params=params).compressobj()
+        self._level = level
         self._packer = Packer()
         self._lock = threading.Lock()
-        self._frames = bytearray()
-        self._seq = 0
+        self._packed: list[Packed] = []
+        self._frames = b""
+        self._framed = 0  # events in self._frames
         self._ended = False
         self._frame(header, FLAG_START)
 
@@ -69,18 +71,10 @@ class SessionBuffer:
             raise TapeError(
                 f"cannot record {type(event).__name__}: {type(exc).__name__}: {exc}"
             ) from exc
-        payload = self._zstd.compress(raw)
-        mode = (
-            zstandard.COMPRESSOBJ_FLUSH_FINISH
-            if flags & FLAG_END
-            else zstandard.COMPRESSOBJ_FLUSH_BLOCK
-        )
-        payload += self._zstd.flush(mode)
-        self._frames += frame(flags, self._session, self._seq, len(raw), payload)
-        self._seq += 1
+        self._packed.append((flags, raw))
 
     def append(self, event: Event) -> None:
-        """Encode one event."""
+        """Take one event (packed now, so a refusal comes here; compressed at the end)."""
         if isinstance(event, SessionStarted | SessionEnded):
             raise TapeError("session start and end are written by the constructor / end()")
         with self._lock:
@@ -94,12 +88,20 @@ class SessionBuffer:
             if not self._ended:
                 self._ended = True
                 self._frame(SessionEnded(at=self._clock(), status=status, reason=reason), FLAG_END)
+                self._encode()
+                self._packed = []  # the frames hold it all now
+
+    def _encode(self) -> None:
+        if self._framed < len(self._packed):
+            self._frames = encode_frames(self._session, self._packed, self._level)
+            self._framed = len(self._packed)
 
     @property
     def data(self) -> bytes:
         """The session's frames so far (a whole session once ``end()`` was called)."""
         with self._lock:
-            return bytes(self._frames)
+            self._encode()
+            return self._frames
 
 
 def append_session(path: str | os.PathLike[str], data: bytes) -> None:

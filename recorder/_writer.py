@@ -41,11 +41,12 @@ from evaltape.recorder._version import WRITER
 DEFAULT_LEVEL = 9
 """zstd level: tapes are written once and read often, so compress well."""
 
-_TABLE_LOG = 19
+_TABLE_LOG = 17
 """Most zstd match-finder table entries, as a power of 2 (hash and chain tables).  At level 9
 zstd would size them for inputs of any length (2**21 and 2**20), about 10 MiB per
-open session; a session's events are a few MB at most, so smaller tables cost
-under 1% of tape size while several concurrent writers hold 3.5x less memory."""
+open session; a session's events are a few MB at most, so 2**17 entries (under
+1 MiB) cost 0.1% of tape size at 25 turns and 1.5% at 500
+(evals/perf/bench_writer_memory.py), while 16 concurrent writers hold 9x less."""
 
 
 def _write_all(fd: int, data: bytes) -> None:
