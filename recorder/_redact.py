@@ -167,8 +167,9 @@ class Redactor:
 
     @property
     def longest(self) -> int:
-        """Most bytes one secret can span (rules and known values); data scanned in
-        pieces must overlap by this much to miss nothing."""
+        """Most bytes one rule's pattern or known value can span; a rule's ``run``
+        then carries its secret on to the end of the key (``_redact_delta.py``
+        bounds what that reads)."""
         lengths = [longest_match(s) for s in self._compiled]
         lengths += [len(v.encode("utf-8", "surrogateescape")) for v in self.values]
         return max(lengths, default=0)
@@ -199,11 +200,13 @@ class Redactor:
                 matches = scanner.finditer(lowered, found_lowered, start)
             else:
                 matches = scanner.finditer(data, found, start)
-            for m in matches:
+            for m, tail_end in matches:
                 if every is not None:
-                    every.append((*m.span(), index))
+                    every.append((m.start(), tail_end, index))
                 group = "s" if named and m.start("s") >= 0 else 0
                 start, end = m.span(group)
+                if end == m.end():  # the secret goes on through the rule's tail
+                    end = tail_end
                 secret = data[start:end]
                 if end <= start or secret == mask(end - start):
                     continue

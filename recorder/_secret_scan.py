@@ -56,20 +56,37 @@ def looks_random(data: bytes) -> bool:
 class Scanner:
     """One rule's compiled pattern and the fastest exact way to run it."""
 
-    def __init__(self, regex: re.Pattern[bytes], anchors: tuple[bytes, ...], shortest: int):
+    def __init__(
+        self,
+        regex: re.Pattern[bytes],
+        anchors: tuple[bytes, ...],
+        shortest: int,
+        tail: re.Pattern[bytes] | None = None,
+    ):
         self.regex = regex
         self.anchors = anchors  # every match starts with one of these; () if unknown
         self.shortest = shortest  # no match is shorter
+        self.tail = tail  # matched where a match ends: the rule's run and close
 
     def finditer(
         self, data: bytes, found: dict[bytes, list[int]], pos: int = 0
-    ) -> Iterator[re.Match[bytes]]:
-        """The matches ``regex.finditer(data, pos)`` gives; ``found`` caches where
-        each anchor occurs in ``data``."""
+    ) -> Iterator[tuple[re.Match[bytes], int]]:
+        """The matches ``regex.finditer(data, pos)`` gives, each with where it ends
+        once its tail is matched (the next match is searched from there); ``found``
+        caches where each anchor occurs in ``data``."""
         if len(data) - pos < self.shortest:
             return
+        tail = self.tail
         if not self.anchors:
-            yield from self.regex.finditer(data, pos)
+            if tail is None:
+                for m in self.regex.finditer(data, pos):
+                    yield m, m.end()
+                return
+            search = self.regex.search
+            while (hit := search(data, pos)) is not None:
+                end = _tail_end(tail, data, hit.end())
+                yield hit, end
+                pos = max(end, hit.start() + 1)
             return
         starts: list[int] = []
         for anchor in self.anchors:
@@ -81,10 +98,15 @@ class Scanner:
             return
         for start in sorted(set(starts)):  # as finditer: leftmost match, then on past it
             if start >= pos:
-                m = self.regex.match(data, start)
-                if m is not None:
-                    yield m
-                    pos = m.end()
+                hit = self.regex.match(data, start)
+                if hit is not None:
+                    pos = hit.end() if tail is None else _tail_end(tail, data, hit.end())
+                    yield hit, pos
+
+
+def _tail_end(tail: re.Pattern[bytes], data: bytes, at: int) -> int:
+    went = tail.match(data, at)
+    return at if went is None else went.end()
 
 
 def _occurrences(data: bytes, literal: bytes) -> list[int]:
@@ -116,7 +138,19 @@ def compile_rules(rule: SecretRule) -> Scanner:
     except (re.error, UnicodeEncodeError) as exc:
         raise RedactionError(f"redaction rule {rule.kind!r}: bad pattern: {exc}") from exc
     anchors = RULE_ANCHORS.get((rule.pattern, rule.lowercase, rule.ignore_case), ())
-    return Scanner(regex, anchors, _shortest(regex.pattern, regex.flags))
+    return Scanner(regex, anchors, _shortest(regex.pattern, regex.flags), compile_tail(rule))
+
+
+def compile_tail(rule: SecretRule) -> re.Pattern[bytes] | None:
+    """``(?:run)*(?:close)?`` of the rule, or None if it has neither."""
+    if not rule.run and not rule.close:
+        return None
+    run = f"(?:{rule.run})*" if rule.run else ""
+    close = f"(?:{rule.close})?" if rule.close else ""
+    try:
+        return re.compile((run + close).encode(), re.IGNORECASE if rule.ignore_case else 0)
+    except (re.error, UnicodeEncodeError) as exc:
+        raise RedactionError(f"redaction rule {rule.kind!r}: bad run or close: {exc}") from exc
 
 
 def compile_allow(patterns: tuple[str, ...]) -> tuple[re.Pattern[bytes], ...]:
