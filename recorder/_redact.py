@@ -225,13 +225,14 @@ class Redactor:
 
         Known values and rules are also matched in the views of ``data`` a
         reader would see (JSON escapes undone, a stream's event texts joined);
-        a secret found there is reported at each raw range that spells it."""
+        a secret found there is reported at each raw range that spells it (overlaps
+        with the raw scan's findings merge)."""
         spans = list(self._all_spans(data))
         for view in views(data):
             for start, end, index in self._all_spans(view.data):
-                ranges = view.to_raw(start, end)
-                if len(ranges) > 1 or ranges[0][1] - ranges[0][0] != end - start:
-                    spans += [(lo, hi, index) for lo, hi in ranges]  # unseen by the raw scan
+                # also a secret in one piece: its context (a "Bearer " ending the
+                # event before) may be in another
+                spans += [(lo, hi, index) for lo, hi in view.to_raw(start, end)]
         spans.sort()
         merged: list[list[int]] = []
         for start, end, index in spans:

@@ -112,13 +112,7 @@ def _values(values: tuple[str, ...], data: bytes, pos: int, index: int) -> list[
 
 
 def _raw(spans: list[Span], view: View | None) -> list[Found]:
-    """The raw ranges of secrets found in a track; in a view, only those a raw scan
-    does not see (as ``Redactor.scan_bytes`` keeps them)."""
+    """The raw ranges of secrets found in a track (as ``Redactor.scan_bytes`` maps them)."""
     if view is None:
         return [(s, s, e, i) for s, e, i in spans]
-    out: list[Found] = []
-    for s, e, i in spans:
-        ranges = view.to_raw(s, e)
-        if ranges and (len(ranges) > 1 or ranges[0][1] - ranges[0][0] != e - s):
-            out += [(s, lo, hi, i) for lo, hi in ranges]
-    return out
+    return [(s, lo, hi, i) for s, e, i in spans for lo, hi in view.to_raw(s, e)]

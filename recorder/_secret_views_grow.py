@@ -11,8 +11,10 @@ the work is the new bytes plus a few bytes before the cut.
 - An event text match reads from its field name to the first unescaped quote
   or newline after it; one that starts more than 40 bytes (the longest field
   name with its spacing) before the last such quote or newline of the shared
-  bytes reads only shared bytes.  The cut then moves back to the start of a
-  match it falls in, where the leftmost-match chain of a whole build goes on.
+  bytes reads only shared bytes.  A match the cut falls in stands if it ends
+  within the shared bytes (it reads only them), and the cut moves to its end;
+  else the cut moves back to its start.  Either way the cut is where the
+  leftmost-match chain of a whole build goes on.
 """
 
 from __future__ import annotations
@@ -78,15 +80,18 @@ def event_texts_grown(old: View | None, data: bytes, shared: int) -> tuple[View 
     else:
         cut = max(0, end - _NAME)
         count = bisect.bisect_left(old.matches, cut)  # the segments whose match starts before
-        if count and old.raw[count - 1][0] + old.raw[count - 1][1] + 1 > cut:
-            count -= 1  # the cut falls in that match: build again from its start
+        last_end = old.raw[count - 1][0] + old.raw[count - 1][1] + 1 if count else 0
+        if last_end > shared:  # the cut falls in a match that reads new bytes:
+            count -= 1  # build again from its start
             cut = old.matches[count]
+        elif last_end > cut:  # in a match of shared bytes only: it stands
+            cut = last_end
     out = _Builder()
     if old is not None:
         _kept(out, old, count)
     shared_view = out.size
     add_texts(out, data, cut)
-    if len(out.parts) < 2:
+    if len(out.starts) < 2:
         return None, 0
     return out.view(), shared_view
 
