@@ -191,8 +191,8 @@ class Redactor:
         ``pos[i]`` on (0 without ``pos``), and ``every`` gets (start, end, index) of
         every match, secret or not (``_redact_delta.py``)."""
         lowered = data.lower() if any(r.lowercase for r in self.rules) else data
-        found: dict[bytes, list[int]] = {}
-        found_lowered: dict[bytes, list[int]] = {}
+        found: dict[bytes, tuple[int, list[int]]] = {}
+        found_lowered: dict[bytes, tuple[int, list[int]]] = {}
         for index, (rule, scanner) in enumerate(zip(self.rules, self._compiled, strict=True)):
             named = "s" in scanner.regex.groupindex
             start = pos[index] if pos else 0

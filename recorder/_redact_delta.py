@@ -47,7 +47,7 @@ from evaltape.recorder._redact_bodies import header_value
 from evaltape.recorder._redact_track import Step, Track, advance
 from evaltape.recorder._secret_rules import SecretRule
 from evaltape.recorder._secret_views import event_texts, unescaped
-from evaltape.recorder._secret_views_grow import event_texts_grown, unescaped_grown
+from evaltape.recorder._secret_views_grow import event_texts_grown, marks_grown, unescaped_grown
 
 KEEP = 4
 """Recent request bodies a new one is compared with (as the tape's delta stage does)."""
@@ -118,6 +118,8 @@ class _Seen:
     """The body as written."""
     tracks: tuple[Track | None, ...]
     """The raw bytes' track, then each view's (None: the body has no such view)."""
+    marks: tuple[int, ...]
+    """Where the body's first two ``data:`` are (``marks_grown``)."""
 
 
 class SessionRedactor:
@@ -153,6 +155,8 @@ class SessionRedactor:
         with self._lock:
             base, shared = None, 0
             for seen in reversed(self._recent):  # newest first: usually the one
+                if len(seen.raw) <= shared:  # cannot share more
+                    continue
                 n = common_prefix(seen.raw, raw)
                 if n > shared:
                     base, shared = seen, n
@@ -166,13 +170,14 @@ class SessionRedactor:
 
     def _scan(self, raw: bytes, base: _Seen | None, shared: int) -> _Seen:
         olds = base.tracks if base is not None else (None, None, None)
+        marks = marks_grown(base.marks if base is not None else (), raw, shared)
         if base is None:
             grown = [(unescaped(raw), 0), (event_texts(raw), 0)]
         else:
             escapes, texts = olds[1], olds[2]
             grown = [
                 unescaped_grown(escapes.view if escapes else None, raw, shared),
-                event_texts_grown(texts.view if texts else None, raw, shared),
+                event_texts_grown(texts.view if texts else None, raw, shared, marks),
             ]
         steps: list[Step | None] = [self._advance(olds[0], raw, shared, None)]
         for old, (view, at) in zip(olds[1:], grown, strict=True):
@@ -189,9 +194,10 @@ class SessionRedactor:
             if start < keep < end:
                 keep = start
         tail = [m for m in merged if m[0] >= keep]
-        head = base.redacted[:keep] if base is not None and keep else b""
+        head = memoryview(base.redacted)[:keep] if base is not None and keep else b""
         tracks = tuple(None if s is None else s.track for s in steps)
-        return _Seen(raw, _masked(raw, tail, keep, head), tracks)
+        redacted = _masked(raw, tail, keep, head) if merged else raw
+        return _Seen(raw, redacted, tracks, marks)
 
     def _advance(self, old: Track | None, data: bytes, shared: int, view: Any) -> Step:
         step = advance(self.redactor, self._reaches, old, data, shared, view)
@@ -210,12 +216,14 @@ def _merged(spans: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
     return [(s, e) for s, e in merged]
 
 
-def _masked(raw: bytes, merged: list[tuple[int, int]], start: int, head: bytes) -> bytes:
+def _masked(
+    raw: bytes, merged: list[tuple[int, int]], start: int, head: bytes | memoryview
+) -> bytes:
     """``head`` (the redacted ``raw[:start]``) then ``raw[start:]`` with ``merged`` (all
     from ``start`` on) masked."""
-    if not merged:
-        return head + raw[start:] if head else raw
-    parts = [head]
+    if not merged and not head:
+        return raw
+    parts: list[bytes | memoryview] = [head]
     pos = start
     for s, e in merged:
         parts.append(raw[pos:s])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import re
@@ -69,11 +70,11 @@ class Scanner:
         self.tail = tail  # matched where a match ends: the rule's run and close
 
     def finditer(
-        self, data: bytes, found: dict[bytes, list[int]], pos: int = 0
+        self, data: bytes, found: dict[bytes, tuple[int, list[int]]], pos: int = 0
     ) -> Iterator[tuple[re.Match[bytes], int]]:
         """The matches ``regex.finditer(data, pos)`` gives, each with where it ends
         once its tail is matched (the next match is searched from there); ``found``
-        caches where each anchor occurs in ``data``."""
+        caches where each anchor occurs in ``data`` (from which offset on, and where)."""
         if len(data) - pos < self.shortest:
             return
         tail = self.tail
@@ -90,10 +91,11 @@ class Scanner:
             return
         starts: list[int] = []
         for anchor in self.anchors:
-            places = found.get(anchor)
-            if places is None:
-                places = found[anchor] = _occurrences(data, anchor)
-            starts += places
+            searched, places = found.get(anchor, (len(data) + 1, []))
+            if searched > pos:  # rules search from different points: from the earliest
+                places = _occurrences(data, anchor, pos)
+                found[anchor] = (pos, places)
+            starts += places[bisect.bisect_left(places, pos) :] if searched < pos else places
         if not starts:
             return
         for start in sorted(set(starts)):  # as finditer: leftmost match, then on past it
@@ -109,9 +111,10 @@ def _tail_end(tail: re.Pattern[bytes], data: bytes, at: int) -> int:
     return at if went is None else went.end()
 
 
-def _occurrences(data: bytes, literal: bytes) -> list[int]:
+def _occurrences(data: bytes, literal: bytes, pos: int = 0) -> list[int]:
+    """Where ``literal`` occurs in ``data`` from ``pos`` on."""
     out = []
-    at = data.find(literal)
+    at = data.find(literal, pos)
     while at >= 0:
         out.append(at)
         at = data.find(literal, at + 1)

@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import bisect
 
-from evaltape.recorder._secret_views import View, _Builder, add_texts, add_unescaped
+from evaltape.recorder._secret_views import _ESCAPE, View, _Builder, add_texts, add_unescaped
 
 _NAME = 40
 """More than the bytes an event text match reads before its text (name, colon, spaces)."""
+
+_MARK = b"data:"
+"""Two of these make data an event stream to ``event_texts``."""
 
 
 def _kept(out: _Builder, old: View, count: int, cut: int | None = None) -> None:
@@ -49,6 +52,8 @@ def unescaped_grown(old: View | None, data: bytes, shared: int) -> tuple[View | 
     cut = max(0, shared - 5)
     out = _Builder()
     if old is None:
+        if _ESCAPE.search(data, cut) is None:
+            return None, 0
         out.add(data[:cut], 0, cut, True)
         had = False
     else:
@@ -68,11 +73,25 @@ def unescaped_grown(old: View | None, data: bytes, shared: int) -> tuple[View | 
     return out.view(), shared_view
 
 
-def event_texts_grown(old: View | None, data: bytes, shared: int) -> tuple[View | None, int]:
+def marks_grown(old: tuple[int, ...], data: bytes, shared: int) -> tuple[int, ...]:
+    """Where the first two ``data:`` of ``data`` are (fewer if it has fewer), from
+    ``old``, those of a body whose first ``shared`` bytes ``data`` repeats: only the
+    bytes from shortly before ``shared`` on are searched."""
+    marks = [p for p in old if p + len(_MARK) <= shared]
+    at = max(0, shared - len(_MARK) + 1)
+    while len(marks) < 2 and (at := data.find(_MARK, at)) >= 0:
+        marks.append(at)
+        at += 1
+    return tuple(marks[:2])
+
+
+def event_texts_grown(
+    old: View | None, data: bytes, shared: int, marks: tuple[int, ...]
+) -> tuple[View | None, int]:
     """``event_texts(data)`` from ``old``, the event texts of a body whose first
-    ``shared`` bytes ``data`` repeats (None: that body had none); and how many
-    leading view bytes the two views share."""
-    if data.count(b"data:") < 2:
+    ``shared`` bytes ``data`` repeats (None: that body had none), ``marks`` being
+    ``data``'s ``marks_grown``; and how many leading view bytes the two views share."""
+    if len(marks) < 2:
         return None, 0
     end = _last_stop(data, shared)
     if old is None or end < 0:
