@@ -20,7 +20,7 @@ import attrs
 _ESCAPE = re.compile(rb"\\u00([0-7][0-9a-fA-F])")
 _SSE_TEXT = re.compile(
     rb'"(?:content|text|delta|arguments|partial_json|thinking|refusal)"\s{0,8}:\s{0,8}'
-    rb'"((?:[^"\\\n]|\\.){1,65536})"'
+    rb'"((?:[^"\\\n]++|\\.){1,65536})"'  # runs taken whole: no per-byte alternation
 )
 
 
