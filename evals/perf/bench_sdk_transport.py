@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         rows: dict[int, dict[str, float]] = {}
         reps: dict[int, int] = {}
         for n in turns:
-            reps[n] = 5 if n <= 100 else 3
+            reps[n] = 9 if n <= 25 else 5 if n <= 200 else 3
             chosen = {"built-in rules": redactor} | (whole if n <= 200 else {})
             rows[n] = measure(exchanges[:n], folder, reps[n], chosen)
             print(n, {k: round(v, 3) for k, v in rows[n].items()}, flush=True)
