@@ -122,6 +122,25 @@ def test_a_conversation_is_redacted_as_whole_scans_redact_it(views: bool) -> Non
         assert session.redact_body(body) == REDACTOR.redact_bytes(body)
 
 
+def test_views_that_appear_mid_session_with_requests_that_differ_early() -> None:
+    """The views turn on at turn 5 and every 4th request differs near its start (as
+    a request without ``"stream": true`` does), so some bodies extend one that had
+    no view, or the one before the last: each is still what a whole scan gives."""
+    session = SessionRedactor(REDACTOR)
+    rng = random.Random(9)
+    messages: list[bytes] = []
+    for turn in range(14):
+        words = [rng.choice(NOISE).replace(b'"', b"'") for _ in range(1200)]
+        words.insert(rng.randrange(len(words)), _forms(rng.choice(KEYS), rng)["escaped"])
+        if turn == 5:
+            words.insert(0, b"data: x data: y " + _split(rng.choice(KEYS), 5))
+        messages.append(b"".join(words))
+        flag = b'"stream":false,' if turn % 4 == 3 else b'"stream":true,'
+        joined = b",".join(b'{"role":"user","content":"' + m + b'"}' for m in messages)
+        body = b"{" + flag + b'"messages":[' + joined + b"]}"
+        assert session.redact_body(body) == REDACTOR.redact_bytes(body), turn
+
+
 @pytest.mark.parametrize("views", [False, True])
 def test_each_body_costs_its_new_bytes_plus_an_edge_window_in_each_view(views: bool) -> None:
     """With the built-in rules: every track (raw, escapes undone, event texts) scans
