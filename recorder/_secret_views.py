@@ -62,13 +62,13 @@ class View:
 
 class _Builder:
     def __init__(self) -> None:
-        self.parts: list[bytes] = []
+        self.parts: list[bytes | memoryview] = []
         self.starts: list[int] = []
         self.raw: list[tuple[int, int, bool]] = []
         self.size = 0
         self.matches: list[int] = []
 
-    def add(self, data: bytes, raw_start: int, raw_len: int, verbatim: bool) -> None:
+    def add(self, data: bytes | memoryview, raw_start: int, raw_len: int, verbatim: bool) -> None:
         if not data:
             return
         self.parts.append(data)

@@ -35,7 +35,7 @@ def _kept(out: _Builder, old: View, count: int, cut: int | None = None) -> None:
     verbatim one up to raw offset ``cut``."""
     size = old.starts[count] if count < len(old.starts) else len(old.data)
     if count:
-        out.parts.append(old.data[:size])
+        out.parts.append(memoryview(old.data)[:size])  # copied once, by the view's join
         out.starts.extend(old.starts[:count])
         out.raw.extend(old.raw[:count])
         out.matches.extend(old.matches[:count])
@@ -54,7 +54,7 @@ def unescaped_grown(old: View | None, data: bytes, shared: int) -> tuple[View | 
     if old is None:
         if _ESCAPE.search(data, cut) is None:
             return None, 0
-        out.add(data[:cut], 0, cut, True)
+        out.add(memoryview(data)[:cut], 0, cut, True)
         had = False
     else:
         i = bisect.bisect_right(old.raw, cut, key=lambda r: r[0]) - 1
