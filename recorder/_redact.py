@@ -167,9 +167,8 @@ class Redactor:
 
     @property
     def longest(self) -> int:
-        """Most bytes one rule's pattern or known value can span; a rule's ``run``
-        then carries its secret on to the end of the key (``_redact_delta.py``
-        bounds what that reads)."""
+        """Most bytes one rule's pattern or known value spans (a rule's ``run`` may
+        carry its secret on to the end of a longer key)."""
         lengths = [longest_match(s) for s in self._compiled]
         lengths += [len(v.encode("utf-8", "surrogateescape")) for v in self.values]
         return max(lengths, default=0)
@@ -225,13 +224,11 @@ class Redactor:
 
         Known values and rules are also matched in the views of ``data`` a
         reader would see (JSON escapes undone, a stream's event texts joined);
-        a secret found there is reported at each raw range that spells it (overlaps
-        with the raw scan's findings merge)."""
+        a secret found there is reported at each raw range that spells it, even in
+        one piece (its context, e.g. "Bearer ", may end the event before)."""
         spans = list(self._all_spans(data))
         for view in views(data):
             for start, end, index in self._all_spans(view.data):
-                # also a secret in one piece: its context (a "Bearer " ending the
-                # event before) may be in another
                 spans += [(lo, hi, index) for lo, hi in view.to_raw(start, end)]
         spans.sort()
         merged: list[list[int]] = []
