@@ -46,8 +46,6 @@ class Step:
 
     track: Track
     """The new track."""
-    resume: tuple[int, ...]
-    """Per rule (then known values), where its scan resumed in the track."""
     changed: int
     """No raw range before this offset was added or dropped."""
     scanned: int
@@ -96,7 +94,7 @@ def advance(
             changed = min(changed, f[1])
     found = tuple(sorted(keep + new))
     track = Track(data=data, view=view, matches=tuple(tuple(c) for c in chains), found=found)
-    return Step(track=track, resume=tuple(resume), changed=changed, scanned=len(part))
+    return Step(track=track, changed=changed, scanned=len(part))
 
 
 def _values(values: tuple[str, ...], data: bytes, pos: int, index: int) -> list[Span]:
