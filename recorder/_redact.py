@@ -167,8 +167,8 @@ class Redactor:
 
     @property
     def longest(self) -> int:
-        """Most bytes one secret can span (rules and known values); data scanned in
-        pieces must overlap by this much to miss nothing."""
+        """Most bytes one rule's pattern or known value spans (a rule's ``run`` may
+        carry its secret on to the end of a longer key)."""
         lengths = [longest_match(s) for s in self._compiled]
         lengths += [len(v.encode("utf-8", "surrogateescape")) for v in self.values]
         return max(lengths, default=0)
@@ -190,8 +190,8 @@ class Redactor:
         ``pos[i]`` on (0 without ``pos``), and ``every`` gets (start, end, index) of
         every match, secret or not (``_redact_delta.py``)."""
         lowered = data.lower() if any(r.lowercase for r in self.rules) else data
-        found: dict[bytes, list[int]] = {}
-        found_lowered: dict[bytes, list[int]] = {}
+        found: dict[bytes, tuple[int, list[int]]] = {}
+        found_lowered: dict[bytes, tuple[int, list[int]]] = {}
         for index, (rule, scanner) in enumerate(zip(self.rules, self._compiled, strict=True)):
             named = "s" in scanner.regex.groupindex
             start = pos[index] if pos else 0
@@ -199,11 +199,13 @@ class Redactor:
                 matches = scanner.finditer(lowered, found_lowered, start)
             else:
                 matches = scanner.finditer(data, found, start)
-            for m in matches:
+            for m, tail_end in matches:
                 if every is not None:
-                    every.append((*m.span(), index))
+                    every.append((m.start(), tail_end, index))
                 group = "s" if named and m.start("s") >= 0 else 0
                 start, end = m.span(group)
+                if end == m.end():  # the secret goes on through the rule's tail
+                    end = tail_end
                 secret = data[start:end]
                 if end <= start or secret == mask(end - start):
                     continue
@@ -222,13 +224,12 @@ class Redactor:
 
         Known values and rules are also matched in the views of ``data`` a
         reader would see (JSON escapes undone, a stream's event texts joined);
-        a secret found there is reported at each raw range that spells it."""
+        a secret found there is reported at each raw range that spells it, even in
+        one piece (its context, e.g. "Bearer ", may end the event before)."""
         spans = list(self._all_spans(data))
         for view in views(data):
             for start, end, index in self._all_spans(view.data):
-                ranges = view.to_raw(start, end)
-                if len(ranges) > 1 or ranges[0][1] - ranges[0][0] != end - start:
-                    spans += [(lo, hi, index) for lo, hi in ranges]  # unseen by the raw scan
+                spans += [(lo, hi, index) for lo, hi in view.to_raw(start, end)]
         spans.sort()
         merged: list[list[int]] = []
         for start, end, index in spans:

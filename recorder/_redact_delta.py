@@ -2,23 +2,33 @@
 
 An agent's every request repeats the whole conversation, so scanning each
 request body whole costs time that grows with the square of the turns.
-``SessionRedactor`` keeps the session's last few request bodies with the
-secret spans found in them; a new body that shares a prefix with one of them
-is scanned only from shortly before the end of that prefix.  The result is
-byte for byte what scanning the whole body gives:
+``SessionRedactor`` keeps the session's last few request bodies with what the
+rules and known values found in them, in the raw bytes and in each secret
+view (JSON escapes undone, event texts joined; ``_secret_views.py``).  A new
+body that shares a prefix with one of them is scanned, in each of these
+tracks, only from shortly before the end of the shared prefix (the views of
+the new body are themselves built from there, ``_secret_views_grow.py``).
+The result is byte for byte what ``Redactor.redact_bytes`` gives on the
+whole body:
 
-- every match of a rule is at most ``reach`` bytes long counting what its
-  lookarounds read (``reach`` is derived from the rules' patterns), so a
-  match attempt that starts ``reach`` bytes before the end of the shared
-  prefix reads only shared bytes and finds in the new body exactly what it
-  found in the old one;
-- the scan resumes at a point no earlier span covers, with ``reach`` bytes
-  of context before it, so every rule's chain of leftmost matches goes on as
-  a scan from the start would.
+- every match attempt of a rule reads at most ``reach`` bytes counting what
+  its lookarounds read, plus what its ``run`` and ``close`` read past the
+  end of a match (``reach`` is derived from the patterns); a match attempt
+  that starts ``reach`` bytes before the end of the shared prefix, or a match
+  that ends there, reads only shared bytes and is the same in both bodies;
+- the scan resumes at a point no earlier match of the rule covers, with
+  ``reach`` bytes of context before it, so every rule's chain of leftmost
+  matches goes on as a scan from the start would;
+- the masked body is the recent one's up to a point before every secret
+  found or dropped anew and outside every mask, then masked anew.
 
-When a rule has no bounded length (an open-ended repetition), the body is
-not content-encoded as sent, or it shares little with the recent ones, the
-whole body is scanned, as ``Redactor.redact_exchange`` does.
+A rule's ``run`` lets its match go on to the end of a long key while the
+pattern (and so ``reach``) stays short: a key straddling the end of the
+shared prefix is covered by a match that reaches it, so the scan resumes at
+that match's start.  When a rule has no bounded length (an open-ended
+repetition), the body is not content-encoded as sent, or it shares little
+with the recent ones, the whole body is scanned, as ``Redactor.redact_exchange``
+does.
 """
 
 from __future__ import annotations
@@ -34,7 +44,10 @@ from evaltape.recorder._delta import common_prefix
 from evaltape.recorder._events import Exchange
 from evaltape.recorder._redact import Redactor, mask
 from evaltape.recorder._redact_bodies import header_value
+from evaltape.recorder._redact_track import Step, Track, advance
 from evaltape.recorder._secret_rules import SecretRule
+from evaltape.recorder._secret_views import event_texts, unescaped
+from evaltape.recorder._secret_views_grow import event_texts_grown, marks_grown, unescaped_grown
 
 KEEP = 4
 """Recent request bodies a new one is compared with (as the tape's delta stage does)."""
@@ -67,11 +80,9 @@ def _lookaround_width(tree: Any) -> int:
     return total
 
 
-def rule_reach(rule: SecretRule) -> int | None:
-    """The most bytes one match attempt of ``rule`` reads, or None if unbounded."""
-    flags = re.IGNORECASE if rule.ignore_case else 0
+def _reach_of(pattern: str, flags: int) -> int | None:
     try:
-        tree = re._parser.parse(rule.pattern.encode(), flags)  # type: ignore[attr-defined]
+        tree = re._parser.parse(pattern.encode(), flags)  # type: ignore[attr-defined]
         widest = tree.getwidth()[1]
         around = _lookaround_width(tree)
     except Exception:  # a private parser: any surprise means "no bound"
@@ -79,6 +90,16 @@ def rule_reach(rule: SecretRule) -> int | None:
     if not isinstance(widest, int) or widest >= _UNBOUNDED or around >= _UNBOUNDED:
         return None
     return int(widest) + around
+
+
+def rule_reach(rule: SecretRule) -> int | None:
+    """The most bytes one match attempt of ``rule`` reads, or None if unbounded: its
+    pattern, then past the match's end one unit of its ``run`` or its ``close``."""
+    flags = re.IGNORECASE if rule.ignore_case else 0
+    parts = [_reach_of(p, flags) for p in (rule.pattern, rule.run, rule.close) if p]
+    if any(p is None for p in parts):
+        return None
+    return sum(p for p in parts if p is not None)
 
 
 def reach(rules: tuple[SecretRule, ...]) -> tuple[int, ...] | None:
@@ -95,10 +116,10 @@ class _Seen:
     """The body as sent."""
     redacted: bytes
     """The body as written."""
-    spans: tuple[Span, ...]
-    """The secrets found in ``raw``, sorted."""
-    matches: tuple[Span, ...]
-    """The whole span of every rule's every match in ``raw``, secret or not."""
+    tracks: tuple[Track | None, ...]
+    """The raw bytes' track, then each view's (None: the body has no such view)."""
+    marks: tuple[int, ...]
+    """Where the body's first two ``data:`` are (``marks_grown``)."""
 
 
 class SessionRedactor:
@@ -109,10 +130,13 @@ class SessionRedactor:
         self.redactor = redactor
         self.reach = reach(redactor.rules)
         """Each rule's reach; None when some rule's matches have no bounded length."""
+        values = [len(v.encode("utf-8", "surrogateescape")) for v in redactor.values]
+        self._reaches = (*self.reach, max(values, default=0) + 1) if self.reach else ()
         self._recent: deque[_Seen] = deque(maxlen=KEEP)
         self._lock = threading.Lock()
         self.scanned = 0
-        """Request body bytes scanned so far, context included (what the tests count)."""
+        """Request body bytes scanned so far, in every track, context included (what
+        the tests count)."""
 
     def redact_exchange(self, exchange: Exchange) -> Exchange:
         """A copy of ``exchange`` redacted as ``Redactor.redact_exchange`` redacts it."""
@@ -131,89 +155,75 @@ class SessionRedactor:
         with self._lock:
             base, shared = None, 0
             for seen in reversed(self._recent):  # newest first: usually the one
+                if len(seen.raw) <= shared:  # cannot share more
+                    continue
                 n = common_prefix(seen.raw, raw)
                 if n > shared:
                     base, shared = seen, n
                 if n >= len(seen.raw) - MIN_SHARED:  # no other can share much more
                     break
             if base is None or shared < MIN_SHARED:
-                seen = self._scan(raw, (0,) * len(self.reach), (), (), b"")
-            else:
-                seen = self._from(base, shared, raw, self.reach)
+                base, shared = None, 0
+            seen = self._scan(raw, base, shared)
             self._recent.append(seen)
             return seen.redacted
 
-    def _from(self, base: _Seen, shared: int, raw: bytes, reaches: tuple[int, ...]) -> _Seen:
-        resume = [max(0, shared - r) for r in reaches]
-        # Move each rule back to a point none of its matches covers: there its chain
-        # of leftmost matches is free, in the old body and so in the new one.
-        for start, end, index in sorted(base.matches, reverse=True):
-            if start < resume[index] < end:
-                resume[index] = start
-        matches = tuple(m for m in base.matches if m[0] < resume[m[2]])
-        spans = tuple(s for s in base.spans if s[0] < resume[s[2]])
-        return self._scan(raw, tuple(resume), spans, matches, base.redacted)
-
-    def _scan(
-        self,
-        raw: bytes,
-        resume: tuple[int, ...],
-        spans: tuple[Span, ...],
-        matches: tuple[Span, ...],
-        old: bytes,
-    ) -> _Seen:
-        """``raw`` scanned by rule ``i`` from ``resume[i]`` on (its reach of bytes before
-        in view), its secrets and matches before there being ``spans`` and ``matches``,
-        and ``old`` the redacted body they come from."""
-        every: list[Span] = []
-        late: list[Span] = []
-        # Rules of a short reach need only a short window: scan them apart from the
-        # long ones (a PEM key's rule reaches far back).
-        assert self.reach is not None
-        for group in _groups(self.reach):
-            start = max(0, min(resume[i] - self.reach[i] for i in group))
-            part = raw[start:] if start else raw
-            far = len(part)
-            where = tuple(resume[i] - start if i in group else far for i in range(len(resume)))
-            seen: list[Span] = []
-            found = self.redactor._spans(part, where, seen)
-            self.scanned += len(part)
-            late += [(s + start, e + start, i) for s, e, i in found]
-            every += [(s + start, e + start, i) for s, e, i in seen]
-        spans = tuple(sorted(spans + tuple(late)))
-        matches += tuple(every)
-        # Old masks are kept up to a point no secret covers; from there on, mask anew.
-        keep = min(resume)
-        for start, end, _ in reversed(spans):
+    def _scan(self, raw: bytes, base: _Seen | None, shared: int) -> _Seen:
+        olds = base.tracks if base is not None else (None, None, None)
+        marks = marks_grown(base.marks if base is not None else (), raw, shared)
+        if base is None:
+            grown = [(unescaped(raw), 0), (event_texts(raw), 0)]
+        else:
+            escapes, texts = olds[1], olds[2]
+            grown = [
+                unescaped_grown(escapes.view if escapes else None, raw, shared),
+                event_texts_grown(texts.view if texts else None, raw, shared, marks),
+            ]
+        steps: list[Step | None] = [self._advance(olds[0], raw, shared, None)]
+        for old, (view, at) in zip(olds[1:], grown, strict=True):
+            steps.append(None if view is None else self._advance(old, view.data, at, view))
+        changed = min(s.changed for s in steps if s is not None)
+        for old, step in zip(olds[1:], steps[1:], strict=True):
+            if old is not None and step is None:  # a view the body no longer has
+                changed = min([changed] + [f[1] for f in old.found])
+        found = sorted((f[1], f[2], f[3]) for s in steps if s is not None for f in s.track.found)
+        merged = _merged(found)
+        # Old masks are kept up to a point no mask covers; from there on, mask anew.
+        keep = changed if base is not None else 0
+        for start, end in reversed(merged):
             if start < keep < end:
                 keep = start
-        tail = [x for x in spans if x[0] >= keep]
-        return _Seen(raw, _masked(raw, tail, keep, old[:keep]), spans, matches)
+        tail = [m for m in merged if m[0] >= keep]
+        head = memoryview(base.redacted)[:keep] if base is not None and keep else b""
+        tracks = tuple(None if s is None else s.track for s in steps)
+        redacted = _masked(raw, tail, keep, head) if merged else raw
+        return _Seen(raw, redacted, tracks, marks)
+
+    def _advance(self, old: Track | None, data: bytes, shared: int, view: Any) -> Step:
+        step = advance(self.redactor, self._reaches, old, data, shared, view)
+        self.scanned += step.scanned
+        return step
 
 
-SHORT = 8192
-"""Rules reaching at most this far are scanned in one window, the others in another."""
-
-
-def _groups(reaches: tuple[int, ...]) -> list[set[int]]:
-    """Rule indexes split into short and long reaches (no empty group)."""
-    short = {i for i, r in enumerate(reaches) if r <= SHORT}
-    long = set(range(len(reaches))) - short
-    return [g for g in (short, long) if g]
-
-
-def _masked(raw: bytes, spans: list[Span], start: int, head: bytes) -> bytes:
-    """``head`` (the redacted ``raw[:start]``) then ``raw[start:]`` with ``spans`` (all
-    from ``start`` on) masked, overlaps merged as ``Redactor.scan_bytes`` merges them."""
+def _merged(spans: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
+    """Sorted spans' ranges, overlaps merged as ``Redactor.scan_bytes`` merges them."""
     merged: list[list[int]] = []
     for s, e, _ in spans:
         if merged and s < merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], e)
         else:
             merged.append([s, e])
-    if not merged:
-        return head + raw[start:] if head else raw
-    parts = [head]
+    return [(s, e) for s, e in merged]
+
+
+def _masked(
+    raw: bytes, merged: list[tuple[int, int]], start: int, head: bytes | memoryview
+) -> bytes:
+    """``head`` (the redacted ``raw[:start]``) then ``raw[start:]`` with ``merged`` (all
+    from ``start`` on) masked."""
+    if not merged and not head:
+        return raw
+    parts: list[bytes | memoryview] = [head]
     pos = start
     for s, e in merged:
         parts.append(raw[pos:s])

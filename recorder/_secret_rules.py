@@ -27,6 +27,12 @@ class SecretRule:
     generic: bool = False
     """A loose pattern: the secret must also look random (length >= 16, letters
     and digits, at least 3.5 bits of entropy per character)."""
+    run: str = ""
+    """A pattern for one unit of the secret's tail: a match (whose secret ends where
+    it does) goes on through as many units as follow, so a key longer than the
+    pattern's bound is masked to its end while the pattern itself stays short."""
+    close: str = ""
+    """An optional pattern matched after the ``run`` (e.g. a PEM block's END line)."""
 
 
 _TOKEN = r"[A-Za-z0-9_-]"
@@ -34,44 +40,51 @@ _TOKEN = r"[A-Za-z0-9_-]"
 DEFAULT_RULES: tuple[SecretRule, ...] = (
     SecretRule(
         kind="private key (PEM)",
-        pattern=(
-            r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----"
-            r"(?:(?!-----END)(?:[A-Za-z0-9+/=\s:,.-]|\\[nrt])){0,65536}"
-            r"(?:-----END[A-Z ]{0,40}PRIVATE KEY-----)?"
-        ),
+        pattern=(r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----"),
+        run=r"(?!-----END)(?:[A-Za-z0-9+/=\s:,.-]|\\[nrt])",
+        close=r"-----END[A-Z ]{0,40}PRIVATE KEY-----",
     ),
-    SecretRule(kind="Anthropic API key", pattern=rf"sk-ant-{_TOKEN}{{20,512}}"),
-    SecretRule(kind="Langfuse key", pattern=r"pk-lf-[A-Za-z0-9-]{8,256}"),
-    SecretRule(kind="Langfuse key", pattern=r"sk-lf-[A-Za-z0-9-]{8,256}"),
+    SecretRule(kind="Anthropic API key", pattern=rf"sk-ant-{_TOKEN}{{20,512}}", run=_TOKEN),
+    SecretRule(kind="Langfuse key", pattern=r"pk-lf-[A-Za-z0-9-]{8,256}", run="[A-Za-z0-9-]"),
+    SecretRule(kind="Langfuse key", pattern=r"sk-lf-[A-Za-z0-9-]{8,256}", run="[A-Za-z0-9-]"),
     SecretRule(
         kind="OpenAI API key",
         pattern=rf"sk-(?:proj-|svcacct-|admin-|None-)?{_TOKEN}{{20,512}}",
+        run=_TOKEN,
     ),
     SecretRule(
         kind="AWS access key id",
         pattern=r"A(?:KIA|SIA|BIA|CCA)[0-9A-Z]{16}(?![0-9A-Z])",
     ),
-    SecretRule(kind="GitHub token", pattern=r"gh[pousr]_[A-Za-z0-9]{30,255}"),
-    SecretRule(kind="GitHub token", pattern=r"github_pat_[A-Za-z0-9_]{22,255}"),
+    SecretRule(kind="GitHub token", pattern=r"gh[pousr]_[A-Za-z0-9]{30,255}", run="[A-Za-z0-9]"),
+    SecretRule(kind="GitHub token", pattern=r"github_pat_[A-Za-z0-9_]{22,255}", run="[A-Za-z0-9_]"),
     SecretRule(kind="Google API key", pattern=rf"AIza{_TOKEN}{{35}}"),
-    SecretRule(kind="Slack token", pattern=r"xox[abposre]-[A-Za-z0-9-]{10,255}"),
+    SecretRule(
+        kind="Slack token", pattern=r"xox[abposre]-[A-Za-z0-9-]{10,255}", run="[A-Za-z0-9-]"
+    ),
     SecretRule(
         kind="JWT",
-        pattern=rf"eyJ{_TOKEN}{{8,4096}}\.eyJ{_TOKEN}{{8,8192}}\.{_TOKEN}{{0,4096}}",
+        # header, the payload's start (then the rest of it), the signature: 2048
+        # characters hold an RS8192 signature (1,366)
+        pattern=rf"eyJ{_TOKEN}{{8,2048}}\.eyJ{_TOKEN}{{8}}",
+        run=_TOKEN,
+        close=rf"\.{_TOKEN}{{0,2048}}",
     ),
     SecretRule(
         kind="bearer token",
-        pattern=r"bearer\s{1,16}(?P<s>[a-z0-9._~+/=-]{16,4096})",
+        pattern=r"bearer\s{1,16}(?P<s>[a-z0-9._~+/=-]{16,512})",
         lowercase=True,
+        run="[a-z0-9._~+/=-]",
     ),
     SecretRule(
         kind="URL credential parameter",
         pattern=(
             r"[?&;](?:key|api[_-]?key|apikey|access[_-]?token|token|auth|secret|"
             r"client[_-]?secret|password|sig|signature|x-goog-api-key)="
-            r"(?P<s>[^&#\s\"'\\<>]{8,2048})"
+            r"(?P<s>[^&#\s\"'\\<>]{8,512})"
         ),
         lowercase=True,
+        run=r"[^&#\s\"'\\<>]",
     ),
     SecretRule(
         kind="secret-named JSON value",
@@ -90,6 +103,7 @@ DEFAULT_RULES: tuple[SecretRule, ...] = (
         ),
         lowercase=True,
         generic=True,
+        run="[a-z0-9_./+=-]",
     ),
     SecretRule(
         kind="AWS secret access key",

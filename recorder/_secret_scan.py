@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import re
@@ -56,40 +57,64 @@ def looks_random(data: bytes) -> bool:
 class Scanner:
     """One rule's compiled pattern and the fastest exact way to run it."""
 
-    def __init__(self, regex: re.Pattern[bytes], anchors: tuple[bytes, ...], shortest: int):
+    def __init__(
+        self,
+        regex: re.Pattern[bytes],
+        anchors: tuple[bytes, ...],
+        shortest: int,
+        tail: re.Pattern[bytes] | None = None,
+    ):
         self.regex = regex
         self.anchors = anchors  # every match starts with one of these; () if unknown
         self.shortest = shortest  # no match is shorter
+        self.tail = tail  # matched where a match ends: the rule's run and close
 
     def finditer(
-        self, data: bytes, found: dict[bytes, list[int]], pos: int = 0
-    ) -> Iterator[re.Match[bytes]]:
-        """The matches ``regex.finditer(data, pos)`` gives; ``found`` caches where
-        each anchor occurs in ``data``."""
+        self, data: bytes, found: dict[bytes, tuple[int, list[int]]], pos: int = 0
+    ) -> Iterator[tuple[re.Match[bytes], int]]:
+        """The matches ``regex.finditer(data, pos)`` gives, each with where it ends
+        once its tail is matched (the next match is searched from there); ``found``
+        caches where each anchor occurs in ``data`` (from which offset on, and where)."""
         if len(data) - pos < self.shortest:
             return
+        tail = self.tail
         if not self.anchors:
-            yield from self.regex.finditer(data, pos)
+            if tail is None:
+                for m in self.regex.finditer(data, pos):
+                    yield m, m.end()
+                return
+            search = self.regex.search
+            while (hit := search(data, pos)) is not None:
+                end = _tail_end(tail, data, hit.end())
+                yield hit, end
+                pos = max(end, hit.start() + 1)
             return
         starts: list[int] = []
         for anchor in self.anchors:
-            places = found.get(anchor)
-            if places is None:
-                places = found[anchor] = _occurrences(data, anchor)
-            starts += places
+            searched, places = found.get(anchor, (len(data) + 1, []))
+            if searched > pos:  # rules search from different points: from the earliest
+                places = _occurrences(data, anchor, pos)
+                found[anchor] = (pos, places)
+            starts += places[bisect.bisect_left(places, pos) :] if searched < pos else places
         if not starts:
             return
         for start in sorted(set(starts)):  # as finditer: leftmost match, then on past it
             if start >= pos:
-                m = self.regex.match(data, start)
-                if m is not None:
-                    yield m
-                    pos = m.end()
+                hit = self.regex.match(data, start)
+                if hit is not None:
+                    pos = hit.end() if tail is None else _tail_end(tail, data, hit.end())
+                    yield hit, pos
 
 
-def _occurrences(data: bytes, literal: bytes) -> list[int]:
+def _tail_end(tail: re.Pattern[bytes], data: bytes, at: int) -> int:
+    went = tail.match(data, at)
+    return at if went is None else went.end()
+
+
+def _occurrences(data: bytes, literal: bytes, pos: int = 0) -> list[int]:
+    """Where ``literal`` occurs in ``data`` from ``pos`` on."""
     out = []
-    at = data.find(literal)
+    at = data.find(literal, pos)
     while at >= 0:
         out.append(at)
         at = data.find(literal, at + 1)
@@ -116,7 +141,19 @@ def compile_rules(rule: SecretRule) -> Scanner:
     except (re.error, UnicodeEncodeError) as exc:
         raise RedactionError(f"redaction rule {rule.kind!r}: bad pattern: {exc}") from exc
     anchors = RULE_ANCHORS.get((rule.pattern, rule.lowercase, rule.ignore_case), ())
-    return Scanner(regex, anchors, _shortest(regex.pattern, regex.flags))
+    return Scanner(regex, anchors, _shortest(regex.pattern, regex.flags), compile_tail(rule))
+
+
+def compile_tail(rule: SecretRule) -> re.Pattern[bytes] | None:
+    """``(?:run)*(?:close)?`` of the rule, or None if it has neither."""
+    if not rule.run and not rule.close:
+        return None
+    run = f"(?:{rule.run})*" if rule.run else ""
+    close = f"(?:{rule.close})?" if rule.close else ""
+    try:
+        return re.compile((run + close).encode(), re.IGNORECASE if rule.ignore_case else 0)
+    except (re.error, UnicodeEncodeError) as exc:
+        raise RedactionError(f"redaction rule {rule.kind!r}: bad run or close: {exc}") from exc
 
 
 def compile_allow(patterns: tuple[str, ...]) -> tuple[re.Pattern[bytes], ...]:

@@ -7,9 +7,10 @@ exchanges are the N-turn session.  Each exchange is sent again through an
 
 - a bare ``httpx.MockTransport`` serving the recorded bytes (the baseline);
 - ``RecordingTransport`` around that MockTransport, writing a real tape
-  (redaction, delta + msgpack, zstd level 9), with the built-in rules and
-  with the same rules' open repetitions capped at 512 bytes (bounded rules
-  let redaction scan only what changed; see ``recorder/_redact_delta.py``);
+  (redaction, delta + msgpack, zstd level 9), with ``default_redactor()`` (each
+  request body scanned from shortly before what changed, in the raw bytes and
+  in every secret view; see ``recorder/_redact_delta.py``) and, up to 200
+  turns, with the same redactor scanning every body whole (what it did before);
 - ``ReplayTransport`` serving the session, built inside the timing.
 
 CPU time, the best of the repetitions, interleaved.  Recording's added cost is
@@ -23,14 +24,11 @@ its time less the baseline's; linear means it grows as the turns do (200 turns
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-
-import attrs
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run as a script: make ``evals.perf`` importable
@@ -42,43 +40,17 @@ from evals.perf.sdk_traffic import ModelServer, record_session  # noqa: E402
 from evaltape.recorder import (  # noqa: E402
     Exchange,
     Redactor,
-    SecretRule,
     SessionStarted,
     TapeReader,
     default_redactor,
     open_session,
 )
+from evaltape.recorder._redact_delta import SessionRedactor  # noqa: E402
 from evaltape.recorder._transport import RecordingTransport  # noqa: E402
 from evaltape.replay import ReplayTransport  # noqa: E402
 
 HEADING = "## Recording and replay per turn (SDK traffic)"
 DOC = ROOT / "docs" / "performance.md"
-LIMIT = 512
-
-
-def bounded(rule: SecretRule) -> SecretRule:
-    """``rule`` with every open repetition (``*``, ``+``, ``{n,}``) capped at ``LIMIT``."""
-    out: list[str] = []
-    p, i, in_class = rule.pattern, 0, False
-    while i < len(p):
-        c = p[i]
-        if c == "\\":
-            out.append(p[i : i + 2])
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c in "*+":
-            c = f"{{{0 if c == '*' else 1},{LIMIT}}}"
-        elif c == "{" and (m := re.match(r"\{(\d+),\}", p[i:])):
-            out.append(f"{{{m.group(1)},{LIMIT}}}")
-            i += m.end()
-            continue
-        out.append(c)
-        i += 1
-    return attrs.evolve(rule, pattern="".join(out))
 
 
 def cpu(fn: Callable[[], object]) -> float:
@@ -99,8 +71,19 @@ def exchanges_of(tape: Path) -> tuple[Exchange, ...]:
     return tuple(e for e in session.events if isinstance(e, Exchange))
 
 
+class WholeBodies:
+    """``redactor`` scanning every request body whole: a transport uses a
+    ``SessionRedactor`` only around a ``Redactor`` itself."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redact_exchange = redactor.redact_exchange
+
+
 def measure(
-    exchanges: tuple[Exchange, ...], folder: Path, reps: int, redactors: dict[str, Redactor]
+    exchanges: tuple[Exchange, ...],
+    folder: Path,
+    reps: int,
+    redactors: dict[str, Redactor | WholeBodies],
 ) -> dict[str, float]:
     t = Traffic(name="mixed", exchanges=exchanges)
     mock = mock_transport(t)
@@ -119,7 +102,9 @@ def measure(
             header = SessionStarted(session_id="00000000000000f6", started_at=0.0)
 
             def recorded(
-                path: Path = path, redactor: Redactor = redactor, header: SessionStarted = header
+                path: Path = path,
+                redactor: Redactor | WholeBodies = redactor,
+                header: SessionStarted = header,
             ) -> None:
                 with open_session(path, header) as writer:
                     drive(RecordingTransport(writer, mock, redactor=redactor), t)
@@ -147,6 +132,7 @@ def section(rows: dict[int, dict[str, float]], reps: dict[int, int]) -> str:
             cells += [f"{r[n] * 1e3:,.0f} ms", f"{added * 1e3:,.0f} ms", f"{added / first:.1f}x"]
         cells += [f"{r['replay'] * 1e3:,.0f} ms", f"{r['replay'] / r['mock']:.2f}x"]
         lines.append("| " + " | ".join(cells) + " |")
+    widest = 2 * max(SessionRedactor(default_redactor()).reach or (0,))
     return f"""{HEADING}
 
 One 500-turn coding-agent session recorded through the OpenAI SDK
@@ -156,10 +142,11 @@ bare `httpx.MockTransport` serving the recorded bytes, over `RecordingTransport`
 around it (a real tape: redaction, deltas, zstd level 9, fsync at the end), and
 over a `ReplayTransport` built inside the timing.  CPU time per session, the
 best of the interleaved repetitions.  *built-in rules* redact with
-`default_redactor()`; *bounded rules* with the same rules, each open repetition
-capped at {LIMIT} bytes, which lets redaction scan each request body only from
-shortly before what changed (`recorder/_redact_delta.py`); while a rule has no
-bounded length every body is scanned whole.
+`default_redactor()`, which scans each request body only from shortly before
+what changed (twice the widest rule's reach, {widest:,} bytes), in the raw
+bytes and in each secret view (`recorder/_redact_delta.py`); *whole bodies*
+is the same redactor scanning every request body whole, as recording did
+before, measured up to 200 turns.
 
 ```sh
 python evals/perf/bench_sdk_transport.py
@@ -182,8 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-doc", action="store_true", help="print, do not update the doc")
     args = parser.parse_args(argv)
     turns = [int(t) for t in args.turns.split(",")]
-    whole = {"built-in rules": default_redactor()}
-    rules = Redactor(rules=tuple(bounded(r) for r in default_redactor().rules))
+    redactor = default_redactor()
+    whole: dict[str, Redactor | WholeBodies] = {"whole bodies": WholeBodies(redactor)}
     with tempfile.TemporaryDirectory(prefix="evaltape-bench-sdk-") as scratch:
         folder = Path(scratch)
         tape = args.traffic or record_traffic(folder, max(turns))
@@ -191,8 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         rows: dict[int, dict[str, float]] = {}
         reps: dict[int, int] = {}
         for n in turns:
-            reps[n] = 5 if n <= 100 else 3 if n <= 200 else 1
-            chosen = {"bounded rules": rules} | (whole if n <= 200 else {})
+            reps[n] = 9 if n <= 25 else 5 if n <= 200 else 3
+            chosen = {"built-in rules": redactor} | (whole if n <= 200 else {})
             rows[n] = measure(exchanges[:n], folder, reps[n], chosen)
             print(n, {k: round(v, 3) for k, v in rows[n].items()}, flush=True)
     text = section(rows, reps)
