@@ -1,0 +1,128 @@
+"""The compact stored form of an exchange (event kind ``exchange2``, tape format 1.1).
+
+The plain ``exchange`` map (``_codec.py``) stays what every other part of
+evaltape sees; this module turns it into a smaller stored map and back:
+
+    {"k": "exchange2", "at": float, "duration": float,
+     "q": [method, url, headers, body, base],
+     "r": nil | [status, headers, streamed, chunk count, new bytes, columns],
+     "error": nil | the plain error map}
+
+``headers`` refer to the session's header table (``_compact_headers.py``),
+``body``/``base`` are a request-body delta whose reference may go on with copies
+from inside its base (``_delta.py``), and the response's chunks are stored as
+columns, each chunk relative to the one before (``_compact_chunks.py``).  A
+reader that predates format 1.1 skips these events as an unknown kind.  See
+docs/format.md, "Compact exchanges".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from evaltape.recorder._compact_chunks import StoredChunks, encode_chunks
+from evaltape.recorder._compact_headers import HeaderTable
+from evaltape.recorder._delta import DeltaDecoder, DeltaEncoder
+
+KIND = "exchange2"
+"""The stored kind tag of a compact exchange."""
+
+Plain = dict[str, Any]
+
+
+def _header_text(headers: Any) -> int:
+    return sum(len(name) + len(value) for name, value in headers)
+
+
+class CompactEncoder:
+    """Writer side: plain exchange map -> stored map, with the session's header table."""
+
+    def __init__(self) -> None:
+        self.headers = HeaderTable()
+
+    def encode(self, plain: Plain, delta: DeltaEncoder) -> tuple[Plain, int]:
+        """The stored map and the bytes its reader rebuilds beyond the stored ones
+        (counted against the decode budget exactly as ``CompactDecoder`` counts them)."""
+        q = plain["request"]
+        r = plain["response"]
+        ref, middle = delta.encode(q["body"], copies=True)
+        extra = len(q["body"]) - len(middle) + _header_text(q["headers"])
+        stored_q = [q["method"], q["url"], self.headers.encode(q["headers"]), middle, ref]
+        stored_r = None
+        if r is not None:
+            new, cols = encode_chunks(r["body"], r["sizes"], r["steps_us"])
+            extra += len(r["body"]) - len(new) + _header_text(r["headers"])
+            stored_r = [
+                r["status"],
+                self.headers.encode(r["headers"]),
+                r["streamed"],
+                len(r["sizes"]),
+                new,
+                cols,
+            ]
+        stored = {
+            "k": KIND,
+            "at": plain["at"],
+            "duration": plain["duration"],
+            "q": stored_q,
+            "r": stored_r,
+            "error": plain["error"],
+        }
+        return stored, extra
+
+
+def _list(value: Any, width: int, what: str) -> list[Any]:
+    if type(value) is not list or len(value) != width:
+        raise ValueError(f"compact exchange: {what} is not a list of {width}")
+    return value
+
+
+class CompactDecoder:
+    """Reader side: stored map -> plain exchange map, mirroring ``CompactEncoder``."""
+
+    def __init__(self) -> None:
+        self.headers = HeaderTable()
+
+    def decode(
+        self, stored: Plain, packed: int, delta: DeltaDecoder, charge: Callable[[int], None]
+    ) -> Plain:
+        """The plain exchange map of a stored one that packed to ``packed`` bytes;
+        ``charge(n)`` is called with its decoded size before any body is rebuilt.
+        ``ValueError`` for anything malformed."""
+        method, url, q_headers, middle, ref = _list(stored.get("q"), 5, "'q'")
+        if type(middle) is not bytes:
+            raise ValueError("compact exchange: the request body is not bytes")
+        if ref is not None and not (
+            type(ref) is list and len(ref) >= 3 and all(type(x) is int for x in ref)
+        ):
+            raise ValueError("compact exchange: the body delta is not a list of ints")
+        headers = self.headers.decode(q_headers)
+        size = packed + delta.size(ref, middle) - len(middle)
+        size += _header_text(headers)
+        request = {"method": method, "url": url, "headers": headers}
+        response = None
+        chunks = None
+        r = stored.get("r")
+        if r is not None:
+            status, r_headers, streamed, count, new, cols = _list(r, 6, "'r'")
+            if type(count) is not int or type(new) is not bytes or type(cols) is not bytes:
+                raise ValueError("compact exchange: malformed response chunks")
+            chunks = StoredChunks(new, cols, count)
+            response = {"status": status, "headers": self.headers.decode(r_headers)}
+            response["streamed"] = streamed
+            size += chunks.size - len(new) + _header_text(response["headers"])
+        charge(size)
+        request["body"] = delta.decode(ref, middle)
+        if response is not None and chunks is not None:
+            response["body"] = chunks.body()
+            response["sizes"] = chunks.sizes
+            response["steps_us"] = chunks.steps
+        return {
+            "k": "exchange",
+            "at": stored.get("at"),
+            "duration": stored.get("duration"),
+            "request": request,
+            "response": response,
+            "error": stored.get("error"),
+        }
