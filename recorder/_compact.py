@@ -48,14 +48,15 @@ class CompactEncoder:
         r = plain["response"]
         ref, middle = delta.encode(q["body"], copies=True)
         extra = len(q["body"]) - len(middle) + _header_text(q["headers"])
-        stored_q = [q["method"], q["url"], self.headers.encode(q["headers"]), middle, ref]
+        q_headers = self.headers.encode(q["headers"], len(q["body"]))
+        stored_q = [q["method"], q["url"], q_headers, middle, ref]
         stored_r = None
         if r is not None:
             new, cols = encode_chunks(r["body"], r["sizes"], r["steps_us"])
             extra += len(r["body"]) - len(new) + _header_text(r["headers"])
             stored_r = [
                 r["status"],
-                self.headers.encode(r["headers"]),
+                self.headers.encode(r["headers"], len(r["body"])),
                 r["streamed"],
                 len(r["sizes"]),
                 new,
@@ -97,9 +98,9 @@ class CompactDecoder:
             type(ref) is list and len(ref) >= 3 and all(type(x) is int for x in ref)
         ):
             raise ValueError("compact exchange: the body delta is not a list of ints")
-        headers = self.headers.decode(q_headers)
-        size = packed + delta.size(ref, middle) - len(middle)
-        size += _header_text(headers)
+        body_size = delta.size(ref, middle)
+        headers = self.headers.decode(q_headers, body_size)
+        size = packed + body_size - len(middle) + _header_text(headers)
         request = {"method": method, "url": url, "headers": headers}
         response = None
         chunks = None
@@ -109,7 +110,7 @@ class CompactDecoder:
             if type(count) is not int or type(new) is not bytes or type(cols) is not bytes:
                 raise ValueError("compact exchange: malformed response chunks")
             chunks = StoredChunks(new, cols, count)
-            response = {"status": status, "headers": self.headers.decode(r_headers)}
+            response = {"status": status, "headers": self.headers.decode(r_headers, chunks.size)}
             response["streamed"] = streamed
             size += chunks.size - len(new) + _header_text(response["headers"])
         charge(size)

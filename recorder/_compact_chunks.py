@@ -5,9 +5,11 @@ is stored as ``pre[i]`` bytes from the start of chunk ``i - 1``, then
 ``mid[i]`` new bytes, then ``suf[i]`` bytes from the end of chunk ``i - 1``
 (chunk 0 has no predecessor: ``pre = suf = 0``).  The new bytes of every chunk
 are joined into one blob (mostly the tokens themselves), and the four columns
-``pre``, ``suf``, ``mid`` and the time steps are LEB128 varints in one blob,
-column after column (steps zigzag-coded, since they may be negative).  The
-encoding is byte-exact.  See docs/format.md, "Compact exchanges".
+``pre``, ``suf``, ``mid`` and the magnitudes of the time steps are LEB128
+varints in one blob, column after column, followed by the number of negative
+steps and their chunk indexes (a step is negative only when a clock went
+back, so this is usually a single 0).  The encoding is byte-exact.  See
+docs/format.md, "Compact exchanges".
 """
 
 from __future__ import annotations
@@ -24,30 +26,25 @@ def varints(values: list[int], out: bytearray) -> None:
         out.append(n)
 
 
-def zigzag(n: int) -> int:
-    """Map ..., -2, -1, 0, 1, 2, ... to 3, 1, 0, 2, 4, ... (any int size)."""
-    return 2 * n if n >= 0 else -2 * n - 1
+_STEP_LIMIT = 1 << 63
+"""Steps are 64-bit signed ints, as in the plain form."""
 
 
-def unzigzag(z: int) -> int:
-    return z >> 1 if not z & 1 else -((z + 1) >> 1)
-
-
-def read_varints(data: bytes, count: int) -> list[int]:
-    """Exactly ``count`` varints filling all of ``data``; ``ValueError`` otherwise."""
+def read_varints(data: bytes) -> list[int]:
+    """The varints filling all of ``data``, none over 64 bits; ``ValueError`` otherwise."""
     out: list[int] = []
     n = shift = 0
     for byte in data:
         n |= (byte & 0x7F) << shift
         if byte & 0x80:
             shift += 7
-            if shift > 70:
-                raise ValueError("a chunk column holds a varint over 70 bits")
+            if shift > 63:
+                raise ValueError("a chunk column holds a varint over 64 bits")
             continue
         out.append(n)
         n = shift = 0
-    if shift or len(out) != count:
-        raise ValueError(f"chunk columns hold {len(out)} whole varints, expected {count}")
+    if shift:
+        raise ValueError("chunk columns end inside a varint")
     return out
 
 
@@ -69,8 +66,11 @@ def encode_chunks(body: bytes, sizes: list[int], steps: list[int]) -> tuple[byte
         mid.append(size - p - s)
         parts.append(chunk[p : size - s])
         prev = chunk
+    negative = [i for i, t in enumerate(steps) if t < 0]
+    if any(not -_STEP_LIMIT <= t < _STEP_LIMIT for t in steps):
+        raise OverflowError("a chunk time step does not fit in 64 bits")
     cols = bytearray()
-    for column in (pre, suf, mid, [zigzag(t) for t in steps]):
+    for column in (pre, suf, mid, [abs(t) for t in steps], [len(negative)], negative):
         varints(column, cols)
     return b"".join(parts), bytes(cols)
 
@@ -79,12 +79,28 @@ class StoredChunks:
     """The columns of a stored response, checked; ``size`` is known before any chunk is built."""
 
     def __init__(self, new: bytes, cols: bytes, count: int) -> None:
-        values = read_varints(cols, 4 * count)
+        values = read_varints(cols)
+        if (
+            count < 0
+            or len(values) <= 4 * count
+            or len(values) != 4 * count + 1 + values[4 * count]
+        ):
+            raise ValueError(
+                f"chunk columns hold {len(values)} varints, not those of {count} chunks"
+            )
         self._new = new
         self._pre = values[:count]
         self._suf = values[count : 2 * count]
         self._mid = values[2 * count : 3 * count]
-        self.steps = [unzigzag(z) for z in values[3 * count :]]
+        self.steps = values[3 * count : 4 * count]
+        last = -1
+        for i in values[4 * count + 1 :]:
+            if not last < i < count or not self.steps[i] or self.steps[i] > _STEP_LIMIT:
+                raise ValueError("chunk columns list a negative step that cannot be")
+            self.steps[i] = -self.steps[i]
+            last = i
+        if any(t >= _STEP_LIMIT for t in self.steps):
+            raise ValueError("a chunk time step does not fit in 64 bits")
         if sum(self._mid) != len(new):
             raise ValueError("the chunks' new bytes do not add up to the stored bytes")
         self.sizes: list[int] = []

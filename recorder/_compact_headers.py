@@ -7,7 +7,9 @@ it does not hold yet, up to ``MAX_TABLE`` entries.  A header is stored as
 
 - an int ``i``: the pair ``table[i]``;
 - ``[i, value]``: the name of ``table[i]`` with another value;
-- ``[name, value]``: anything else.
+- ``[name, value]``: anything else;
+- ``true``: ``content-length`` with the decimal length of the body it comes
+  with (the request body, or the response's joined chunks).
 
 Request and response headers share the table, in event order (request before
 response).  See docs/format.md, "Compact exchanges".
@@ -119,10 +121,15 @@ class HeaderTable:
             self._names.setdefault(pair[0], len(self._pairs))
             self._pairs.append(pair)
 
-    def encode(self, headers: Any) -> list[Any]:
-        """The stored form of a header list (pairs as lists or tuples of two str)."""
+    def encode(self, headers: Any, length: int) -> list[Any]:
+        """The stored form of a header list (pairs as lists or tuples of two str)
+        that comes with a body of ``length`` bytes."""
         out: list[Any] = []
+        own = str(length)
         for name, value in headers:
+            if name == "content-length" and value == own:
+                out.append(True)
+                continue
             pair = (name, value)
             i = self._index.get(pair)
             if i is not None:
@@ -133,13 +140,17 @@ class HeaderTable:
             self._add(pair)
         return out
 
-    def decode(self, stored: Any) -> list[list[str]]:
-        """The header list (plain form) a stored one stands for; ``ValueError`` if malformed."""
+    def decode(self, stored: Any, length: int) -> list[list[str]]:
+        """The header list (plain form) a stored one coming with a body of ``length``
+        bytes stands for; ``ValueError`` if malformed."""
         if type(stored) is not list:
             raise ValueError("compact headers are not a list")
         out: list[list[str]] = []
         pairs = self._pairs
         for item in stored:
+            if item is True:
+                out.append(["content-length", str(length)])
+                continue
             if type(item) is int:
                 if not 0 <= item < len(pairs):
                     raise ValueError(f"header refers to table entry {item} of {len(pairs)}")

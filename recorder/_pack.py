@@ -38,14 +38,14 @@ class Packer:
         request = plain.get("request")
         extra = 0
         mark = self._compact.headers.mark() if self._compact is not None else 0
-        if self._compact is not None and plain.get("k") == "exchange":
-            plain, extra = self._compact.encode(plain, self._delta)
-        elif request is not None:
-            ref, middle = self._delta.encode(request["body"])
-            if ref is not None:
-                extra = len(request["body"]) - len(middle)
-                plain = {**plain, "request": {**request, "body": middle, "base": ref}}
         try:
+            if self._compact is not None and plain.get("k") == "exchange":
+                plain, extra = self._compact.encode(plain, self._delta)
+            elif request is not None:
+                ref, middle = self._delta.encode(request["body"])
+                if ref is not None:
+                    extra = len(request["body"]) - len(middle)
+                    plain = {**plain, "request": {**request, "body": middle, "base": ref}}
             packed: bytes = msgpack.packb(plain, use_bin_type=True)
             if compress_bound(len(packed)) > MAX_EVENT_BYTES:
                 raise ValueError(
