@@ -3,10 +3,10 @@
 The plain ``exchange`` map (``_codec.py``) stays what every other part of
 evaltape sees; this module turns it into a smaller stored map and back:
 
-    {"k": "exchange2", "at": float, "duration": float,
-     "q": [method, url, headers, body, base],
-     "r": nil | [status, headers, streamed, chunk count, new bytes, columns],
-     "error": nil | the plain error map}
+    {"k": "exchange2", "x": [at, duration, q, r, error]}
+    q = [method, url, headers, body, base]
+    r = nil | [status, headers, streamed, chunk count, new bytes, columns]
+    error = nil | the plain error map
 
 ``headers`` refer to the session's header table (``_compact_headers.py``),
 ``body``/``base`` are a request-body delta whose reference may go on with copies
@@ -62,15 +62,8 @@ class CompactEncoder:
                 new,
                 cols,
             ]
-        stored = {
-            "k": KIND,
-            "at": plain["at"],
-            "duration": plain["duration"],
-            "q": stored_q,
-            "r": stored_r,
-            "error": plain["error"],
-        }
-        return stored, extra
+        x = [plain["at"], plain["duration"], stored_q, stored_r, plain["error"]]
+        return {"k": KIND, "x": x}, extra
 
 
 def _list(value: Any, width: int, what: str) -> list[Any]:
@@ -91,7 +84,8 @@ class CompactDecoder:
         """The plain exchange map of a stored one that packed to ``packed`` bytes;
         ``charge(n)`` is called with its decoded size before any body is rebuilt.
         ``ValueError`` for anything malformed."""
-        method, url, q_headers, middle, ref = _list(stored.get("q"), 5, "'q'")
+        at, duration, q, r, error = _list(stored.get("x"), 5, "'x'")
+        method, url, q_headers, middle, ref = _list(q, 5, "'q'")
         if type(middle) is not bytes:
             raise ValueError("compact exchange: the request body is not bytes")
         if ref is not None and not (
@@ -104,7 +98,6 @@ class CompactDecoder:
         request = {"method": method, "url": url, "headers": headers}
         response = None
         chunks = None
-        r = stored.get("r")
         if r is not None:
             status, r_headers, streamed, count, new, cols = _list(r, 6, "'r'")
             if type(count) is not int or type(new) is not bytes or type(cols) is not bytes:
@@ -121,9 +114,9 @@ class CompactDecoder:
             response["steps_us"] = chunks.steps
         return {
             "k": "exchange",
-            "at": stored.get("at"),
-            "duration": stored.get("duration"),
+            "at": at,
+            "duration": duration,
             "request": request,
             "response": response,
-            "error": stored.get("error"),
+            "error": error,
         }

@@ -100,7 +100,7 @@ def test_a_request_that_drops_a_flag_from_its_head_refers_to_the_conversation_af
             at=0.5, duration=0.25, request=Request(method="POST", url="u", body=body)
         )
         packed = packer.pack(to_plain(exchange))
-        stored.append(msgpack.unpackb(packed)["q"])
+        stored.append(msgpack.unpackb(packed)["x"][2])
         assert unpacker.unpack(packed)["request"]["body"] == body
     _, _, _, middle, ref = stored[1]
     # Only the new message is stored (where the copies end is the encoder's choice).
@@ -129,14 +129,7 @@ def _tape(path: Path, stored: list[dict[str, object]]) -> None:
 
 def _stored(q_headers: list[object], chunks: list[object] | None, ref: object = None) -> dict:
     r = None if chunks is None else [200, [], True, *chunks]
-    return {
-        "k": "exchange2",
-        "at": 0.0,
-        "duration": 0.0,
-        "q": ["POST", "u", q_headers, b"{}", ref],
-        "r": r,
-        "error": None,
-    }
+    return {"k": "exchange2", "x": [0.0, 0.0, ["POST", "u", q_headers, b"{}", ref], r, None]}
 
 
 def _varints(*values: int) -> bytes:
@@ -170,7 +163,10 @@ DAMAGED = {
         "negative step that cannot be",
     ),
     "delta with no base": (_stored([], None, [1, 0, 0]), "only 0 known"),
-    "r of the wrong shape": ({**_stored([], None), "r": [200]}, "'r' is not a list of 6"),
+    "r of the wrong shape": (
+        {"k": "exchange2", "x": [0.0, 0.0, ["POST", "u", [], b"", None], [200], None]},
+        "'r' is not a list of 6",
+    ),
     "chunks that rebuild a GiB from one MiB": (
         _stored(
             [],

@@ -108,7 +108,7 @@ def test_growing_conversation_bodies_are_stored_as_deltas_against_recent_ones() 
     assert stored[2]["base"] == [2, len(a), 2] and stored[2]["body"] == b",turn2"
     assert stored[3]["base"] == [2, len(b), 2] and stored[3]["body"] == b",turn2"
     # The compact exchange (format 1.1) holds the same reference: [.., body, base].
-    q = [msgpack.unpackb(compact.pack(to_plain(e)))["q"] for e in events]
+    q = [msgpack.unpackb(compact.pack(to_plain(e)))["x"][2] for e in events]
     assert [x[4] for x in q] == [None, None, [2, len(a), 2], [2, len(b), 2]]
     assert [x[3] for x in q][2:] == [b",turn2", b",turn2"]
 
