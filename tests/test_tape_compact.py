@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -223,3 +224,13 @@ def test_a_refused_exchange_leaves_the_header_table_as_the_reader_knows_it(tmp_p
     (session,) = TapeReader(path).sessions()
     assert session.complete
     assert list(session.events[1:-1]) == [exchange(200), exchange(201)]
+
+
+def test_the_static_header_table_in_the_format_page_is_the_one_readers_use() -> None:
+    from evaltape.recorder._compact_headers import STATIC
+
+    page = (ROOT / "docs" / "format.md").read_text()
+    listed = page[page.index("The static table, in order") : page.index("(63 pairs;")]
+    pairs = [item.split(": ", 1) for item in re.findall(r"`([^`]+: [^`]*)`", listed)]
+    assert [(name, "" if value == '""' else value) for name, value in pairs] == list(STATIC)
+    assert len(STATIC) == 63
