@@ -5,7 +5,7 @@ evaltape sees; this module turns it into a smaller stored map and back:
 
     {"k": "exchange2", "x": [at, duration, q, r, error]}
     q = [method, url, headers, body, base]
-    r = nil | [status, headers, streamed, chunk count, new bytes, columns]
+    r = nil | [status, headers, streamed, new bytes, pre, suf, mid, steps]
     error = nil | the plain error map
 
 ``headers`` refer to the session's header table (``_compact_headers.py``),
@@ -52,16 +52,10 @@ class CompactEncoder:
         stored_q = [q["method"], q["url"], q_headers, middle, ref]
         stored_r = None
         if r is not None:
-            new, cols = encode_chunks(r["body"], r["sizes"], r["steps_us"])
+            new, (pre, suf, mid) = encode_chunks(r["body"], r["sizes"])
             extra += len(r["body"]) - len(new) + _header_text(r["headers"])
-            stored_r = [
-                r["status"],
-                self.headers.encode(r["headers"], len(r["body"])),
-                r["streamed"],
-                len(r["sizes"]),
-                new,
-                cols,
-            ]
+            r_headers = self.headers.encode(r["headers"], len(r["body"]))
+            stored_r = [r["status"], r_headers, r["streamed"], new, pre, suf, mid, r["steps_us"]]
         x = [plain["at"], plain["duration"], stored_q, stored_r, plain["error"]]
         return {"k": KIND, "x": x}, extra
 
@@ -93,19 +87,19 @@ class CompactDecoder:
         ):
             raise ValueError("compact exchange: the body delta is not a list of ints")
         body_size = delta.size(ref, middle)
-        headers = self.headers.decode(q_headers, body_size)
-        size = packed + body_size - len(middle) + _header_text(headers)
+        headers, text = self.headers.decode(q_headers, body_size)
+        size = packed + body_size - len(middle) + text
         request = {"method": method, "url": url, "headers": headers}
         response = None
         chunks = None
         if r is not None:
-            status, r_headers, streamed, count, new, cols = _list(r, 6, "'r'")
-            if type(count) is not int or type(new) is not bytes or type(cols) is not bytes:
-                raise ValueError("compact exchange: malformed response chunks")
-            chunks = StoredChunks(new, cols, count)
-            response = {"status": status, "headers": self.headers.decode(r_headers, chunks.size)}
-            response["streamed"] = streamed
-            size += chunks.size - len(new) + _header_text(response["headers"])
+            status, r_headers, streamed, new, pre, suf, mid, steps = _list(r, 8, "'r'")
+            if type(new) is not bytes:
+                raise ValueError("compact exchange: the chunks' new bytes are not bytes")
+            chunks = StoredChunks(new, pre, suf, mid, steps)
+            r_plain, text = self.headers.decode(r_headers, chunks.size)
+            response = {"status": status, "headers": r_plain, "streamed": streamed}
+            size += chunks.size - len(new) + text
         charge(size)
         request["body"] = delta.decode(ref, middle)
         if response is not None and chunks is not None:

@@ -97,6 +97,7 @@ class HeaderTable:
 
     def __init__(self) -> None:
         self._pairs: list[tuple[str, str]] = list(STATIC)
+        self._lens = [len(name) + len(value) for name, value in STATIC]
         self._index: dict[tuple[str, str], int] = {}
         self._names: dict[str, int] = {}
         for i, pair in enumerate(STATIC):
@@ -111,6 +112,7 @@ class HeaderTable:
         """Forget the pairs added since ``mark``."""
         for i in range(len(self._pairs) - 1, mark - 1, -1):
             pair = self._pairs.pop()
+            self._lens.pop()
             del self._index[pair]
             if self._names.get(pair[0]) == i:
                 del self._names[pair[0]]
@@ -120,6 +122,7 @@ class HeaderTable:
             self._index[pair] = len(self._pairs)
             self._names.setdefault(pair[0], len(self._pairs))
             self._pairs.append(pair)
+            self._lens.append(len(pair[0]) + len(pair[1]))
 
     def encode(self, headers: Any, length: int) -> list[Any]:
         """The stored form of a header list (pairs as lists or tuples of two str)
@@ -140,21 +143,25 @@ class HeaderTable:
             self._add(pair)
         return out
 
-    def decode(self, stored: Any, length: int) -> list[list[str]]:
+    def decode(self, stored: Any, length: int) -> tuple[list[list[str]], int]:
         """The header list (plain form) a stored one coming with a body of ``length``
-        bytes stands for; ``ValueError`` if malformed."""
+        bytes stands for, and the characters of its names and values; ``ValueError``
+        if malformed."""
         if type(stored) is not list:
             raise ValueError("compact headers are not a list")
         out: list[list[str]] = []
-        pairs = self._pairs
+        pairs, lens = self._pairs, self._lens
+        text = 0
         for item in stored:
-            if item is True:
-                out.append(["content-length", str(length)])
-                continue
             if type(item) is int:
                 if not 0 <= item < len(pairs):
                     raise ValueError(f"header refers to table entry {item} of {len(pairs)}")
                 out.append(list(pairs[item]))
+                text += lens[item]
+                continue
+            if item is True:
+                out.append(["content-length", str(length)])
+                text += 14 + len(out[-1][1])
                 continue
             if type(item) is not list or len(item) != 2 or type(item[1]) is not str:
                 raise ValueError("a compact header is not an index or [name, value]")
@@ -166,5 +173,6 @@ class HeaderTable:
             elif type(name) is not str:
                 raise ValueError("a compact header name is not a str or an index")
             out.append([name, value])
+            text += len(name) + len(value)
             self._add((name, value))
-        return out
+        return out, text
