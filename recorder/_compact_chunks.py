@@ -18,6 +18,12 @@ from evaltape.recorder._delta import common_prefix, common_suffix
 
 Columns = tuple[list[int], list[int], list[int]]
 
+SNAP = 4
+"""A chunk takes the chunk before's ``pre`` when its own common prefix is less than
+this many bytes longer: those bytes are the start of the token before, which
+this token happens to share.  The new bytes then hold whole tokens (text that
+later requests repeat) and the ``pre`` column repeats (costs next to nothing)."""
+
 
 def encode_chunks(body: bytes, sizes: list[int]) -> tuple[bytes, Columns]:
     """``(new bytes, (pre, suf, mid))`` of the chunks of ``body`` cut at ``sizes``."""
@@ -26,11 +32,14 @@ def encode_chunks(body: bytes, sizes: list[int]) -> tuple[bytes, Columns]:
     mid: list[int] = []
     parts: list[bytes] = []
     prev = b""
-    start = 0
+    start = last = 0
     for size in sizes:
         chunk = body[start : start + size]
         start += size
         p = common_prefix(prev, chunk)
+        if last < p < last + SNAP:
+            p = last
+        last = p
         s = common_suffix(prev, chunk, min(len(prev), len(chunk)) - p)
         pre.append(p)
         suf.append(s)
