@@ -47,6 +47,8 @@ class CompactEncoder:
         q = plain["request"]
         r = plain["response"]
         ref, middle = delta.encode(q["body"], copies=True)
+        if ref is not None:  # [back, prefix, ...] -> [back, skip, ...]: skip is mostly 0
+            ref[1] = delta.base_length(ref[0]) - ref[1] - ref[2]
         extra = len(q["body"]) - len(middle) + _header_text(q["headers"])
         q_headers = self.headers.encode(q["headers"], len(q["body"]))
         stored_q = [q["method"], q["url"], q_headers, middle, ref]
@@ -86,6 +88,8 @@ class CompactDecoder:
             type(ref) is list and len(ref) >= 3 and all(type(x) is int for x in ref)
         ):
             raise ValueError("compact exchange: the body delta is not a list of ints")
+        if ref is not None:
+            ref[1] = delta.base_length(ref[0]) - ref[1] - ref[2]
         body_size = delta.size(ref, middle)
         headers, text = self.headers.decode(q_headers, body_size)
         size = packed + body_size - len(middle) + text

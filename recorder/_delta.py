@@ -115,6 +115,10 @@ class DeltaEncoder:
     def __init__(self) -> None:
         self._recent: deque[bytes] = deque(maxlen=KEEP)
 
+    def base_length(self, back: int) -> int:
+        """Length of the body a reference made by the last ``encode`` calls ``back``."""
+        return len(self._recent[-1 - back])
+
     def encode(self, body: bytes, *, copies: bool = False) -> tuple[list[int] | None, bytes]:
         """Return ``([back, prefix, suffix], middle)`` or ``(None, body)``; with
         ``copies``, the reference may go on with copies from inside the base
@@ -143,6 +147,12 @@ class DeltaDecoder:
 
     def __init__(self) -> None:
         self._recent: deque[bytes] = deque(maxlen=KEEP)
+
+    def base_length(self, back: int) -> int:
+        """Length of the ``back``-th most recent body; ``ValueError`` if there is none."""
+        if not 1 <= back <= len(self._recent):
+            raise ValueError(f"delta refers to body -{back}, only {len(self._recent)} known")
+        return len(self._recent[-back])
 
     def _base(self, ref: list[int], middle: bytes) -> bytes:
         back, prefix, suffix = ref[:3]

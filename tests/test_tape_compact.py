@@ -106,7 +106,8 @@ def test_a_request_that_drops_a_flag_from_its_head_refers_to_the_conversation_af
     _, _, _, middle, ref = stored[1]
     # Only the new message is stored (where the copies end is the encoder's choice).
     assert len(middle) == len(b',{"role":"user","content":"next"}')
-    back, prefix, _, literal, start, length = ref
+    back, skip, suffix, literal, start, length = ref
+    prefix = len(streamed) - skip - suffix
     assert (back, prefix, literal) == (1, len(b'{"model":"m","'), 0), (ref, middle)
     assert streamed[start : start + length].startswith(b'messages":[{"role"')
 

@@ -107,9 +107,10 @@ def test_growing_conversation_bodies_are_stored_as_deltas_against_recent_ones() 
     # Each new turn refers to its own conversation, two bodies back.
     assert stored[2]["base"] == [2, len(a), 2] and stored[2]["body"] == b",turn2"
     assert stored[3]["base"] == [2, len(b), 2] and stored[3]["body"] == b",turn2"
-    # The compact exchange (format 1.1) holds the same reference: [.., body, base].
+    # The compact exchange (format 1.1) holds the same reference, the prefix given
+    # as the base bytes it skips (0 here: the new turn is inserted).
     q = [msgpack.unpackb(compact.pack(to_plain(e)))["x"][2] for e in events]
-    assert [x[4] for x in q] == [None, None, [2, len(a), 2], [2, len(b), 2]]
+    assert [x[4] for x in q] == [None, None, [2, 0, 2], [2, 0, 2]]
     assert [x[3] for x in q][2:] == [b",turn2", b",turn2"]
 
 
