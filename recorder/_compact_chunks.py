@@ -14,8 +14,6 @@ from __future__ import annotations
 from operator import add, gt
 from typing import Any
 
-from evaltape.recorder._delta import common_prefix, common_suffix
-
 Columns = tuple[list[int], list[int], list[int]]
 
 SNAP = 4
@@ -23,6 +21,22 @@ SNAP = 4
 this many bytes longer: those bytes are the start of the token before, which
 this token happens to share.  The new bytes then hold whole tokens (text that
 later requests repeat) and the ``pre`` column repeats (costs next to nothing)."""
+
+
+def _prefix(a: bytes, b: bytes) -> int:
+    """Length of the common prefix of two short byte strings (one C-level int xor)."""
+    n = min(len(a), len(b))
+    x = int.from_bytes(a[:n], "big") ^ int.from_bytes(b[:n], "big")
+    return n - 1 - (x.bit_length() - 1) // 8 if x else n
+
+
+def _suffix(a: bytes, b: bytes, limit: int) -> int:
+    """Length of the common suffix of two short byte strings, at most ``limit``."""
+    n = min(len(a), len(b), limit)
+    if n <= 0:
+        return 0
+    x = int.from_bytes(a[len(a) - n :], "little") ^ int.from_bytes(b[len(b) - n :], "little")
+    return n - 1 - (x.bit_length() - 1) // 8 if x else n
 
 
 def encode_chunks(body: bytes, sizes: list[int]) -> tuple[bytes, Columns]:
@@ -36,11 +50,11 @@ def encode_chunks(body: bytes, sizes: list[int]) -> tuple[bytes, Columns]:
     for size in sizes:
         chunk = body[start : start + size]
         start += size
-        p = common_prefix(prev, chunk)
+        p = _prefix(prev, chunk)
         if last < p < last + SNAP:
             p = last
         last = p
-        s = common_suffix(prev, chunk, min(len(prev), len(chunk)) - p)
+        s = _suffix(prev, chunk, min(len(prev), len(chunk)) - p)
         pre.append(p)
         suf.append(s)
         mid.append(size - p - s)

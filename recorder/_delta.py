@@ -70,6 +70,22 @@ MAX_COPIES = 8
 """Most copies from inside the base one reference holds."""
 
 
+def _agree(a: bytes, i: int, b: bytes, j: int, n: int) -> int:
+    """Longest ``L <= n`` with ``a[i : i + L] == b[j : j + L]``, without copying
+    (``common_prefix`` at offsets; both ranges lie inside their strings)."""
+    view = memoryview(a)
+    if b.startswith(view[i : i + n], j):
+        return n
+    lo, hi = 0, n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if b.startswith(view[i + lo : i + mid], j + lo):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 def copies_in(base: bytes, body: bytes, prefix: int, suffix: int) -> list[int]:
     """Copies from inside ``base`` that rebuild more of ``body`` between the common
     prefix and suffix, as ``[literal, start, length, ...]``: ``literal`` new bytes,
@@ -89,7 +105,7 @@ def copies_in(base: bytes, body: bytes, prefix: int, suffix: int) -> list[int]:
             if at < 0:
                 break
             p, start = at, bp
-        length = common_prefix(base[start:be], body[p:e])
+        length = _agree(base, start, body, p, min(be - start, e - p))
         out += [p - literal_from, start, length]
         p = literal_from = p + length
         bp = start + length

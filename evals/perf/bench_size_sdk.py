@@ -139,9 +139,12 @@ def measure(turn_counts: list[int], cache: Path, log: Callable[[str], None]) -> 
 def _verdict(row: Row) -> str:
     misses = []
     if row.tape > row.inspect:
-        misses.append(f"**missed**: {row.tape / row.inspect - 1:.1%} over Inspect")
+        misses.append(f"**missed**: {row.tape / row.inspect - 1:.1%} larger than Inspect")
     if row.tape > TARGET_VS_FLOOR * row.floor:
-        misses.append(f"**missed**: {row.tape / row.floor - TARGET_VS_FLOOR:.2f}x over the floor")
+        over = row.tape / (TARGET_VS_FLOOR * row.floor) - 1
+        misses.append(
+            f"**missed**: {row.tape / row.floor:.3f}x the floor, {over:.1%} over {TARGET_VS_FLOOR}x"
+        )
     return "; ".join(misses) or "yes"
 
 
