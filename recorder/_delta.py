@@ -70,28 +70,104 @@ def common_suffix(a: bytes, b: bytes, limit: int) -> int:
     return lo
 
 
+ANCHOR = 32
+"""Bytes that must agree for a copy from inside the base to be looked for."""
+
+SEARCH = 1 << 16
+"""How far past a difference the next agreeing bytes are looked for."""
+
+MAX_COPIES = 8
+"""Most copies from inside the base one reference holds."""
+
+
+def _agree(a: bytes, i: int, b: bytes, j: int, n: int) -> int:
+    """Longest ``L <= n`` with ``a[i : i + L] == b[j : j + L]``, without copying
+    (``common_prefix`` at offsets; both ranges lie inside their strings)."""
+    view = memoryview(a)
+    if b.startswith(view[i : i + n], j):
+        return n
+    lo, hi = 0, n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if b.startswith(view[i + lo : i + mid], j + lo):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def copies_in(base: bytes, body: bytes, prefix: int, suffix: int) -> list[int]:
+    """Copies from inside ``base`` that rebuild more of ``body`` between the common
+    prefix and suffix, as ``[literal, start, length, ...]``: ``literal`` new bytes,
+    then ``base[start : start + length]``.  Greedy and bounded: after each
+    difference the next ``ANCHOR`` bytes of one side are looked for in the next
+    ``SEARCH`` bytes of the other (bytes left out of the base, or put into the
+    body), so a flag dropped from a request's head no longer hides the whole
+    conversation that follows it."""
+    out: list[int] = []
+    bp, be = prefix, len(base) - suffix
+    p, e = prefix, len(body) - suffix
+    literal_from = p
+    while len(out) < 3 * MAX_COPIES and e - p >= ANCHOR and be - bp >= ANCHOR:
+        start = base.find(body[p : p + ANCHOR], bp, min(be, bp + SEARCH + ANCHOR))
+        if start < 0:
+            at = body.find(base[bp : bp + ANCHOR], p, min(e, p + SEARCH + ANCHOR))
+            if at < 0:
+                break
+            p, start = at, bp
+        length = _agree(base, start, body, p, min(be - start, e - p))
+        out += [p - literal_from, start, length]
+        p = literal_from = p + length
+        bp = start + length
+    return out
+
+
+def middle_of(body: bytes, ref: list[int]) -> bytes:
+    """The bytes of ``body`` a reference does not rebuild from its base."""
+    _, prefix, suffix = ref[:3]
+    parts = []
+    at = prefix
+    for i in range(3, len(ref), 3):
+        literal, length = ref[i], ref[i + 2]
+        parts.append(body[at : at + literal])
+        at += literal + length
+    parts.append(body[at : len(body) - suffix])
+    return b"".join(parts)
+
+
 class DeltaEncoder:
     """Per-session state on the writing side."""
 
     def __init__(self) -> None:
         self._recent: deque[bytes] = deque(maxlen=KEEP)
 
-    def encode(self, body: bytes) -> tuple[list[int] | None, bytes]:
-        """Return ``([back, prefix, suffix], middle)`` or ``(None, body)``."""
-        best: tuple[int, int, int] | None = None
+    def base_length(self, back: int) -> int:
+        """Length of the body a reference made by the last ``encode`` calls ``back``."""
+        return len(self._recent[-1 - back])
+
+    def encode(self, body: bytes, *, copies: bool = False) -> tuple[list[int] | None, bytes]:
+        """Return ``([back, prefix, suffix], middle)`` or ``(None, body)``; with
+        ``copies``, the reference may go on with copies from inside the base
+        (``[back, prefix, suffix, literal, start, length, ...]``, see ``copies_in``)."""
+        best: list[int] | None = None
         best_saving = MIN_SAVING - 1
         for back, base in enumerate(reversed(self._recent), start=1):
             if len(base) <= best_saving:  # it cannot save more: not compared
                 continue
             prefix = common_prefix(base, body)
             suffix = common_suffix(base, body, min(len(base), len(body)) - prefix)
-            if prefix + suffix > best_saving:
-                best, best_saving = (back, prefix, suffix), prefix + suffix
+            ref = [back, prefix, suffix]
+            saving = prefix + suffix
+            if copies:
+                found = copies_in(base, body, prefix, suffix)
+                ref += found
+                saving += sum(found[2::3])
+            if saving > best_saving:
+                best, best_saving = ref, saving
         self._recent.append(body)
         if best is None:
             return None, body
-        back, prefix, suffix = best
-        return [back, prefix, suffix], body[prefix : len(body) - suffix]
+        return best, middle_of(body, best)
 
 
 class DeltaDecoder:
@@ -100,30 +176,54 @@ class DeltaDecoder:
     def __init__(self) -> None:
         self._recent: deque[bytes] = deque(maxlen=KEEP)
 
+    def base_length(self, back: int) -> int:
+        """Length of the ``back``-th most recent body; ``ValueError`` if there is none."""
+        if not 1 <= back <= len(self._recent):
+            raise ValueError(f"delta refers to body -{back}, only {len(self._recent)} known")
+        return len(self._recent[-back])
+
+    def _base(self, ref: list[int], middle: bytes) -> bytes:
+        back, prefix, suffix = ref[:3]
+        if not 1 <= back <= len(self._recent):
+            raise ValueError(f"delta refers to body -{back}, only {len(self._recent)} known")
+        base = self._recent[-back]
+        if prefix < 0 or suffix < 0 or prefix + suffix > len(base):
+            raise ValueError("delta range outside its base body")
+        if len(ref) % 3:
+            raise ValueError("delta copies are not [literal, start, length] triples")
+        literals = 0
+        for i in range(3, len(ref), 3):
+            literal, begin, length = ref[i : i + 3]
+            literals += literal
+            if literal < 0 or begin < 0 or length < 0 or begin + length > len(base):
+                raise ValueError("delta copy outside its base body")
+        if literals > len(middle):
+            raise ValueError("delta copies need more new bytes than it holds")
+        return base
+
     def size(self, ref: list[int] | None, middle: bytes) -> int:
         """Length of the body ``decode`` would rebuild, found without building it;
         raises ``ValueError`` if the reference is impossible."""
         if ref is None:
             return len(middle)
-        back, prefix, suffix = ref
-        if not 1 <= back <= len(self._recent):
-            raise ValueError(f"delta refers to body -{back}, only {len(self._recent)} known")
-        if prefix < 0 or suffix < 0 or prefix + suffix > len(self._recent[-back]):
-            raise ValueError("delta range outside its base body")
-        return prefix + len(middle) + suffix
+        self._base(ref, middle)
+        return ref[1] + len(middle) + ref[2] + sum(ref[5::3])
 
     def decode(self, ref: list[int] | None, middle: bytes) -> bytes:
         """Rebuild a body; raises ``ValueError`` if the reference is impossible."""
         if ref is None:
             body = middle
         else:
-            back, prefix, suffix = ref
-            if not 1 <= back <= len(self._recent):
-                raise ValueError(f"delta refers to body -{back}, only {len(self._recent)} known")
-            base = self._recent[-back]
-            if prefix < 0 or suffix < 0 or prefix + suffix > len(base):
-                raise ValueError("delta range outside its base body")
+            base = self._base(ref, middle)
+            prefix, suffix = ref[1], ref[2]
             view = memoryview(base)
-            body = b"".join((view[:prefix], middle, view[len(base) - suffix :]))
+            parts: list[bytes | memoryview] = [view[:prefix]]
+            at = 0
+            for i in range(3, len(ref), 3):
+                literal, begin, length = ref[i : i + 3]
+                parts += (middle[at : at + literal], view[begin : begin + length])
+                at += literal
+            parts += (middle[at:] if at else middle, view[len(base) - suffix :])
+            body = b"".join(parts)
         self._recent.append(body)
         return body

@@ -11,6 +11,7 @@ from typing import Any
 import msgpack
 
 from evaltape.recorder._codec import Plain
+from evaltape.recorder._compact import KIND, CompactDecoder, CompactEncoder
 from evaltape.recorder._delta import DeltaDecoder, DeltaEncoder
 from evaltape.recorder._frames import MAX_EVENT_BYTES
 from evaltape.recorder._limits import END_RESERVE, DecodeBudget, compress_bound
@@ -20,11 +21,14 @@ class Packer:
     """Plain event -> msgpack bytes, delta-encoding request bodies.
 
     ``budget`` counts the session's decoded bytes as its reader will; an event
-    past it is refused (``ValueError``) with the session's state untouched."""
+    past it is refused (``ValueError``) with the session's state untouched.
+    Exchanges are stored compact (``_compact.py``) unless ``compact`` is False,
+    which writes them as format 1.0 did."""
 
-    def __init__(self, budget: DecodeBudget | None = None) -> None:
+    def __init__(self, budget: DecodeBudget | None = None, *, compact: bool = True) -> None:
         self._delta = DeltaEncoder()
         self._budget = budget if budget is not None else DecodeBudget()
+        self._compact = CompactEncoder() if compact else None
 
     def pack(self, plain: Plain, *, last: bool = False) -> bytes:
         """Pack one event; raises ``TypeError``/``ValueError``/``OverflowError``
@@ -33,12 +37,15 @@ class Packer:
         kept for the session's end."""
         request = plain.get("request")
         extra = 0
-        if request is not None:
-            ref, middle = self._delta.encode(request["body"])
-            if ref is not None:
-                extra = len(request["body"]) - len(middle)
-                plain = {**plain, "request": {**request, "body": middle, "base": ref}}
+        mark = self._compact.headers.mark() if self._compact is not None else 0
         try:
+            if self._compact is not None and plain.get("k") == "exchange":
+                plain, extra = self._compact.encode(plain, self._delta)
+            elif request is not None:
+                ref, middle = self._delta.encode(request["body"])
+                if ref is not None:
+                    extra = len(request["body"]) - len(middle)
+                    plain = {**plain, "request": {**request, "body": middle, "base": ref}}
             packed: bytes = msgpack.packb(plain, use_bin_type=True)
             if compress_bound(len(packed)) > MAX_EVENT_BYTES:
                 raise ValueError(
@@ -51,6 +58,8 @@ class Packer:
             # A fresh encoder only refers to bodies written after this point,
             # which the reader's decoder also holds as its most recent ones.
             self._delta = DeltaEncoder()
+            if self._compact is not None:
+                self._compact.headers.rollback(mark)
             raise
         return packed
 
@@ -64,6 +73,7 @@ class Unpacker:
     def __init__(self, budget: DecodeBudget | None = None) -> None:
         self._delta = DeltaDecoder()
         self._budget = budget if budget is not None else DecodeBudget()
+        self._compact = CompactDecoder()
 
     def unpack(self, data: bytes) -> Plain:
         """Unpack one event; raises ``ValueError`` for anything but a valid map."""
@@ -73,6 +83,11 @@ class Unpacker:
             raise ValueError(f"bad msgpack ({type(exc).__name__}: {exc})") from exc
         if not isinstance(plain, dict):
             raise ValueError(f"event is a msgpack {type(plain).__name__}, not a map")
+        if plain.get("k") == KIND:
+            try:
+                return self._compact.decode(plain, len(data), self._delta, self._budget.charge)
+            except (TypeError, IndexError) as exc:  # a shape the checks did not foresee
+                raise ValueError(f"malformed compact exchange ({exc})") from exc
         request = plain.get("request")
         if request is not None:
             if not isinstance(request, dict):

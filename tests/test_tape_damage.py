@@ -149,7 +149,7 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> Written:
 
 @pytest.fixture(scope="module")
 def large(tmp_path_factory: pytest.TempPathFactory) -> Written:
-    return _write(tmp_path_factory.mktemp("large") / "l.tape", 5, 16, 400, seed=2)
+    return _write(tmp_path_factory.mktemp("large") / "l.tape", 5, 24, 400, seed=2)
 
 
 # -- truncation ----------------------------------------------------------------

@@ -94,17 +94,24 @@ def test_sessions_written_alternately_into_one_file_read_back_exactly(
 
 
 def test_growing_conversation_bodies_are_stored_as_deltas_against_recent_ones() -> None:
-    packer = Packer()
     a = b'{"messages":[' + b"m" * 500
     b = b'{"messages":[' + b"n" * 500
-    stored = []
-    for body in (a + b"]}", b + b"]}", a + b",turn2]}", b + b",turn2]}"):
-        event = Exchange(at=0.0, duration=0.0, request=Request(method="POST", url="u", body=body))
-        stored.append(msgpack.unpackb(packer.pack(to_plain(event)))["request"])
+    bodies = (a + b"]}", b + b"]}", a + b",turn2]}", b + b",turn2]}")
+    events = [
+        Exchange(at=0.0, duration=0.0, request=Request(method="POST", url="u", body=body))
+        for body in bodies
+    ]
+    v1, compact = Packer(compact=False), Packer()
+    stored = [msgpack.unpackb(v1.pack(to_plain(e)))["request"] for e in events]
     assert "base" not in stored[0] and "base" not in stored[1]
     # Each new turn refers to its own conversation, two bodies back.
     assert stored[2]["base"] == [2, len(a), 2] and stored[2]["body"] == b",turn2"
     assert stored[3]["base"] == [2, len(b), 2] and stored[3]["body"] == b",turn2"
+    # The compact exchange (format 1.1) holds the same reference, the prefix given
+    # as the base bytes it skips (0 here: the new turn is inserted).
+    q = [msgpack.unpackb(compact.pack(to_plain(e)))["x"][2] for e in events]
+    assert [x[4] for x in q] == [None, None, [2, 0, 2], [2, 0, 2]]
+    assert [x[3] for x in q][2:] == [b",turn2", b",turn2"]
 
 
 def test_event_msgpack_cannot_hold_is_refused_and_the_session_goes_on(tmp_path: Path) -> None:

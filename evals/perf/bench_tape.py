@@ -644,7 +644,7 @@ def render(rows: list[Row], *, reps: int, seed: int, command: str) -> str:
         "  kept as integer microsecond steps (2-3 bytes each in msgpack) with noisy low",
         "  digits, so they compress little; they are facts replay timing needs.",
         f"  Without them and the headers the tape is {_span(content)} the floor.",
-        "  Of that, the event encoding itself (msgpack keys, one entry per chunk, the delta",
+        "  Of that, the event encoding itself (msgpack structure, chunk columns, the delta",
         f"  references) accounts for {_span(piece)} when compressed in one piece; the rest",
         "  is the zstd block flushed after every event, the 29-byte frame headers (these",
         "  make a tape appendable and readable up to a crash) and level "

@@ -1,0 +1,253 @@
+"""Benchmark: the tape against Inspect AI's ``.eval`` log and the floor, on SDK traffic.
+
+Records one coding-agent session per API (openai, anthropic) and traffic kind
+(streamed, mixed: every 4th turn not streamed) through the real SDKs and
+``recording_client`` (``sdk_traffic.py``), for the most turns asked; the
+shorter sessions are its first N exchanges.  Each is stored four ways:
+
+- the tape as this evaltape writes it (format 1.1, compact exchanges);
+- the tape with its exchanges stored as format 1.0 did (same writer otherwise);
+- Inspect AI's ``.eval`` log of the same exchanges (``inspect_log.py``,
+  ``write_eval_log``), which keeps no headers, chunk boundaries or chunk times;
+- the floor: each distinct message once plus every response body, zstd -19 --long.
+
+Then it updates the "Tape size against Inspect AI" section of docs/performance.md.
+
+    python evals/perf/bench_size_sdk.py                          # all of it, updates the doc
+    python evals/perf/bench_size_sdk.py --turns 10,25 --no-doc
+    python evals/perf/bench_size_sdk.py --cache /tmp/sdk-tapes   # keep the recordings
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+import zstandard
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # run as a script: make ``evals.perf`` importable
+    sys.path.insert(0, str(ROOT))
+
+from evals.perf._report import kb, machine, replace_section  # noqa: E402
+from evals.perf.inspect_log import eval_size  # noqa: E402
+from evals.perf.sdk_traffic import APIS, ModelServer, record_session  # noqa: E402
+from evaltape.recorder import Exchange, SessionStarted, TapeReader, open_session  # noqa: E402
+from evaltape.recorder._pack import Packer  # noqa: E402
+
+HEADING = "## Tape size against Inspect AI"
+COMMAND = "python evals/perf/bench_size_sdk.py"
+TRAFFIC = ("streamed", "mixed")
+TARGET_VS_FLOOR = 1.3
+"""The tape must be at most this many times the floor (every row)."""
+
+
+@attrs.frozen(kw_only=True)
+class Row:
+    api: str
+    traffic: str
+    turns: int
+    tape: int
+    tape_v1: int
+    inspect: int
+    floor: int
+
+
+def recorded(
+    api: str, traffic: str, turns: int, cache: Path
+) -> tuple[SessionStarted, list[Exchange]]:
+    """The header and exchanges of a ``turns``-turn session, recorded once into ``cache``."""
+    path = cache / f"{api}-{traffic}-{turns}.tape"
+    if not path.exists():
+        with ModelServer() as server:
+            record_session(server, path, api, 0, turns, traffic, "00000000000000a1")
+    (session,) = TapeReader(path).sessions()
+    return session.header, [e for e in session.events if isinstance(e, Exchange)]
+
+
+def tape_size(
+    header: SessionStarted, exchanges: list[Exchange], folder: Path, *, compact: bool = True
+) -> int:
+    """Bytes of a tape holding the session; ``compact=False`` stores exchanges as format 1.0."""
+    path = folder / "session.tape"
+    path.unlink(missing_ok=True)
+    end = exchanges[-1].at + exchanges[-1].duration if exchanges else 0.0
+    with open_session(path, header, clock=lambda: end) as tape:
+        if not compact:
+            tape._packer = Packer(compact=False)  # the header frame is the same either way
+        for exchange in exchanges:
+            tape.append(exchange)
+    return path.stat().st_size
+
+
+def floor_parts(exchanges: list[Exchange]) -> list[bytes]:
+    """Each distinct message (Anthropic's system prompt counted as one) and every response body."""
+    seen: set[bytes] = set()
+    parts: list[bytes] = []
+    for e in exchanges:
+        body = json.loads(e.request.body)
+        messages = body["messages"]
+        if "system" in body:
+            messages = [{"role": "system", "content": body["system"]}, *messages]
+        for message in messages:
+            item = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+            if item not in seen:
+                seen.add(item)
+                parts.append(item)
+        assert e.response is not None
+        parts.append(e.response.body)
+    return parts
+
+
+def floor_size(exchanges: list[Exchange]) -> int:
+    """``zstd -19 --long`` of ``floor_parts`` in one piece."""
+    params = zstandard.ZstdCompressionParameters.from_level(19, enable_ldm=True, window_log=27)
+    data = b"".join(floor_parts(exchanges))
+    return len(zstandard.ZstdCompressor(compression_params=params).compress(data))
+
+
+def measure(turn_counts: list[int], cache: Path, log: Callable[[str], None]) -> list[Row]:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="evaltape-bench-") as tmp:
+        folder = Path(tmp)
+        for api in APIS:
+            for traffic in TRAFFIC:
+                log(f"recording {api} {traffic} {max(turn_counts)} turns (or reading the cache)")
+                header, exchanges = recorded(api, traffic, max(turn_counts), cache)
+                for n in turn_counts:
+                    part = exchanges[:n]
+                    rows.append(
+                        Row(
+                            api=api,
+                            traffic=traffic,
+                            turns=n,
+                            tape=tape_size(header, part, folder),
+                            tape_v1=tape_size(header, part, folder, compact=False),
+                            inspect=eval_size(header, part, folder),
+                            floor=floor_size(part),
+                        )
+                    )
+                    log(f"{api} {traffic} {n}: {rows[-1]}")
+    return rows
+
+
+def _verdict(row: Row) -> str:
+    misses = []
+    if row.tape > row.inspect:
+        misses.append(f"**missed**: {row.tape / row.inspect - 1:.1%} larger than Inspect")
+    if row.tape > TARGET_VS_FLOOR * row.floor:
+        over = row.tape / (TARGET_VS_FLOOR * row.floor) - 1
+        misses.append(
+            f"**missed**: {row.tape / row.floor:.3f}x the floor, {over:.1%} over {TARGET_VS_FLOOR}x"
+        )
+    return "; ".join(misses) or "yes"
+
+
+def render(rows: list[Row], command: str) -> str:
+    import inspect_ai
+
+    out = [
+        HEADING,
+        "",
+        "Coding-agent sessions recorded through the real openai and anthropic SDKs with",
+        "`recording_client` (`evals/perf/sdk_traffic.py`: 10 tool schemas, a 2 KB system",
+        "prompt, 0.5-4 KB tool results of real text, SSE at 1-4 tokens per chunk, parallel",
+        "tool calls on every fifth turn; *mixed* asks for every 4th turn without streaming).",
+        "The shorter sessions are the first turns of the longest one. Each is stored as",
+        "this evaltape's tape (format 1.1), as the tape with its exchanges stored as format",
+        "1.0 did, as Inspect AI's `.eval` log of the same exchanges (one sample, one",
+        "`ModelEvent` per call with its input messages, tools, config and output, written",
+        "by `write_eval_log`; `evals/perf/inspect_log.py`), and as the floor: each distinct",
+        "message once plus every response body, `zstd -19 --long` in one piece. The tape",
+        "also keeps every header, chunk boundary and chunk time, and is appendable and",
+        "readable up to a crash; Inspect's log and the floor keep none of that.",
+        "",
+        f"Produced by `{command}`. Options: `--turns 10,25` (turn counts), `--cache DIR`",
+        "(keep the recorded sessions and reuse them), `--no-doc` (print this section only).",
+        "Sizes are exact; chunk times and some headers (date) come from the recording.",
+        "",
+        f"Machine: {machine()}; inspect-ai {inspect_ai.__version__}; zstandard "
+        f"{zstandard.__version__}.",
+        "",
+        "| API | traffic | turns | tape 1.1 | tape 1.0 | Inspect .eval | floor "
+        "| tape / Inspect | tape / floor | 1.0 / floor | met |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r.api} | {r.traffic} | {r.turns} | {kb(r.tape)} | {kb(r.tape_v1)} | "
+            f"{kb(r.inspect)} | {kb(r.floor)} | {r.tape / r.inspect:.2f}x | "
+            f"{r.tape / r.floor:.2f}x | {r.tape_v1 / r.floor:.2f}x | {_verdict(r)} |"
+        )
+    worst_inspect = max(rows, key=lambda r: r.tape / r.inspect)
+    worst_floor = max(rows, key=lambda r: r.tape / r.floor)
+    out += [
+        "",
+        f"Worst rows: tape / Inspect {worst_inspect.tape / worst_inspect.inspect:.2f}x "
+        f"({worst_inspect.api} {worst_inspect.traffic} {worst_inspect.turns} turns); "
+        f"tape / floor {worst_floor.tape / worst_floor.floor:.2f}x "
+        f"({worst_floor.api} {worst_floor.traffic} {worst_floor.turns} turns).",
+        "",
+        "What format 1.1 changed (docs/format.md, *Compact exchanges*): headers refer to a",
+        "per-session table of pairs seeded with common SDK headers (a `content-length` that",
+        "matches its body is one byte); a streamed response is one blob of each chunk's new",
+        "bytes (little more than the tokens) plus int columns saying how much of the chunk",
+        "before each chunk repeats, its new length and its time step; and a request body's",
+        "delta may go on with copies from inside its base, so a request that drops",
+        '`"stream": true` from its head still refers to the conversation after it.',
+        "",
+        "Where the rest goes, on the 200-turn Anthropic session (each part measured by",
+        "writing the session again without it): the 29-byte frame header and the zstd block",
+        "flushed after every event, about 90 bytes an event, 9% of the tape (what makes it",
+        "appendable and readable up to a crash); zstd level 9 with a 4 MiB window against",
+        "the floor's level 19 with a 128 MiB one, 8%; chunk times 3%, the chunk columns 4%,",
+        "each exchange's start and duration as float64 2%, headers under 1%. Anthropic",
+        "responses compress further than OpenAI's at level 19 (more envelope per token),",
+        "so the same overheads weigh more against its floor. Inspect AI stores a sample as",
+        "JSON in a zstd-compressed zip member with each distinct message once (its message",
+        "pool); between 200 and 500 turns its log grows faster than the turns.",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def _turn_counts(value: str) -> list[int]:
+    try:
+        counts = sorted({int(v) for v in value.split(",")})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of integers: {value!r}") from None
+    if not counts or counts[0] < 1:
+        raise argparse.ArgumentTypeError(f"turn counts must be positive: {value!r}")
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=_turn_counts, default=[10, 25, 100, 200, 500])
+    parser.add_argument("--cache", type=Path, help="folder keeping the recorded sessions")
+    parser.add_argument("--doc", type=Path, default=ROOT / "docs" / "performance.md")
+    parser.add_argument("--no-doc", action="store_true", help="print the section only")
+    args = parser.parse_args(argv)
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="evaltape-sdk-") as tmp:
+        cache = args.cache or Path(tmp)
+        cache.mkdir(parents=True, exist_ok=True)
+        rows = measure(args.turns, cache, log)
+    command = " ".join([COMMAND, *(argv if argv is not None else sys.argv[1:])])
+    section = render(rows, command)
+    print(section)
+    if not args.no_doc:
+        replace_section(args.doc, HEADING, section)
+        log(f"updated {args.doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

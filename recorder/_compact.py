@@ -1,0 +1,120 @@
+"""The compact stored form of an exchange (event kind ``exchange2``, tape format 1.1).
+
+The plain ``exchange`` map (``_codec.py``) stays what every other part of
+evaltape sees; this module turns it into a smaller stored map and back:
+
+    {"k": "exchange2", "x": [at, duration, q, r, error]}
+    q = [method, url, headers, body, base]
+    r = nil | [status, headers, streamed, new bytes, pre, suf, mid, steps]
+    error = nil | the plain error map
+
+``headers`` refer to the session's header table (``_compact_headers.py``),
+``body``/``base`` are a request-body delta whose reference may go on with copies
+from inside its base (``_delta.py``), and the response's chunks are stored as
+columns, each chunk relative to the one before (``_compact_chunks.py``).  A
+reader that predates format 1.1 skips these events as an unknown kind.  See
+docs/format.md, "Compact exchanges".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from evaltape.recorder._compact_chunks import StoredChunks, encode_chunks
+from evaltape.recorder._compact_headers import HeaderTable
+from evaltape.recorder._delta import DeltaDecoder, DeltaEncoder
+
+KIND = "exchange2"
+"""The stored kind tag of a compact exchange."""
+
+Plain = dict[str, Any]
+
+
+def _header_text(headers: Any) -> int:
+    return sum(len(name) + len(value) for name, value in headers)
+
+
+class CompactEncoder:
+    """Writer side: plain exchange map -> stored map, with the session's header table."""
+
+    def __init__(self) -> None:
+        self.headers = HeaderTable()
+
+    def encode(self, plain: Plain, delta: DeltaEncoder) -> tuple[Plain, int]:
+        """The stored map and the bytes its reader rebuilds beyond the stored ones
+        (counted against the decode budget exactly as ``CompactDecoder`` counts them)."""
+        q = plain["request"]
+        r = plain["response"]
+        ref, middle = delta.encode(q["body"], copies=True)
+        if ref is not None:  # [back, prefix, ...] -> [back, skip, ...]: skip is mostly 0
+            ref[1] = delta.base_length(ref[0]) - ref[1] - ref[2]
+        extra = len(q["body"]) - len(middle) + _header_text(q["headers"])
+        q_headers = self.headers.encode(q["headers"], len(q["body"]))
+        stored_q = [q["method"], q["url"], q_headers, middle, ref]
+        stored_r = None
+        if r is not None:
+            new, (pre, suf, mid) = encode_chunks(r["body"], r["sizes"])
+            extra += len(r["body"]) - len(new) + _header_text(r["headers"])
+            r_headers = self.headers.encode(r["headers"], len(r["body"]))
+            stored_r = [r["status"], r_headers, r["streamed"], new, pre, suf, mid, r["steps_us"]]
+        x = [plain["at"], plain["duration"], stored_q, stored_r, plain["error"]]
+        return {"k": KIND, "x": x}, extra
+
+
+def _list(value: Any, width: int, what: str) -> list[Any]:
+    if type(value) is not list or len(value) != width:
+        raise ValueError(f"compact exchange: {what} is not a list of {width}")
+    return value
+
+
+class CompactDecoder:
+    """Reader side: stored map -> plain exchange map, mirroring ``CompactEncoder``."""
+
+    def __init__(self) -> None:
+        self.headers = HeaderTable()
+
+    def decode(
+        self, stored: Plain, packed: int, delta: DeltaDecoder, charge: Callable[[int], None]
+    ) -> Plain:
+        """The plain exchange map of a stored one that packed to ``packed`` bytes;
+        ``charge(n)`` is called with its decoded size before any body is rebuilt.
+        ``ValueError`` for anything malformed."""
+        at, duration, q, r, error = _list(stored.get("x"), 5, "'x'")
+        method, url, q_headers, middle, ref = _list(q, 5, "'q'")
+        if type(middle) is not bytes:
+            raise ValueError("compact exchange: the request body is not bytes")
+        if ref is not None and not (
+            type(ref) is list and len(ref) >= 3 and all(type(x) is int for x in ref)
+        ):
+            raise ValueError("compact exchange: the body delta is not a list of ints")
+        if ref is not None:
+            ref[1] = delta.base_length(ref[0]) - ref[1] - ref[2]
+        body_size = delta.size(ref, middle)
+        headers, text = self.headers.decode(q_headers, body_size)
+        size = packed + body_size - len(middle) + text
+        request = {"method": method, "url": url, "headers": headers}
+        response = None
+        chunks = None
+        if r is not None:
+            status, r_headers, streamed, new, pre, suf, mid, steps = _list(r, 8, "'r'")
+            if type(new) is not bytes:
+                raise ValueError("compact exchange: the chunks' new bytes are not bytes")
+            chunks = StoredChunks(new, pre, suf, mid, steps)
+            r_plain, text = self.headers.decode(r_headers, chunks.size)
+            response = {"status": status, "headers": r_plain, "streamed": streamed}
+            size += chunks.size - len(new) + text
+        charge(size)
+        request["body"] = delta.decode(ref, middle)
+        if response is not None and chunks is not None:
+            response["body"] = chunks.body()
+            response["sizes"] = chunks.sizes
+            response["steps_us"] = chunks.steps
+        return {
+            "k": "exchange",
+            "at": at,
+            "duration": duration,
+            "request": request,
+            "response": response,
+            "error": error,
+        }

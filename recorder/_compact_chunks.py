@@ -1,0 +1,108 @@
+"""A streamed response's chunks stored as columns, each chunk relative to the one before.
+
+Server-sent events repeat one envelope around a few new tokens, so chunk ``i``
+is stored as ``pre[i]`` bytes from the start of chunk ``i - 1``, then
+``mid[i]`` new bytes, then ``suf[i]`` bytes from the end of chunk ``i - 1``
+(chunk 0 has no predecessor: ``pre = suf = 0``).  The new bytes of every chunk
+are joined into one blob (mostly the tokens themselves); ``pre``, ``suf``,
+``mid`` and the time steps are four int columns (msgpack arrays, decoded in C).
+The encoding is byte-exact.  See docs/format.md, "Compact exchanges".
+"""
+
+from __future__ import annotations
+
+from operator import add, gt
+from typing import Any
+
+Columns = tuple[list[int], list[int], list[int]]
+
+SNAP = 4
+"""A chunk takes the chunk before's ``pre`` when its own common prefix is less than
+this many bytes longer: those bytes are the start of the token before, which
+this token happens to share.  The new bytes then hold whole tokens (text that
+later requests repeat) and the ``pre`` column repeats (costs next to nothing)."""
+
+
+def _prefix(a: bytes, b: bytes) -> int:
+    """Length of the common prefix of two short byte strings (one C-level int xor)."""
+    n = min(len(a), len(b))
+    x = int.from_bytes(a[:n], "big") ^ int.from_bytes(b[:n], "big")
+    return n - 1 - (x.bit_length() - 1) // 8 if x else n
+
+
+def _suffix(a: bytes, b: bytes, limit: int) -> int:
+    """Length of the common suffix of two short byte strings, at most ``limit``."""
+    n = min(len(a), len(b), limit)
+    if n <= 0:
+        return 0
+    x = int.from_bytes(a[len(a) - n :], "little") ^ int.from_bytes(b[len(b) - n :], "little")
+    return n - 1 - (x.bit_length() - 1) // 8 if x else n
+
+
+def encode_chunks(body: bytes, sizes: list[int]) -> tuple[bytes, Columns]:
+    """``(new bytes, (pre, suf, mid))`` of the chunks of ``body`` cut at ``sizes``."""
+    pre: list[int] = []
+    suf: list[int] = []
+    mid: list[int] = []
+    parts: list[bytes] = []
+    prev = b""
+    start = last = 0
+    for size in sizes:
+        chunk = body[start : start + size]
+        start += size
+        p = _prefix(prev, chunk)
+        if last < p < last + SNAP:
+            p = last
+        last = p
+        s = _suffix(prev, chunk, min(len(prev), len(chunk)) - p)
+        pre.append(p)
+        suf.append(s)
+        mid.append(size - p - s)
+        parts.append(chunk[p : size - s])
+        prev = chunk
+    return b"".join(parts), (pre, suf, mid)
+
+
+def _ints(value: Any, what: str) -> list[int]:
+    if type(value) is not list or (value and set(map(type, value)) != {int}):
+        raise ValueError(f"compact exchange: {what} is not a list of ints")
+    return value
+
+
+class StoredChunks:
+    """The columns of a stored response, checked; ``size`` is known before any chunk is built."""
+
+    def __init__(self, new: bytes, pre: Any, suf: Any, mid: Any, steps: Any) -> None:
+        self._new = new
+        self._pre = _ints(pre, "'pre'")
+        self._suf = _ints(suf, "'suf'")
+        self._mid = _ints(mid, "'mid'")
+        self.steps = _ints(steps, "'steps'")
+        if not len(self._pre) == len(self._suf) == len(self._mid) == len(self.steps):
+            raise ValueError("compact exchange: the chunk columns differ in length")
+        if self._pre and min(min(self._pre), min(self._suf), min(self._mid)) < 0:
+            raise ValueError("compact exchange: a chunk column holds a negative length")
+        if sum(self._mid) != len(new):
+            raise ValueError("the chunks' new bytes do not add up to the stored bytes")
+        copied = list(map(add, self._pre, self._suf))
+        self.sizes: list[int] = list(map(add, copied, self._mid))
+        if any(map(gt, copied, [0, *self.sizes])):
+            raise ValueError("a chunk refers past the end of the chunk before it")
+        self.size = sum(self.sizes)
+        """Bytes of the joined chunks."""
+
+    def body(self) -> bytes:
+        """The chunks' bytes, joined in order."""
+        new = self._new
+        out = bytearray()
+        start = at = 0  # where the chunk before starts in ``out``; next new byte
+        for p, s, m in zip(self._pre, self._suf, self._mid, strict=True):
+            end = len(out)
+            if p:
+                out += out[start : start + p]
+            out += new[at : at + m]
+            if s:
+                out += out[end - s : end]
+            at += m
+            start = end
+        return bytes(out)

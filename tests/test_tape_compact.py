@@ -1,0 +1,216 @@
+"""Compact exchanges (tape format 1.1): exact round trips, older tapes, damage and budgets."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import msgpack
+import pytest
+import zstandard
+
+from evaltape.recorder import (
+    Chunk,
+    CorruptTape,
+    Exchange,
+    Request,
+    Response,
+    SessionStarted,
+    TapeError,
+    TapeReader,
+    open_session,
+)
+from evaltape.recorder._codec import to_plain
+from evaltape.recorder._frames import FLAG_END, FLAG_START, file_header, frame
+from evaltape.recorder._pack import Packer, Unpacker
+
+ROOT = Path(__file__).resolve().parents[1]
+SID = "00000000000000c1"
+
+
+@pytest.fixture(scope="module")
+def sdk_traffic() -> ModuleType:
+    sys.path.insert(0, str(ROOT))
+    from evals.perf import sdk_traffic
+
+    return sdk_traffic
+
+
+def _exchanges(path: Path) -> tuple[SessionStarted, list[Exchange]]:
+    (session,) = TapeReader(path).sessions()
+    return session.header, [e for e in session.events if isinstance(e, Exchange)]
+
+
+def _rewrite(path: Path, header: SessionStarted, exchanges: list[Exchange], compact: bool) -> int:
+    with open_session(path, header, clock=lambda: 9.0) as tape:
+        if not compact:
+            tape._packer = Packer(compact=False)  # exchanges as format 1.0 stored them
+        for exchange in exchanges:
+            tape.append(exchange)
+    return path.stat().st_size
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_sdk_traffic_reads_back_exactly_and_smaller_than_format_1_0(
+    sdk_traffic: ModuleType, tmp_path: Path, api: str
+) -> None:
+    recorded = tmp_path / "recorded.tape"
+    with sdk_traffic.ModelServer() as server:
+        sdk_traffic.record_session(server, recorded, api, 5, 8, "mixed", SID)
+    header, exchanges = _exchanges(recorded)
+    assert len(exchanges) == 8 and any(len(e.request.headers) > 10 for e in exchanges)
+    old = _rewrite(tmp_path / "old.tape", header, exchanges, compact=False)
+    new = _rewrite(tmp_path / "new.tape", header, exchanges, compact=True)
+    assert _exchanges(tmp_path / "old.tape") == (header, exchanges)
+    assert _exchanges(tmp_path / "new.tape") == (header, exchanges)
+    assert new < 0.97 * old, (new, old)
+
+
+def test_a_shipped_tape_reads_as_before_and_takes_compact_sessions(tmp_path: Path) -> None:
+    shipped = ROOT / "cassettes" / "coding" / "fix-off-by-one.tape"
+    path = tmp_path / "t.tape"
+    shutil.copyfile(shipped, path)
+    before = [s.events for s in TapeReader(shipped).sessions()]
+    assert before and any(isinstance(e, Exchange) for e in before[0])
+    size = path.stat().st_size
+    exchange = next(e for e in before[0] if isinstance(e, Exchange))
+    header = SessionStarted(session_id=SID, started_at=1.0, case_id="appended")
+    with open_session(path, header, clock=lambda: 3.0) as tape:
+        tape.append(exchange)
+        tape.append(exchange)
+    assert path.read_bytes()[:size] == shipped.read_bytes()
+    sessions = list(TapeReader(path).sessions())
+    assert [s.events for s in sessions[:-1]] == before
+    assert sessions[-1].events[1:3] == (exchange, exchange)
+
+
+def test_a_request_that_drops_a_flag_from_its_head_refers_to_the_conversation_after_it() -> None:
+    history = b",".join(
+        b'{"role":"user","content":"%s"}' % (b"turn %d " % i * 40) for i in range(9)
+    )
+    tools = b'],"tools":[' + b'{"name":"read"},' * 20 + b'{"name":"write"}]}'
+    streamed = b'{"model":"m","stream":true,"messages":[' + history + tools
+    plain = b'{"model":"m","messages":[' + history + b',{"role":"user","content":"next"}' + tools
+    packer, unpacker = Packer(), Unpacker()
+    stored = []
+    for body in (streamed, plain):
+        exchange = Exchange(
+            at=0.5, duration=0.25, request=Request(method="POST", url="u", body=body)
+        )
+        packed = packer.pack(to_plain(exchange))
+        stored.append(msgpack.unpackb(packed)["x"][2])
+        assert unpacker.unpack(packed)["request"]["body"] == body
+    _, _, _, middle, ref = stored[1]
+    # Only the new message is stored (where the copies end is the encoder's choice).
+    assert len(middle) == len(b',{"role":"user","content":"next"}')
+    back, skip, suffix, literal, start, length = ref
+    prefix = len(streamed) - skip - suffix
+    assert (back, prefix, literal) == (1, len(b'{"model":"m","'), 0), (ref, middle)
+    assert streamed[start : start + length].startswith(b'messages":[{"role"')
+
+
+def _tape(path: Path, stored: list[dict[str, object]]) -> None:
+    """A tape whose one session holds ``stored`` events, msgpack-packed as given."""
+    header = to_plain(SessionStarted(session_id=SID, started_at=0.0))
+    end = {"k": "session_ended", "at": 1.0, "status": "completed"}
+    zstd = zstandard.ZstdCompressor(level=3).compressobj()
+    out = [file_header("test 1.1")]
+    events = [header, *stored, end]
+    for seq, plain in enumerate(events):
+        raw = msgpack.packb(plain, use_bin_type=True)
+        last = seq == len(events) - 1
+        flush = zstandard.COMPRESSOBJ_FLUSH_FINISH if last else zstandard.COMPRESSOBJ_FLUSH_BLOCK
+        payload = zstd.compress(raw) + zstd.flush(flush)
+        flags = FLAG_START if seq == 0 else FLAG_END if last else 0
+        out.append(frame(flags, bytes.fromhex(SID), seq, len(raw), payload))
+    path.write_bytes(b"".join(out))
+
+
+def _stored(q_headers: list[object], chunks: list[object] | None, ref: object = None) -> dict:
+    r = None if chunks is None else [200, [], True, *chunks]  # new, pre, suf, mid, steps
+    return {"k": "exchange2", "x": [0.0, 0.0, ["POST", "u", q_headers, b"{}", ref], r, None]}
+
+
+MIB = 1 << 20
+DAMAGED = {
+    "header index past the table": (_stored([9999], None), "table entry 9999"),
+    "header that is neither": (_stored([b"x"], None), "not an index or [name, value]"),
+    "chunk columns of different lengths": (
+        _stored([], [b"a", [0], [0], [1], []]),
+        "chunk columns differ in length",
+    ),
+    "chunk column that is not ints": (_stored([], [b"a", [0], [0], [1.0], [0]]), "'mid' is not"),
+    "new bytes that do not add up": (
+        _stored([], [b"ab", [0], [0], [1], [5]]),
+        "do not add up",
+    ),
+    "chunk copying past the chunk before": (
+        _stored([], [b"ab", [0, 2], [0, 5], [2, 0], [0, 0]]),
+        "past the end of the chunk before",
+    ),
+    "negative length": (_stored([], [b"a", [0, 0], [0, -1], [1, 0], [0, 0]]), "negative length"),
+    "delta with no base": (_stored([], None, [1, 0, 0]), "only 0 known"),
+    "r of the wrong shape": (
+        {"k": "exchange2", "x": [0.0, 0.0, ["POST", "u", [], b"", None], [200], None]},
+        "'r' is not a list of 8",
+    ),
+    "chunks that rebuild a GiB from one MiB": (
+        # each chunk copies the one before it whole
+        _stored([], [b"x" * MIB, [0] + [MIB] * 1023, [0] * 1024, [MIB] + [0] * 1023, [0] * 1024]),
+        "over the 256 MiB event limit",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DAMAGED))
+def test_damaged_compact_exchanges_are_reported_as_corrupt_at_their_offset(
+    tmp_path: Path, name: str
+) -> None:
+    event, reason = DAMAGED[name]
+    path = tmp_path / "bad.tape"
+    _tape(path, [event])
+    with pytest.raises(CorruptTape) as info:
+        list(TapeReader(path).sessions())
+    message = str(info.value)
+    assert message.startswith(f"{path}: byte ") and f"event 1 of session {SID}" in message
+    assert reason in message, message
+    (session,) = TapeReader(path, strict=False).sessions()
+    assert [type(e).__name__ for e in session.events] == ["SessionStarted"]
+
+
+def test_a_refused_exchange_leaves_the_header_table_as_the_reader_knows_it(tmp_path: Path) -> None:
+    path = tmp_path / "t.tape"
+    header = SessionStarted(session_id=SID, started_at=0.0)
+
+    def exchange(status: int, at: float = 0.0) -> Exchange:
+        headers = (("x-trace", "abc"), ("content-length", "2"), ("content-type", "text/plain"))
+        return Exchange(
+            at=0.0,
+            duration=0.0,
+            request=Request(method="POST", url="u", headers=headers, body=b"{}"),
+            response=Response(status=status, headers=headers, chunks=(Chunk(at=at, data=b"ok"),)),
+        )
+
+    with open_session(path, header, clock=lambda: 2.0) as tape:
+        with pytest.raises(TapeError, match="cannot record Exchange: OverflowError"):
+            tape.append(exchange(2**70))  # its new header pairs never reach the reader
+        with pytest.raises(TapeError, match="cannot record Exchange: OverflowError"):
+            tape.append(exchange(200, at=1e20))
+        tape.append(exchange(200))
+        tape.append(exchange(201))
+    (session,) = TapeReader(path).sessions()
+    assert session.complete
+    assert list(session.events[1:-1]) == [exchange(200), exchange(201)]
+
+
+def test_the_static_header_table_in_the_format_page_is_the_one_readers_use() -> None:
+    from evaltape.recorder._compact_headers import STATIC
+
+    page = (ROOT / "docs" / "format.md").read_text()
+    listed = page[page.index("The static table, in order") : page.index("(63 pairs;")]
+    pairs = [item.split(": ", 1) for item in re.findall(r"`([^`]+: [^`]*)`", listed)]
+    assert [(name, "" if value == '""' else value) for name, value in pairs] == list(STATIC)
+    assert len(STATIC) == 63
