@@ -10,7 +10,7 @@ version may add optional fields.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from itertools import accumulate
+from itertools import accumulate, chain
 from typing import Any
 
 from evaltape.recorder._errors import TapeError
@@ -50,6 +50,7 @@ class UnknownEventKind(TapeError):
 _MISSING: Any = object()
 _NUMBER = (int, float)
 _SCALAR = (str, int, float, bool, type(None))
+_LIST, _TWO, _STR = {list}, {2}, {str}
 
 
 def _get(d: Plain, key: str, types: type | tuple[type, ...], default: Any = _MISSING) -> Any:
@@ -89,8 +90,15 @@ def _pairs(d: Plain, key: str) -> tuple[tuple[str, Scalar], ...]:
 
 
 def _headers(d: Plain) -> tuple[tuple[str, str], ...]:
+    rows = _get(d, "headers", list, [])
+    # The usual case checked without a Python step per header: every row a list
+    # of two strings.
+    if set(map(type, rows)) <= _LIST and set(map(len, rows)) <= _TWO:
+        flat = list(chain.from_iterable(rows))
+        if set(map(type, flat)) <= _STR:
+            return tuple(zip(flat[::2], flat[1::2], strict=True))
     out: list[tuple[str, str]] = []
-    for row in _get(d, "headers", list, []):
+    for row in rows:
         if type(row) is not list or len(row) != 2:
             raise TypeError("field 'headers' holds an item that is not [name, value]")
         k, v = row
@@ -140,7 +148,8 @@ def _steps_us(chunks: tuple[Chunk, ...]) -> list[int]:
     return steps
 
 
-def _chunks_from(d: Plain) -> tuple[Chunk, ...]:
+def _chunks_from(d: Plain) -> tuple[bytes, list[int], list[int]]:
+    """The checked body, chunk ends and chunk times (microseconds) of a plain response."""
     body = _get(d, "body", bytes, b"")
     sizes = _get(d, "sizes", list, [])
     steps = _get(d, "steps_us", list, [])
@@ -153,7 +162,11 @@ def _chunks_from(d: Plain) -> tuple[Chunk, ...]:
         raise ValueError("field 'sizes' does not add up to the length of 'body'")
     if steps and set(map(type, steps)) != {int}:
         raise TypeError("field 'steps_us' holds a value that is not an int")
-    nows = list(accumulate(steps))
+    return body, ends, list(accumulate(steps))
+
+
+def _build_chunks(body: bytes, ends: list[int], nows: list[int]) -> tuple[Chunk, ...]:
+    """The chunks of a response, built when a reader first asks for them."""
     if nows and not -_EXACT < min(nows) <= max(nows) < _EXACT:
         return _chunks_slow(body, ends, nows)
     # The usual case, without the rounding converter (a quarter of reading a
@@ -174,6 +187,9 @@ _EXACT = 2**53
 _new = object.__new__
 _set_at = Chunk.__dict__["at"].__set__
 _set_data = Chunk.__dict__["data"].__set__
+_RESPONSE_SLOTS = {
+    name: Response.__dict__[name].__set__ for name in ("status", "headers", "streamed", "_packed")
+}
 
 
 def _chunks_slow(body: bytes, ends: list[int], nows: list[int]) -> tuple[Chunk, ...]:
@@ -194,13 +210,18 @@ def _chunks_slow(body: bytes, ends: list[int], nows: list[int]) -> tuple[Chunk, 
 
 
 def _response_from(d: Plain) -> Response:
-    chunks = _chunks_from(d)
-    return Response(
-        status=_get(d, "status", int),
-        headers=_headers(d),
-        chunks=chunks,
-        streamed=_get(d, "streamed", bool, False),
-    )
+    """A response whose chunks are built only when asked for (``Response._packed``):
+    the fold reads only the joined body."""
+    body, ends, nows = _chunks_from(d)
+    status = _get(d, "status", int)
+    headers = _headers(d)
+    streamed = _get(d, "streamed", bool, False)
+    response = _new(Response)
+    _RESPONSE_SLOTS["status"](response, status)
+    _RESPONSE_SLOTS["headers"](response, headers)
+    _RESPONSE_SLOTS["streamed"](response, streamed)
+    _RESPONSE_SLOTS["_packed"](response, (body, lambda: _build_chunks(body, ends, nows)))
+    return response
 
 
 def _error_to(e: TransportError) -> Plain:

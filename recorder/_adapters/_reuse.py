@@ -27,14 +27,23 @@ from typing import Any, Generic, TypeVar
 from evaltape.recorder._adapters._sse import load_json
 
 T = TypeVar("T")
+U = TypeVar("U")
+V = TypeVar("V")
 
 _WS = re.compile(r"[ \t\n\r]*")  # the whitespace JSON allows, as json.decoder skips it
 _DECODER = json.JSONDecoder()
+_CLOSED = (dict, list, str)
+"""Parsed values whose text ends in a character that closes it (``}``, ``]``, ``"``)."""
 _scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+
+
+_WS_CHARS = frozenset(" \t\n\r")
 
 
 def _skip(s: str, pos: int) -> int:
     """Offset of the first character at or after ``pos`` that is not JSON whitespace."""
+    if s[pos : pos + 1] not in _WS_CHARS:  # the usual case: no whitespace, or the end
+        return pos
     m = _WS.match(s, pos)
     return m.end() if m is not None else pos
 
@@ -180,9 +189,18 @@ class BodyParser:
         last = self._last
         if last is not None and last.ends:
             # An item is the same if its text and the character after it are
-            # unchanged: the parse up to there depends on nothing else.
+            # unchanged: the parse up to there depends on nothing else.  The
+            # character after matters only to a number, so an object, array or
+            # string whose text ends where the common run does is the same too
+            # (the last message of the previous body, now followed by a new one).
             same = common_run(last.text, last.start, s, start)
             keep = bisect.bisect_left(last.ends, same)
+            if (
+                keep < len(last.ends)
+                and last.ends[keep] == same
+                and type(last.items[keep]) in _CLOSED
+            ):
+                keep += 1
             if keep:
                 items = last.items[:keep]
                 ends = last.ends[:keep]
@@ -222,6 +240,7 @@ class Memo(Generic[T]):
         self._items: list[Any] = []
         self._out: tuple[T, ...] = ()
         self._dicts: list[int] = [0]  # how many of the first i items are objects
+        self._wholes: dict[int, tuple[object, Any]] = {}
 
     def each(self, items: list[Any], normalize: Callable[[Any], T]) -> tuple[T, ...]:
         """``normalize`` of each JSON object in ``items``, reusing the previous call's.
@@ -239,6 +258,16 @@ class Memo(Generic[T]):
         self._dicts += accumulate((isinstance(m, dict) for m in rest), initial=self._dicts[-1])
         del self._dicts[same + 1 : same + 2]  # accumulate repeats its initial value first
         self._items, self._out = list(items), out
+        return out
+
+    def whole(self, value: V, derive: Callable[[V], U]) -> U:
+        """``derive(value)``, computed once per value object (the tool schemas a
+        request repeats, which ``BodyParser`` hands over as the same list)."""
+        hit = self._wholes.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]  # type: ignore[no-any-return]
+        out = derive(value)
+        self._wholes = {id(value): (value, out)}  # the last one only: values recur in a row
         return out
 
     def get(self, item: object, normalize: Callable[[Any], T]) -> T:

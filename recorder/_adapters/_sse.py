@@ -135,6 +135,8 @@ def _one(data: bytes, coding: str) -> Decoded:
 
 def decode_content(raw: bytes, headers: Headers) -> Decoded:
     """Undo the response's Content-Encoding (gzip, deflate, zstd; br if brotli is installed)."""
+    if not any(k == "content-encoding" for k, _ in headers):
+        return Decoded(data=raw)  # what the loop below gives for no encoding
     codings = [c.strip().lower() for c in header(headers, "content-encoding").split(",")]
     out = Decoded(data=raw)
     for coding in reversed(codings):
