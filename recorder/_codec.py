@@ -93,10 +93,10 @@ def _headers(d: Plain) -> tuple[tuple[str, str], ...]:
     rows = _get(d, "headers", list, [])
     # The usual case checked without a Python step per header: every row a list
     # of two strings.
-    if set(map(type, rows)) <= _LIST and set(map(len, rows)) <= _TWO:
-        flat = list(chain.from_iterable(rows))
-        if set(map(type, flat)) <= _STR:
-            return tuple(zip(flat[::2], flat[1::2], strict=True))
+    if set(map(type, rows)) <= _LIST:
+        pairs = tuple(map(tuple, rows))
+        if set(map(len, pairs)) <= _TWO and set(map(type, chain.from_iterable(pairs))) <= _STR:
+            return pairs
     out: list[tuple[str, str]] = []
     for row in rows:
         if type(row) is not list or len(row) != 2:

@@ -159,6 +159,38 @@ def test_a_request_that_adds_or_drops_stream_reuses_the_parsed_conversation() ->
     assert _assert_same([_header(), *exchanges], "moved") == 3
 
 
+def test_the_previous_bodys_last_message_is_taken_over_not_parsed_again() -> None:
+    """An object's text ends in its ``}``, so the character after it (``]``, now ``,``)
+    does not matter: the last message of one request is the same object in the next."""
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]
+    exchanges = [
+        _chat(messages, stream=True),
+        _chat([*messages, {"role": "user", "content": "go on"}], stream=True),
+    ]
+    first, second = (t.call.input_messages for t in fold([_header(), *exchanges]).turns)
+    assert second[1] is first[1]
+    assert _assert_same([_header(), *exchanges], "last kept") == 2
+
+
+def test_a_conversation_ending_in_a_number_is_parsed_again_where_it_grows() -> None:
+    """A number's parse depends on the character after it (``1`` then ``12``), so only
+    items that close themselves are taken over where the common text ends."""
+    from evaltape.recorder._adapters._reuse import BodyParser
+
+    parser = BodyParser("messages")
+    bodies = [
+        b'{"messages": [{"a": 1}, 1]}',
+        b'{"messages": [{"a": 1}, 12]}',
+        b'{"messages": [{"a": 1}, 12, "x"]}',
+        b'{"messages": [{"a": 1}, 12, "xy"]}',
+        b'{"messages": [{"a": 1}, 12, "xy", [1]]}',
+        b'{"messages": [{"a": 1}, 12, "xy", [1], true]}',
+        b'{"messages": [{"a": 1}, 12, "xy", [1], true, 1.5e3]}',
+    ]
+    for body in bodies:
+        assert parser.load(body, "body") == (json.loads(body), "")
+
+
 # -- damaged streams: the typed paths fall back exactly ------------------------------------
 
 _VALUES = st.one_of(
