@@ -193,7 +193,11 @@ class BodyParser:
             # character after matters only to a number, so an object, array or
             # string whose text ends where the common run does is the same too
             # (the last message of the previous body, now followed by a new one).
-            same = common_run(last.text, last.start, s, start)
+            whole = last.text[last.start : last.start + last.ends[-1]]
+            if s.startswith(whole, start):  # the usual request: every item recurs
+                same = len(whole)
+            else:
+                same = common_run(last.text, last.start, s, start)
             keep = bisect.bisect_left(last.ends, same)
             if (
                 keep < len(last.ends)
