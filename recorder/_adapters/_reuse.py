@@ -117,6 +117,9 @@ class BodyParser:
         self._last: _Walk | None = None
         self._text = ""
         self._values: dict[str, tuple[int, int, Any]] = {}  # name -> (start, end, value)
+        # Where the previous body's conversation array ended, and the top-level
+        # values after it as (name, start, end, value); None if it had none.
+        self._tail: tuple[int, list[tuple[str, int, int, Any]]] | None = None
 
     def load(self, data: bytes, what: str) -> tuple[Any, str]:
         """``(value, "")`` or ``(None, problem)``, as ``load_json(data, what)``."""
@@ -128,7 +131,7 @@ class BodyParser:
             except (UnicodeDecodeError, ValueError, RecursionError, _Malformed):
                 pass  # json.JSONDecodeError is a ValueError
         self._last = None
-        self._text, self._values = "", {}
+        self._text, self._values, self._tail = "", {}, None
         return load_json(data, what)
 
     def _same(self, name: str, s: str, pos: int) -> tuple[Any, int] | None:
@@ -148,6 +151,8 @@ class BodyParser:
         values: dict[str, tuple[int, int, Any]] = {}
         pos = _skip(s, 1)
         walked: _Walk | None = None
+        after: list[tuple[str, int, int, Any]] | None = None  # values after the array
+        ended = 0  # where the conversation array ended
         if s[pos : pos + 1] == "}":
             pos += 1
         else:
@@ -162,11 +167,19 @@ class BodyParser:
                 start = pos
                 if name == self._key and s[pos : pos + 1] == "[":
                     value, pos, walked = self._array(s, pos)
+                    out[name] = value
+                    if after is None and self._rest_recurs(s, pos, out, values):
+                        self._last = walked
+                        self._text, self._values = s, values
+                        return out
+                    after, ended = [], pos
                 else:
                     same = self._same(name, s, pos)
                     value, pos = _DECODER.raw_decode(s, pos) if same is None else same
                     values[name] = (start, pos, value)
-                out[name] = value
+                    if after is not None:
+                        after.append((name, start, pos, value))
+                    out[name] = value
                 pos = _skip(s, pos)
                 sep = s[pos : pos + 1]
                 if sep == ",":
@@ -180,7 +193,28 @@ class BodyParser:
             raise _Malformed
         self._last = walked
         self._text, self._values = s, values
+        self._tail = (ended, after) if after is not None else None
         return out
+
+    def _rest_recurs(
+        self, s: str, pos: int, out: dict[str, Any], values: dict[str, tuple[int, int, Any]]
+    ) -> bool:
+        """If the text after the conversation array (ending at ``pos``) is the previous
+        body's text after its array, take over the values there into ``out`` and
+        ``values`` as the walk would set them, and return True."""
+        tail = self._tail
+        if tail is None:
+            return False
+        ended, after = tail
+        if len(s) - pos != len(self._text) - ended or not s.endswith(self._text[ended:]):
+            return False
+        shift = pos - ended
+        moved = [(name, a + shift, b + shift, value) for name, a, b, value in after]
+        for name, a, b, value in moved:
+            out[name] = value
+            values[name] = (a, b, value)
+        self._tail = (pos, moved)
+        return True
 
     def _array(self, s: str, start: int) -> tuple[list[Any], int, _Walk]:
         items: list[Any] = []
