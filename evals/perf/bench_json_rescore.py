@@ -11,7 +11,7 @@ traffic of ``bench_rescore_sdk.py``), one process, interleaved, CPU time:
   did not hold (what the parse reuse leaves to parse), one text at a time;
 - JSON response bodies: the non-streamed turns of mixed traffic.
 
-orjson is a benchmark dependency only (``pip install orjson``); the fold uses
+orjson is a benchmark dependency only (``pip install -e '.[bench-json]'``); the fold uses
 msgspec (see docs/performance.md, *JSON parsers on the rescore path*).
 
     python evals/perf/bench_json_rescore.py              # measure and update the doc
@@ -150,7 +150,7 @@ per item, the best of {reps} interleaved passes.  The last column compares
 orjson with the fastest msgspec variant for that input.
 
 ```sh
-pip install orjson   # a benchmark dependency only
+pip install -e '.[bench-json]'   # orjson, a benchmark dependency only
 python evals/perf/bench_json_rescore.py
 ```
 
@@ -162,9 +162,13 @@ The fold uses msgspec.  For stream events, the larger part of what a fold
 parses, msgspec decodes straight into typed records that hold only the fields
 the adapters read, which no dict-building parser matches, and it validates the
 shape in the same pass (a stream the records refuse takes the general path).
-For plain objects the two are close; msgspec also parses a ``str`` without
-encoding it first and is already a dependency, so orjson would add a
-dependency for no gain on these paths.
+For plain objects the two are close (orjson ahead on the small conversation
+items, level on whole bodies); msgspec is already a dependency and parses a
+``str`` without encoding it first, so orjson would add a dependency for a gain
+confined to one path.  That path, the conversation items a request adds, is
+still parsed by the standard library's ``raw_decode``: the parse reuse needs
+each item's end offset to take it over in the next request, which neither
+msgspec nor orjson reports.
 """
 
 
