@@ -13,7 +13,6 @@ import json
 import re
 import zlib
 from collections.abc import Callable, Sequence
-from itertools import repeat
 from typing import Any
 
 import attrs
@@ -21,6 +20,7 @@ import msgspec
 import zstandard
 
 from evaltape.recorder._adapters._json_fast import fast as _fast
+from evaltape.recorder._adapters._sse_pairs import named_pairs
 from evaltape.recorder._events import Headers
 
 MAX_DECODED = 256 * 1024 * 1024
@@ -207,9 +207,9 @@ def parse_sse(data: bytes) -> SseStream:
         if text.count("\n") == 2 * len(payloads):  # so no payload holds a line end
             return SseStream(names=("",) * len(payloads), payloads=tuple(payloads), complete=True)
     if "\r" not in text and text.startswith("event: ") and text.endswith("\n\n"):
-        named = _named(text)
+        named = named_pairs(text)
         if named is not None:
-            return named
+            return SseStream(names=named[0], payloads=named[1], complete=True)
     lines = text.split("\n") if "\r" not in text else _LINE_END.split(text)
     tail = lines.pop()  # text after the last line end: a cut-off line, or ""
     names: list[str] = []
@@ -241,30 +241,6 @@ def parse_sse(data: bytes) -> SseStream:
     return SseStream(
         names=tuple(names), payloads=tuple(payloads), complete=not pending and not tail
     )
-
-
-def _named(text: str) -> SseStream | None:
-    """An ``event: NAME``/``data: ...`` pairs-only body read without the walk, or None.
-
-    Such a body's lines are ``NAME-line, data-line, ""`` repeated, then one
-    ``""`` after the last line end; the checks and the splits run in C.
-    """
-    lines = text.split("\n")
-    n = len(lines) // 3
-    if len(lines) != 3 * n + 1 or lines[-1]:
-        return None
-    heads, datas = lines[0 : 3 * n : 3], lines[1 : 3 * n : 3]
-    if any(lines[2 : 3 * n : 3]):  # each pair is followed by a blank line
-        return None
-    if not (
-        all(map(str.startswith, heads, repeat("event: ")))
-        and all(map(str.startswith, datas, repeat("data: ")))
-    ):
-        return None
-    # No line holds a line end, so "\nevent: " occurs only where the lines are joined.
-    names = ("\n" + "\n".join(heads)).split("\nevent: ")[1:]
-    payloads = ("\n" + "\n".join(datas)).split("\ndata: ")[1:]
-    return SseStream(names=tuple(names), payloads=tuple(payloads), complete=True)
 
 
 _TAGS: tuple[tuple[str, Any], ...] = (
