@@ -10,8 +10,10 @@ version may add optional fields.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from itertools import accumulate, chain
+from itertools import accumulate
 from typing import Any
+
+import msgspec
 
 from evaltape.recorder._errors import TapeError
 from evaltape.recorder._events import (
@@ -21,6 +23,7 @@ from evaltape.recorder._events import (
     FactKind,
     FileEntry,
     HarnessEvent,
+    Headers,
     Mode,
     Request,
     Response,
@@ -50,7 +53,6 @@ class UnknownEventKind(TapeError):
 _MISSING: Any = object()
 _NUMBER = (int, float)
 _SCALAR = (str, int, float, bool, type(None))
-_LIST, _TWO, _STR = {list}, {2}, {str}
 
 
 def _get(d: Plain, key: str, types: type | tuple[type, ...], default: Any = _MISSING) -> Any:
@@ -90,15 +92,8 @@ def _pairs(d: Plain, key: str) -> tuple[tuple[str, Scalar], ...]:
 
 
 def _headers(d: Plain) -> tuple[tuple[str, str], ...]:
-    rows = _get(d, "headers", list, [])
-    # The usual case checked without a Python step per header: every row a list
-    # of two strings.
-    if set(map(type, rows)) <= _LIST:
-        pairs = tuple(map(tuple, rows))
-        if set(map(len, pairs)) <= _TWO and set(map(type, chain.from_iterable(pairs))) <= _STR:
-            return pairs
     out: list[tuple[str, str]] = []
-    for row in rows:
+    for row in _get(d, "headers", list, []):
         if type(row) is not list or len(row) != 2:
             raise TypeError("field 'headers' holds an item that is not [name, value]")
         k, v = row
@@ -117,11 +112,20 @@ def _request_to(r: Request) -> Plain:
     }
 
 
-def _request_from(d: Plain) -> Request:
+def _exact_headers(d: Plain) -> Headers:
+    """``_headers`` of a dict straight from msgpack, checked and built in C."""
+    try:
+        headers: Headers = msgspec.convert(d.get("headers", []), Headers)
+    except msgspec.ValidationError:
+        return _headers(d)  # which words the problem
+    return headers
+
+
+def _request_from(d: Plain, headers: Callable[[Plain], Headers] = _headers) -> Request:
     return Request(
         method=_get(d, "method", str),
         url=_get(d, "url", str),
-        headers=_headers(d),
+        headers=headers(d),
         body=_get(d, "body", bytes),
     )
 
@@ -209,12 +213,12 @@ def _chunks_slow(body: bytes, ends: list[int], nows: list[int]) -> tuple[Chunk, 
     return tuple(chunks)
 
 
-def _response_from(d: Plain) -> Response:
+def _response_from(d: Plain, headers_from: Callable[[Plain], Headers] = _headers) -> Response:
     """A response whose chunks are built only when asked for (``Response._packed``):
     the fold reads only the joined body."""
     body, ends, nows = _chunks_from(d)
     status = _get(d, "status", int)
-    headers = _headers(d)
+    headers = headers_from(d)
     streamed = _get(d, "streamed", bool, False)
     response = _new(Response)
     _RESPONSE_SLOTS["status"](response, status)
@@ -324,8 +328,11 @@ def upgrade(plain: Plain, schema: int) -> Plain:
     return plain
 
 
-def from_plain(plain: Plain) -> Event:
+def from_plain(plain: Plain, *, exact_types: bool = False) -> Event:
     """Turn a plain dict back into an event.
+
+    ``exact_types`` says the dict came straight from msgpack (arrays as lists,
+    strings exactly ``str``), as a reader's do, so headers are checked in C.
 
     Raises ``UnknownEventKind`` for a tag this version does not know and
     ``TapeError`` for a dict that is missing fields or has wrong types.
@@ -335,6 +342,7 @@ def from_plain(plain: Plain) -> Event:
     kind = plain.get("k")
     if type(kind) is not str:
         raise TapeError("malformed event: no 'k' kind tag")
+    headers = _exact_headers if exact_types else _headers
     try:
         if kind == Exchange.kind:
             response = _get(plain, "response", dict, None)
@@ -342,8 +350,8 @@ def from_plain(plain: Plain) -> Event:
             return Exchange(
                 at=_get(plain, "at", _NUMBER),
                 duration=_get(plain, "duration", _NUMBER),
-                request=_request_from(_map(plain, "request")),
-                response=None if response is None else _response_from(response),
+                request=_request_from(_map(plain, "request"), headers),
+                response=None if response is None else _response_from(response, headers),
                 error=None if error is None else _error_from(error),
             )
         if kind == SessionStarted.kind:

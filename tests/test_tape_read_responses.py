@@ -11,6 +11,9 @@ import pickle
 from pathlib import Path
 
 import attrs
+import pytest
+import zstandard
+from test_tape_roundtrip import _file_header
 
 from evaltape.recorder import (
     Chunk,
@@ -20,7 +23,10 @@ from evaltape.recorder import (
     SessionStarted,
     TapeReader,
     open_session,
+    to_plain,
 )
+from evaltape.recorder._frames import FLAG_END, FLAG_START, frame
+from evaltape.recorder._pack import Packer
 
 CHUNKS = (
     Chunk(at=0.001, data=b"data: {}\n\n"),
@@ -73,3 +79,42 @@ def test_chunk_times_past_two_to_the_53_microseconds_read_back(tmp_path: Path) -
     written, read = _written(tmp_path, HUGE)
     assert read.body == b"late"
     assert read.chunks == written.chunks
+
+
+@pytest.mark.parametrize(
+    ("rows", "problem"),
+    [
+        ([["host", 1]], "field 'headers' holds an item that is not [str, str]"),
+        ([["host"]], "field 'headers' holds an item that is not [name, value]"),
+        ("host", "field 'headers' holds str"),
+        ([[b"host", "x"]], "field 'headers' holds an item that is not [str, str]"),
+    ],
+)
+def test_malformed_headers_on_a_tape_are_named_as_before(
+    tmp_path: Path, rows: object, problem: str
+) -> None:
+    """Headers are checked in C on the way in; what that refuses is worded as ever."""
+    sid = "00000000000000d5"
+    request = {"method": "POST", "url": "http://127.0.0.1:9/", "headers": rows, "body": b""}
+    plains = [
+        to_plain(SessionStarted(session_id=sid, started_at=1.0)),
+        {"k": "exchange", "at": 0.0, "duration": 1.0, "request": request, "response": None},
+        {"k": "session_ended", "at": 2.0, "status": "completed"},
+    ]
+    packer = Packer()
+    zstd = zstandard.ZstdCompressor().compressobj()
+    data = _file_header(1, 0, b"evaltape test")
+    for seq, plain in enumerate(plains):
+        raw = packer.pack(plain)
+        last = seq == len(plains) - 1
+        mode = zstandard.COMPRESSOBJ_FLUSH_FINISH if last else zstandard.COMPRESSOBJ_FLUSH_BLOCK
+        flags = (FLAG_START if seq == 0 else 0) | (FLAG_END if last else 0)
+        data += frame(
+            flags, bytes.fromhex(sid), seq, len(raw), zstd.compress(raw) + zstd.flush(mode)
+        )
+    path = tmp_path / "bad.tape"
+    path.write_bytes(data)
+    reader = TapeReader(path, strict=False)
+    (session,) = reader.sessions()
+    assert not session.complete
+    assert f"malformed 'exchange' event: {problem}" in session.problem
