@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from itertools import accumulate
 from typing import Any
 
+import msgspec
+
 from evaltape.recorder._errors import TapeError
 from evaltape.recorder._events import (
     Chunk,
@@ -21,6 +23,7 @@ from evaltape.recorder._events import (
     FactKind,
     FileEntry,
     HarnessEvent,
+    Headers,
     Mode,
     Request,
     Response,
@@ -109,11 +112,20 @@ def _request_to(r: Request) -> Plain:
     }
 
 
-def _request_from(d: Plain) -> Request:
+def _exact_headers(d: Plain) -> Headers:
+    """``_headers`` of a dict straight from msgpack, checked and built in C."""
+    try:
+        headers: Headers = msgspec.convert(d.get("headers", []), Headers)
+    except msgspec.ValidationError:
+        return _headers(d)  # which words the problem
+    return headers
+
+
+def _request_from(d: Plain, headers: Callable[[Plain], Headers] = _headers) -> Request:
     return Request(
         method=_get(d, "method", str),
         url=_get(d, "url", str),
-        headers=_headers(d),
+        headers=headers(d),
         body=_get(d, "body", bytes),
     )
 
@@ -140,7 +152,8 @@ def _steps_us(chunks: tuple[Chunk, ...]) -> list[int]:
     return steps
 
 
-def _chunks_from(d: Plain) -> tuple[Chunk, ...]:
+def _chunks_from(d: Plain) -> tuple[bytes, list[int], list[int]]:
+    """The checked body, chunk ends and chunk times (microseconds) of a plain response."""
     body = _get(d, "body", bytes, b"")
     sizes = _get(d, "sizes", list, [])
     steps = _get(d, "steps_us", list, [])
@@ -153,7 +166,11 @@ def _chunks_from(d: Plain) -> tuple[Chunk, ...]:
         raise ValueError("field 'sizes' does not add up to the length of 'body'")
     if steps and set(map(type, steps)) != {int}:
         raise TypeError("field 'steps_us' holds a value that is not an int")
-    nows = list(accumulate(steps))
+    return body, ends, list(accumulate(steps))
+
+
+def _build_chunks(body: bytes, ends: list[int], nows: list[int]) -> tuple[Chunk, ...]:
+    """The chunks of a response, built when a reader first asks for them."""
     if nows and not -_EXACT < min(nows) <= max(nows) < _EXACT:
         return _chunks_slow(body, ends, nows)
     # The usual case, without the rounding converter (a quarter of reading a
@@ -174,6 +191,9 @@ _EXACT = 2**53
 _new = object.__new__
 _set_at = Chunk.__dict__["at"].__set__
 _set_data = Chunk.__dict__["data"].__set__
+_RESPONSE_SLOTS = {
+    name: Response.__dict__[name].__set__ for name in ("status", "headers", "streamed", "_packed")
+}
 
 
 def _chunks_slow(body: bytes, ends: list[int], nows: list[int]) -> tuple[Chunk, ...]:
@@ -193,14 +213,19 @@ def _chunks_slow(body: bytes, ends: list[int], nows: list[int]) -> tuple[Chunk, 
     return tuple(chunks)
 
 
-def _response_from(d: Plain) -> Response:
-    chunks = _chunks_from(d)
-    return Response(
-        status=_get(d, "status", int),
-        headers=_headers(d),
-        chunks=chunks,
-        streamed=_get(d, "streamed", bool, False),
-    )
+def _response_from(d: Plain, headers_from: Callable[[Plain], Headers] = _headers) -> Response:
+    """A response whose chunks are built only when asked for (``Response._packed``):
+    the fold reads only the joined body."""
+    body, ends, nows = _chunks_from(d)
+    status = _get(d, "status", int)
+    headers = headers_from(d)
+    streamed = _get(d, "streamed", bool, False)
+    response = _new(Response)
+    _RESPONSE_SLOTS["status"](response, status)
+    _RESPONSE_SLOTS["headers"](response, headers)
+    _RESPONSE_SLOTS["streamed"](response, streamed)
+    _RESPONSE_SLOTS["_packed"](response, (body, lambda: _build_chunks(body, ends, nows)))
+    return response
 
 
 def _error_to(e: TransportError) -> Plain:
@@ -303,8 +328,11 @@ def upgrade(plain: Plain, schema: int) -> Plain:
     return plain
 
 
-def from_plain(plain: Plain) -> Event:
+def from_plain(plain: Plain, *, exact_types: bool = False) -> Event:
     """Turn a plain dict back into an event.
+
+    ``exact_types`` says the dict came straight from msgpack (arrays as lists,
+    strings exactly ``str``), as a reader's do, so headers are checked in C.
 
     Raises ``UnknownEventKind`` for a tag this version does not know and
     ``TapeError`` for a dict that is missing fields or has wrong types.
@@ -314,6 +342,7 @@ def from_plain(plain: Plain) -> Event:
     kind = plain.get("k")
     if type(kind) is not str:
         raise TapeError("malformed event: no 'k' kind tag")
+    headers = _exact_headers if exact_types else _headers
     try:
         if kind == Exchange.kind:
             response = _get(plain, "response", dict, None)
@@ -321,8 +350,8 @@ def from_plain(plain: Plain) -> Event:
             return Exchange(
                 at=_get(plain, "at", _NUMBER),
                 duration=_get(plain, "duration", _NUMBER),
-                request=_request_from(_map(plain, "request")),
-                response=None if response is None else _response_from(response),
+                request=_request_from(_map(plain, "request"), headers),
+                response=None if response is None else _response_from(response, headers),
                 error=None if error is None else _error_from(error),
             )
         if kind == SessionStarted.kind:

@@ -12,6 +12,7 @@ caller passes every time in.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from typing import ClassVar, TypeAlias
 
 import attrs
@@ -161,10 +162,28 @@ class Response:
     """Body as received: one chunk for a plain body, many for a stream."""
     streamed: bool = False
     """True when the caller consumed the body as a stream."""
+    _packed: tuple[bytes, Callable[[], tuple[Chunk, ...]]] | None = attrs.field(
+        default=None, init=False, eq=False, hash=False, repr=False
+    )
+    """For a response read from a tape before its chunks were asked for: the joined
+    body and what builds the chunks (see ``_codec``); None once they exist."""
+
+    def __getattr__(self, name: str) -> object:
+        # Only reached when a slot is unset: ``chunks`` of a tape-read response.
+        packed = object.__getattribute__(self, "_packed") if name == "chunks" else None
+        if packed is None:
+            raise AttributeError(name)
+        chunks = packed[1]()
+        object.__setattr__(self, "chunks", chunks)
+        object.__setattr__(self, "_packed", None)
+        return chunks
 
     @property
     def body(self) -> bytes:
         """The whole raw body (joined chunks)."""
+        packed = self._packed
+        if packed is not None:
+            return packed[0]
         return b"".join(c.data for c in self.chunks)
 
 

@@ -235,7 +235,7 @@ class TapeReader:
                 plain = unpacker.unpack(_decompress(dobj, blocks, payload, fh.raw_len))
                 if old_schema:
                     plain = upgrade(plain, old_schema)
-                event: Event | str = from_plain(plain)
+                event: Event | str = from_plain(plain, exact_types=not old_schema)
             except UnknownEventKind:
                 event = str(plain["k"])
             except (ValueError, TapeError, zstandard.ZstdError) as exc:

@@ -159,6 +159,96 @@ def test_a_request_that_adds_or_drops_stream_reuses_the_parsed_conversation() ->
     assert _assert_same([_header(), *exchanges], "moved") == 3
 
 
+def test_the_previous_bodys_last_message_is_taken_over_not_parsed_again() -> None:
+    """An object's text ends in its ``}``, so the character after it (``]``, now ``,``)
+    does not matter: the last message of one request is the same object in the next."""
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]
+    exchanges = [
+        _chat(messages, stream=True),
+        _chat([*messages, {"role": "user", "content": "go on"}], stream=True),
+    ]
+    first, second = (t.call.input_messages for t in fold([_header(), *exchanges]).turns)
+    assert second[1] is first[1]
+    assert _assert_same([_header(), *exchanges], "last kept") == 2
+
+
+def test_a_conversation_ending_in_a_number_is_parsed_again_where_it_grows() -> None:
+    """A number's parse depends on the character after it (``1`` then ``12``), so only
+    items that close themselves are taken over where the common text ends."""
+    from evaltape.recorder._adapters._reuse import BodyParser
+
+    parser = BodyParser("messages")
+    bodies = [
+        b'{"messages": [{"a": 1}, 1]}',
+        b'{"messages": [{"a": 1}, 12]}',
+        b'{"messages": [{"a": 1}, 12, "x"]}',
+        b'{"messages": [{"a": 1}, 12, "xy"]}',
+        b'{"messages": [{"a": 1}, 12, "xy", [1]]}',
+        b'{"messages": [{"a": 1}, 12, "xy", [1], true]}',
+        b'{"messages": [{"a": 1}, 12, "xy", [1], true, 1.5e3]}',
+    ]
+    for body in bodies:
+        assert parser.load(body, "body") == (json.loads(body), "")
+
+
+_TAILS = [
+    ', "tools": [1, 2], "n": 1}',
+    ', "tools": [1, 2], "n": 1}',
+    ', "tools": [1, 2], "n": 12}',
+    ', "n": 12, "tools": [1, 2], "n": 3}',
+    ', "messages": [{"b": 2}], "tools": [1]}',
+    ', "messages": [{"b": 2}], "tools": [1]}',
+    ', "messages": 7, "tools": [1]}',
+    ', "messages": 7, "tools": [1]}',
+    "}",
+    ', "tools": [1, 2], "n": 1}',
+]
+
+
+def test_values_after_the_conversation_parse_as_json_loads_however_the_tail_changes() -> None:
+    """The values after the conversation array are taken over when the whole text after
+    it recurs; repeated keys, a second conversation and numbers still read as json.loads."""
+    from evaltape.recorder._adapters._reuse import BodyParser
+
+    parser = BodyParser("messages")
+    items: list[str] = []
+    for n, tail in enumerate(_TAILS):
+        items.append(json.dumps({"role": "user", "content": f"turn {n}"}))
+        for head in ('{"model": "m", "messages": [', '{"messages": ['):
+            body = (head + ", ".join(items) + "]" + tail).encode()
+            assert parser.load(body, "body") == (json.loads(body), ""), body
+
+
+_SCALARS = (
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3)
+)
+_JSON = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=2), inner, max_size=2)
+    ),
+    max_leaves=4,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    tails=st.lists(
+        st.dictionaries(st.sampled_from(["a", "messages", "n"]), _JSON, max_size=3), max_size=6
+    )
+)
+def test_any_sequence_of_tails_parses_as_json_loads(tails: list[dict[str, Any]]) -> None:
+    from evaltape.recorder._adapters._reuse import BodyParser
+
+    parser = BodyParser("messages")
+    items: list[str] = []
+    for n, tail in enumerate(tails):
+        items.append(json.dumps({"content": n}))
+        rest = "".join(f", {json.dumps(k)}: {json.dumps(v)}" for k, v in tail.items())
+        body = ('{"messages": [' + ", ".join(items) + "]" + rest + "}").encode()
+        assert parser.load(body, "body") == (json.loads(body), "")
+
+
 # -- damaged streams: the typed paths fall back exactly ------------------------------------
 
 _VALUES = st.one_of(

@@ -91,13 +91,17 @@ class CallDecoder:
     def __init__(self) -> None:
         self._parsers: dict[str, BodyParser] = {}
         self._memos: dict[str, Memo[Any]] = {}
+        self._apis: dict[str, str | None] = {}
 
     def decode(self, exchange: Exchange) -> ModelCall | None:
         """The model call ``exchange`` made, or None; see ``decode_call``."""
         request = exchange.request
         if request.method != "POST":
             return None
-        api = _api_by_path(urlsplit(request.url).path.rstrip("/"))
+        url = request.url
+        if url not in self._apis:
+            self._apis = {url: _api_by_path(urlsplit(url).path.rstrip("/"))}  # URLs recur in a row
+        api = self._apis[url]
         raw = decode_content(request.body, request.headers)
         if raw.problem:
             body, problem = None, raw.problem
@@ -121,28 +125,35 @@ class CallDecoder:
         memo = self._memos.get(api)
         if memo is None:
             memo = self._memos[api] = Memo()
-        call = _read_response(adapter.read_request(obj(body), memo), exchange, adapter, streamed)
+        call, status, streamed = _read_response(
+            adapter.read_request(obj(body), memo), exchange, adapter, streamed
+        )
         if exchange.error is not None:
             failure = f"{exchange.error.type}: {exchange.error.message}"
-            return attrs.evolve(call, error=f"transport failed: {failure}")
-        return attrs.evolve(call, error=call.error or problem)
+            error = f"transport failed: {failure}"
+        else:
+            error = call.error or problem
+        # One evolve for what the response and the transport add (the adapters
+        # read none of these fields).
+        return attrs.evolve(call, status=status, streamed=streamed, error=error)
 
 
 def _read_response(
     call: ModelCall, exchange: Exchange, adapter: _Adapter, asked: bool
-) -> ModelCall:
+) -> tuple[ModelCall, int | None, bool]:
+    """The call with what the response says, and the response's status and streaming."""
     response = exchange.response
     if response is None:
-        return attrs.evolve(call, streamed=asked)
+        return call, None, asked
     kind = header(response.headers, "content-type").lower()
     decoded = decode_content(response.body, response.headers)
     data = decoded.data
     streamed = "text/event-stream" in kind or (
         not kind and (asked or data.lstrip().startswith((b"data:", b"event:")))
     )
-    call = attrs.evolve(call, status=response.status, streamed=streamed)
-    if response.status >= 400:
-        return attrs.evolve(call, error=error_text(response.status, data))
+    status = response.status
+    if status >= 400:
+        return attrs.evolve(call, error=error_text(status, data)), status, streamed
     if streamed:
         call = adapter.read_stream(call, parse_sse(data))
     else:
@@ -150,7 +161,7 @@ def _read_response(
         call = attrs.evolve(call, error=problem) if problem else adapter.read_response(call, value)
     if decoded.problem:
         call = attrs.evolve(call, error=decoded.problem)
-    return call
+    return call, status, streamed
 
 
 __all__ = ["Api", "CallDecoder", "Message", "ModelCall", "ToolCall", "Usage", "decode_call"]

@@ -85,13 +85,17 @@ def read_request(body: dict[str, Any], memo: Memo[list[Message]] | None = None) 
     if system:
         messages.append(Message(role="system", text=system))
     messages.extend(chain.from_iterable(memo.each(arr(body.get("messages")), _messages)))
-    tools = [text(t.get("name")) for t in arr(body.get("tools")) if isinstance(t, dict)]
     return ModelCall(
         api=API,
         model_requested=text(body.get("model")),
         input_messages=tuple(messages),
-        tools_offered=tuple(t for t in tools if t),
+        tools_offered=memo.whole(arr(body.get("tools")), _tool_names),
     )
+
+
+def _tool_names(tools: list[Any]) -> tuple[str, ...]:
+    names = [text(t.get("name")) for t in tools if isinstance(t, dict)]
+    return tuple(n for n in names if n)
 
 
 def _usage(value: Any) -> Usage:

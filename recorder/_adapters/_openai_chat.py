@@ -83,14 +83,19 @@ def read_request(body: dict[str, Any], memo: Memo[Message] | None = None) -> Mod
     ``memo`` keeps the normalized messages of earlier requests of the session.
     """
     memo = memo if memo is not None else Memo()
-    tools = [_tool_name(t) for t in arr(body.get("tools")) if isinstance(t, dict)]
-    tools += [text(f.get("name")) for f in arr(body.get("functions")) if isinstance(f, dict)]
+    tools = memo.whole(arr(body.get("tools")), _tool_names)
+    functions = [text(f.get("name")) for f in arr(body.get("functions")) if isinstance(f, dict)]
     return ModelCall(
         api=API,
         model_requested=text(body.get("model")),
         input_messages=memo.each(arr(body.get("messages")), _message),
-        tools_offered=tuple(t for t in tools if t),
+        tools_offered=tools + tuple(f for f in functions if f),
     )
+
+
+def _tool_names(tools: list[Any]) -> tuple[str, ...]:
+    names = [_tool_name(t) for t in tools if isinstance(t, dict)]
+    return tuple(n for n in names if n)
 
 
 def _usage(value: Any) -> Usage:

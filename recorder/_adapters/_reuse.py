@@ -27,14 +27,23 @@ from typing import Any, Generic, TypeVar
 from evaltape.recorder._adapters._sse import load_json
 
 T = TypeVar("T")
+U = TypeVar("U")
+V = TypeVar("V")
 
 _WS = re.compile(r"[ \t\n\r]*")  # the whitespace JSON allows, as json.decoder skips it
 _DECODER = json.JSONDecoder()
+_CLOSED = (dict, list, str)
+"""Parsed values whose text ends in a character that closes it (``}``, ``]``, ``"``)."""
 _scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+
+
+_WS_CHARS = frozenset(" \t\n\r")
 
 
 def _skip(s: str, pos: int) -> int:
     """Offset of the first character at or after ``pos`` that is not JSON whitespace."""
+    if s[pos : pos + 1] not in _WS_CHARS:  # the usual case: no whitespace, or the end
+        return pos
     m = _WS.match(s, pos)
     return m.end() if m is not None else pos
 
@@ -108,6 +117,9 @@ class BodyParser:
         self._last: _Walk | None = None
         self._text = ""
         self._values: dict[str, tuple[int, int, Any]] = {}  # name -> (start, end, value)
+        # Where the previous body's conversation array ended, and the top-level
+        # values after it as (name, start, end, value); None if it had none.
+        self._tail: tuple[int, list[tuple[str, int, int, Any]]] | None = None
 
     def load(self, data: bytes, what: str) -> tuple[Any, str]:
         """``(value, "")`` or ``(None, problem)``, as ``load_json(data, what)``."""
@@ -119,7 +131,7 @@ class BodyParser:
             except (UnicodeDecodeError, ValueError, RecursionError, _Malformed):
                 pass  # json.JSONDecodeError is a ValueError
         self._last = None
-        self._text, self._values = "", {}
+        self._text, self._values, self._tail = "", {}, None
         return load_json(data, what)
 
     def _same(self, name: str, s: str, pos: int) -> tuple[Any, int] | None:
@@ -139,6 +151,8 @@ class BodyParser:
         values: dict[str, tuple[int, int, Any]] = {}
         pos = _skip(s, 1)
         walked: _Walk | None = None
+        after: list[tuple[str, int, int, Any]] | None = None  # values after the array
+        ended = 0  # where the conversation array ended
         if s[pos : pos + 1] == "}":
             pos += 1
         else:
@@ -153,11 +167,19 @@ class BodyParser:
                 start = pos
                 if name == self._key and s[pos : pos + 1] == "[":
                     value, pos, walked = self._array(s, pos)
+                    out[name] = value
+                    if after is None and self._rest_recurs(s, pos, out, values):
+                        self._last = walked
+                        self._text, self._values = s, values
+                        return out
+                    after, ended = [], pos
                 else:
                     same = self._same(name, s, pos)
                     value, pos = _DECODER.raw_decode(s, pos) if same is None else same
                     values[name] = (start, pos, value)
-                out[name] = value
+                    if after is not None:
+                        after.append((name, start, pos, value))
+                    out[name] = value
                 pos = _skip(s, pos)
                 sep = s[pos : pos + 1]
                 if sep == ",":
@@ -171,7 +193,28 @@ class BodyParser:
             raise _Malformed
         self._last = walked
         self._text, self._values = s, values
+        self._tail = (ended, after) if after is not None else None
         return out
+
+    def _rest_recurs(
+        self, s: str, pos: int, out: dict[str, Any], values: dict[str, tuple[int, int, Any]]
+    ) -> bool:
+        """If the text after the conversation array (ending at ``pos``) is the previous
+        body's text after its array, take over the values there into ``out`` and
+        ``values`` as the walk would set them, and return True."""
+        tail = self._tail
+        if tail is None:
+            return False
+        ended, after = tail
+        if len(s) - pos != len(self._text) - ended or not s.endswith(self._text[ended:]):
+            return False
+        shift = pos - ended
+        moved = [(name, a + shift, b + shift, value) for name, a, b, value in after]
+        for name, a, b, value in moved:
+            out[name] = value
+            values[name] = (a, b, value)
+        self._tail = (pos, moved)
+        return True
 
     def _array(self, s: str, start: int) -> tuple[list[Any], int, _Walk]:
         items: list[Any] = []
@@ -180,9 +223,22 @@ class BodyParser:
         last = self._last
         if last is not None and last.ends:
             # An item is the same if its text and the character after it are
-            # unchanged: the parse up to there depends on nothing else.
-            same = common_run(last.text, last.start, s, start)
+            # unchanged: the parse up to there depends on nothing else.  The
+            # character after matters only to a number, so an object, array or
+            # string whose text ends where the common run does is the same too
+            # (the last message of the previous body, now followed by a new one).
+            whole = last.text[last.start : last.start + last.ends[-1]]
+            if s.startswith(whole, start):  # the usual request: every item recurs
+                same = len(whole)
+            else:
+                same = common_run(last.text, last.start, s, start)
             keep = bisect.bisect_left(last.ends, same)
+            if (
+                keep < len(last.ends)
+                and last.ends[keep] == same
+                and type(last.items[keep]) in _CLOSED
+            ):
+                keep += 1
             if keep:
                 items = last.items[:keep]
                 ends = last.ends[:keep]
@@ -222,6 +278,7 @@ class Memo(Generic[T]):
         self._items: list[Any] = []
         self._out: tuple[T, ...] = ()
         self._dicts: list[int] = [0]  # how many of the first i items are objects
+        self._wholes: dict[int, tuple[object, Any]] = {}
 
     def each(self, items: list[Any], normalize: Callable[[Any], T]) -> tuple[T, ...]:
         """``normalize`` of each JSON object in ``items``, reusing the previous call's.
@@ -239,6 +296,16 @@ class Memo(Generic[T]):
         self._dicts += accumulate((isinstance(m, dict) for m in rest), initial=self._dicts[-1])
         del self._dicts[same + 1 : same + 2]  # accumulate repeats its initial value first
         self._items, self._out = list(items), out
+        return out
+
+    def whole(self, value: V, derive: Callable[[V], U]) -> U:
+        """``derive(value)``, computed once per value object (the tool schemas a
+        request repeats, which ``BodyParser`` hands over as the same list)."""
+        hit = self._wholes.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]  # type: ignore[no-any-return]
+        out = derive(value)
+        self._wholes = {id(value): (value, out)}  # the last one only: values recur in a row
         return out
 
     def get(self, item: object, normalize: Callable[[Any], T]) -> T:

@@ -20,6 +20,7 @@ import msgspec
 import zstandard
 
 from evaltape.recorder._adapters._json_fast import fast as _fast
+from evaltape.recorder._adapters._sse_pairs import named_pairs
 from evaltape.recorder._events import Headers
 
 MAX_DECODED = 256 * 1024 * 1024
@@ -135,6 +136,8 @@ def _one(data: bytes, coding: str) -> Decoded:
 
 def decode_content(raw: bytes, headers: Headers) -> Decoded:
     """Undo the response's Content-Encoding (gzip, deflate, zstd; br if brotli is installed)."""
+    if not any(k == "content-encoding" for k, _ in headers):
+        return Decoded(data=raw)  # what the loop below gives for no encoding
     codings = [c.strip().lower() for c in header(headers, "content-encoding").split(",")]
     out = Decoded(data=raw)
     for coding in reversed(codings):
@@ -204,9 +207,9 @@ def parse_sse(data: bytes) -> SseStream:
         if text.count("\n") == 2 * len(payloads):  # so no payload holds a line end
             return SseStream(names=("",) * len(payloads), payloads=tuple(payloads), complete=True)
     if "\r" not in text and text.startswith("event: ") and text.endswith("\n\n"):
-        named = _named(text)
+        named = named_pairs(text)
         if named is not None:
-            return named
+            return SseStream(names=named[0], payloads=named[1], complete=True)
     lines = text.split("\n") if "\r" not in text else _LINE_END.split(text)
     tail = lines.pop()  # text after the last line end: a cut-off line, or ""
     names: list[str] = []
@@ -238,22 +241,6 @@ def parse_sse(data: bytes) -> SseStream:
     return SseStream(
         names=tuple(names), payloads=tuple(payloads), complete=not pending and not tail
     )
-
-
-def _named(text: str) -> SseStream | None:
-    """An ``event: NAME``/``data: ...`` pairs-only body read without the walk, or None."""
-    blocks = text[:-2].split("\n\n")
-    if text.count("\n") != 3 * len(blocks):  # so each block is exactly two lines
-        return None
-    names: list[str] = []
-    payloads: list[str] = []
-    for block in blocks:
-        head, _, data = block.partition("\n")
-        if not (head.startswith("event: ") and data.startswith("data: ")):
-            return None
-        names.append(head[7:])
-        payloads.append(data[6:])
-    return SseStream(names=tuple(names), payloads=tuple(payloads), complete=True)
 
 
 _TAGS: tuple[tuple[str, Any], ...] = (
