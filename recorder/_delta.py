@@ -140,10 +140,12 @@ class DeltaEncoder:
 
     def __init__(self) -> None:
         self._recent: deque[bytes] = deque(maxlen=KEEP)
+        self._lengths: tuple[int, ...] = ()
 
     def base_length(self, back: int) -> int:
-        """Length of the body a reference made by the last ``encode`` calls ``back``."""
-        return len(self._recent[-1 - back])
+        """Length of the body a reference made by the last ``encode`` calls ``back``
+        (kept from before that call, which may have pushed the base out of the window)."""
+        return self._lengths[-back]
 
     def encode(self, body: bytes, *, copies: bool = False) -> tuple[list[int] | None, bytes]:
         """Return ``([back, prefix, suffix], middle)`` or ``(None, body)``; with
@@ -164,6 +166,7 @@ class DeltaEncoder:
                 saving += sum(found[2::3])
             if saving > best_saving:
                 best, best_saving = ref, saving
+        self._lengths = tuple(len(b) for b in self._recent)
         self._recent.append(body)
         if best is None:
             return None, body

@@ -112,6 +112,24 @@ def test_a_request_that_drops_a_flag_from_its_head_refers_to_the_conversation_af
     assert streamed[start : start + length].startswith(b'messages":[{"role"')
 
 
+def test_a_request_whose_best_base_is_the_oldest_kept_body_reads_back() -> None:
+    """The oldest of the bodies a delta may refer to leaves the window as the new body
+    enters it; its length is still what the stored reference is made against."""
+    long = b'{"messages":[' + b'{"role":"user","content":"%s"},' % (b"x" * 3000)
+    bodies = [long + b'"a"]}', b"other one " * 40, b"other two " * 40, b"other three " * 40]
+    bodies.append(long + b'"b"]}')  # like the first, four bodies back
+    packer, unpacker = Packer(), Unpacker()
+    refs = []
+    for body in bodies:
+        exchange = Exchange(
+            at=0.5, duration=0.25, request=Request(method="POST", url="u", body=body)
+        )
+        packed = packer.pack(to_plain(exchange))
+        refs.append(msgpack.unpackb(packed)["x"][2][4])
+        assert unpacker.unpack(packed)["request"]["body"] == body
+    assert refs[-1] is not None and refs[-1][0] == 4
+
+
 def _tape(path: Path, stored: list[dict[str, object]]) -> None:
     """A tape whose one session holds ``stored`` events, msgpack-packed as given."""
     header = to_plain(SessionStarted(session_id=SID, started_at=0.0))

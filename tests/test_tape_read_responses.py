@@ -101,7 +101,7 @@ def test_malformed_headers_on_a_tape_are_named_as_before(
         {"k": "exchange", "at": 0.0, "duration": 1.0, "request": request, "response": None},
         {"k": "session_ended", "at": 2.0, "status": "completed"},
     ]
-    packer = Packer()
+    packer = Packer(compact=False)  # format 1.0 exchanges: the headers as written
     zstd = zstandard.ZstdCompressor().compressobj()
     data = _file_header(1, 0, b"evaltape test")
     for seq, plain in enumerate(plains):
