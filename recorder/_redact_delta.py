@@ -171,18 +171,31 @@ class SessionRedactor:
     def _scan(self, raw: bytes, base: _Seen | None, shared: int) -> _Seen:
         olds = base.tracks if base is not None else (None, None, None)
         marks = marks_grown(base.marks if base is not None else (), raw, shared)
-        if base is None:
-            grown = [(unescaped(raw), 0), (event_texts(raw), 0)]
-        else:
-            escapes, texts = olds[1], olds[2]
-            grown = [
-                unescaped_grown(escapes.view if escapes else None, raw, shared),
-                event_texts_grown(texts.view if texts else None, raw, shared, marks),
-            ]
-        steps: list[Step | None] = [self._advance(olds[0], raw, shared, None)]
-        for old, (view, at) in zip(olds[1:], grown, strict=True):
-            steps.append(None if view is None else self._advance(old, view.data, at, view))
-        changed = min(s.changed for s in steps if s is not None)
+        first = self._advance(olds[0], raw, shared, None)
+        steps: list[Step | None] = [first]
+        changed = first.changed
+        for j in (1, 2):
+            # A view ``base`` lacks is carried on from another recent body that has it,
+            # so a view that turns on is built and scanned whole once, not once per
+            # base; its secrets are then all new to ``base``'s masks.
+            old, at_shared = olds[j], shared
+            other = base is not None and old is None
+            if other:
+                old, at_shared = self._with_track(raw, j)
+                if old is None:
+                    other, at_shared = False, shared
+            prior = old.view if old is not None else None
+            if base is None:
+                view, at = (unescaped(raw), 0) if j == 1 else (event_texts(raw), 0)
+            elif j == 1:
+                view, at = unescaped_grown(prior, raw, at_shared)
+            else:
+                view, at = event_texts_grown(prior, raw, at_shared, marks)
+            step = None if view is None else self._advance(old, view.data, at, view)
+            steps.append(step)
+            if step is not None:
+                news = [f[1] for f in step.track.found] if other else []
+                changed = min([changed, step.changed, *news])
         for old, step in zip(olds[1:], steps[1:], strict=True):
             if old is not None and step is None:  # a view the body no longer has
                 changed = min([changed] + [f[1] for f in old.found])
@@ -198,6 +211,18 @@ class SessionRedactor:
         tracks = tuple(None if s is None else s.track for s in steps)
         redacted = _masked(raw, tail, keep, head) if merged else raw
         return _Seen(raw, redacted, tracks, marks)
+
+    def _with_track(self, raw: bytes, j: int) -> tuple[Track | None, int]:
+        """The ``j``-th track of the recent body sharing the most with ``raw`` among
+        those that have it, and how much they share (None, 0: none shares enough)."""
+        best: tuple[Track | None, int] = (None, 0)
+        for seen in self._recent:
+            track = seen.tracks[j]
+            if track is not None and len(seen.raw) > best[1]:
+                n = common_prefix(seen.raw, raw)
+                if n >= max(MIN_SHARED, best[1] + 1):
+                    best = (track, n)
+        return best
 
     def _advance(self, old: Track | None, data: bytes, shared: int, view: Any) -> Step:
         step = advance(self.redactor, self._reaches, old, data, shared, view)

@@ -217,3 +217,33 @@ def test_recording_masks_escaped_split_and_known_keys_in_request_bodies(
     for body in bodies[2::2]:
         assert REDACTOR.scan_bytes(body) == ()  # nothing secret-shaped is left
         assert b"Gf0" not in body and b"QaT7" not in body
+
+
+def test_a_view_that_turns_on_is_carried_on_from_the_body_that_has_it() -> None:
+    """A body that extends one without the event-text view (``a``) while a later
+    body (``b``, which diverged from ``a`` and turned the view on) shares its first
+    bytes too: the new body's view is grown from ``b``'s, not built whole again,
+    and every body is still what a whole scan gives."""
+    session = SessionRedactor(REDACTOR)
+    rng = random.Random(4)
+
+    def words(n: int) -> bytes:
+        text = b"".join(rng.choice(NOISE).replace(b'"', b"'") for _ in range(n))
+        return text + _forms(rng.choice(KEYS), rng)[rng.choice(["raw", "escaped", "split"])]
+
+    def body(texts: list[bytes]) -> bytes:
+        joined = b",".join(b'{"role":"user","content":"' + t + b'"}' for t in texts)
+        return b'{"messages":[' + joined + b"]}"
+
+    head = [b"data: one " + words(2000)] + [words(2000) for _ in range(39)]
+    more = [words(2000) for _ in range(3)]
+    a = body(head + more)  # one "data:": no event-text view
+    b = body([*head, b"data: two " + words(2000)])  # the second "data:" turns it on
+    c = body([*head, *more, words(300), b"data: three " + words(300)])
+    before = {}
+    for name, body in (("a", a), ("b", b), ("c", c)):
+        scanned = session.scanned
+        assert session.redact_body(body) == REDACTOR.redact_bytes(body), name
+        before[name] = session.scanned - scanned
+    assert before["b"] > len(b)  # the view turned on: built and scanned whole once
+    assert before["c"] < len(c) // 2  # raw bytes carried on from a, the view from b
