@@ -7,9 +7,23 @@ the 127.0.0.1 servers of ``conftest.py`` instead.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from evaltape.recorder import Chunk, Exchange, Request, Response
+import httpx
+
+from evaltape.recorder import (
+    Chunk,
+    Exchange,
+    Redactor,
+    Request,
+    Response,
+    SessionStarted,
+    TapeReader,
+    open_session,
+    recording_client,
+)
 
 CHAT_URL = "http://127.0.0.1:9/v1/chat/completions"
 """A Chat Completions URL on a port nothing listens on."""
@@ -77,3 +91,22 @@ def tool_call(call_id: str, name: str, args: dict[str, object]) -> dict[str, obj
         "type": "function",
         "function": {"name": name, "arguments": json.dumps(args)},
     }
+
+
+def recorded_bodies(
+    tape: Path, bodies: Sequence[bytes], redactor: Redactor, *, session_id: str
+) -> list[bytes]:
+    """POST ``bodies`` in turn through ``recording_client`` (a MockTransport answering
+    ``{"ok": true}``) onto a new session in ``tape``; the request bodies read back."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"ok": True})
+
+    header = SessionStarted(session_id=session_id, started_at=0.0)
+    with open_session(tape, header) as writer:
+        client = recording_client(writer, real=httpx.MockTransport(handler), redactor=redactor)
+        with client:
+            for body in bodies:
+                client.post("http://127.0.0.1:9/v1/chat/completions", content=body)
+    (session,) = TapeReader(tape).sessions()
+    return [e.request.body for e in session.events[1:-1]]

@@ -14,13 +14,13 @@ import random
 import re
 
 import attrs
-import httpx
 import pytest
+from builders import recorded_bodies
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_redact_speed import NOISE, SECRETS
 
-from evaltape.recorder import Redactor, SecretRule, TapeReader, open_session, recording_client
+from evaltape.recorder import Redactor, SecretRule
 from evaltape.recorder._redact_delta import SessionRedactor, reach, rule_reach
 from evaltape.recorder._secret_rules import DEFAULT_RULES
 
@@ -158,21 +158,9 @@ def test_recording_masks_a_key_split_across_two_requests(tmp_path: pytest.TempPa
     key = "sk-proj-" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0"
     history = "lorem ipsum dolor " * 400
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, json={"ok": True})
-
     texts = [(history + k).encode() for k in (key[:12], key + " done", key + " more")]
     tape = tmp_path / "t.tape"  # type: ignore[operator]
-    from evaltape.recorder import SessionStarted
-
-    header = SessionStarted(session_id="00000000000000d4", started_at=0.0)
-    with open_session(tape, header) as writer:
-        client = recording_client(writer, real=httpx.MockTransport(handler), redactor=REDACTOR)
-        with client:
-            for text in texts:
-                client.post("http://127.0.0.1:9/v1/chat/completions", content=text)
-    (session,) = TapeReader(tape).sessions()
-    bodies = [e.request.body for e in session.events[1:-1]]
+    bodies = recorded_bodies(tape, texts, REDACTOR, session_id="00000000000000d4")
     assert bodies == [REDACTOR.redact_bytes(t) for t in texts]
     assert all(b"Zx9Yw8Vu7Ts6" not in b for b in bodies)
     assert b"REDACTED" in bodies[1] and b"REDACTED" in bodies[2]

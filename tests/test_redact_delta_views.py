@@ -13,18 +13,14 @@ from __future__ import annotations
 import json
 import random
 
-import httpx
 import pytest
+from builders import recorded_bodies
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_redact_speed import NOISE, SECRETS
 
 from evaltape.recorder import (
-    SessionStarted,
-    TapeReader,
     default_redactor,
-    open_session,
-    recording_client,
 )
 from evaltape.recorder._redact_delta import SessionRedactor
 
@@ -201,18 +197,8 @@ def test_recording_masks_escaped_split_and_known_keys_in_request_bodies(
         texts.append(history + b" " + planted[:9] + b'"}]}')  # the key begins ...
         texts.append(history + b" " + planted + b' done"}]}')  # ... and is completed
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, json={"ok": True})
-
     tape = tmp_path / "t.tape"  # type: ignore[operator]
-    header = SessionStarted(session_id="00000000000000d5", started_at=0.0)
-    with open_session(tape, header) as writer:
-        client = recording_client(writer, real=httpx.MockTransport(handler), redactor=REDACTOR)
-        with client:
-            for text in texts:
-                client.post("http://127.0.0.1:9/v1/chat/completions", content=text)
-    (session,) = TapeReader(tape).sessions()
-    bodies = [e.request.body for e in session.events[1:-1]]
+    bodies = recorded_bodies(tape, texts, REDACTOR, session_id="00000000000000d5")
     assert bodies == [REDACTOR.redact_bytes(t) for t in texts]
     for body in bodies[2::2]:
         assert REDACTOR.scan_bytes(body) == ()  # nothing secret-shaped is left
