@@ -10,6 +10,7 @@ unchanged conversation (prefix) and the unchanged tool schemas (suffix), so
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 
 KEEP = 4
@@ -22,6 +23,13 @@ _BLOCK = 1 << 16
 """Bytes ``common_prefix`` compares at a time before it bisects."""
 
 
+_REMEMBER = 1 << 16
+"""``common_prefix`` remembers its results for bodies this long or longer."""
+
+_remembered: deque[tuple[bytes, bytes, int]] = deque(maxlen=4)
+_remembered_lock = threading.Lock()
+
+
 def common_prefix(a: bytes, b: bytes) -> int:
     """Length of the longest common prefix of ``a`` and ``b``.
 
@@ -29,7 +37,27 @@ def common_prefix(a: bytes, b: bytes) -> int:
     and no copies, so checking a long conversation costs microseconds.  Blocks
     are compared in order, so the bytes are read about once (a bisection over
     the whole range reads them twice).
+
+    While recording, the redactor compares a new request body with the last
+    one, and then the tape's delta stage compares the same two objects again
+    (a body with nothing to mask is written as the very object it was sent
+    as).  So the last few results for long bodies are remembered by the
+    identity of the two objects, which are held, so an identity cannot be
+    reused while it is remembered; bytes do not change, so the result holds.
     """
+    if len(a) >= _REMEMBER:
+        with _remembered_lock:
+            for x, y, n in _remembered:
+                if x is a and y is b:
+                    return n
+        n = _common_prefix(a, b)
+        with _remembered_lock:
+            _remembered.append((a, b, n))
+        return n
+    return _common_prefix(a, b)
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
     n = min(len(a), len(b))
     view = memoryview(a)
     lo = 0

@@ -6,8 +6,11 @@ JSON strings with the event framing between them.  A ``View`` is the text a
 reader of the data would see (escapes undone; the text fields of a stream's
 events joined) plus where each of its bytes came from, so a secret found in
 the view maps back to the raw bytes that spell it, in one piece or several.
-Both views are built only when their trigger (``\\u00``, two ``data:``
-lines) is present, in one pass over the data.
+Both views are built only when their trigger is present (``\\u00``; two
+``data:`` fields at the start of a line, as an event stream frames its
+events), in one pass over the data.  A JSON body that merely mentions
+``data:`` inside a string is not an event stream: no reader joins its text
+fields, so they are not joined here either.
 """
 
 from __future__ import annotations
@@ -116,9 +119,25 @@ def add_texts(out: _Builder, data: bytes, pos: int) -> None:
         out.matches.append(m.start())
 
 
+MARK = b"data:"
+"""The field that starts an event's data line."""
+
+
+def line_marks(data: bytes, at: int, want: int) -> list[int]:
+    """Where the first ``want`` ``data:`` fields from ``at`` on start a line (at the
+    start of ``data`` or after a CR or LF, as server-sent events frame them)."""
+    out: list[int] = []
+    while len(out) < want and (at := data.find(MARK, at)) >= 0:
+        if at == 0 or data[at - 1] in b"\r\n":
+            out.append(at)
+        at += 1
+    return out
+
+
 def event_texts(data: bytes) -> View | None:
-    """The text fields of a server-sent event stream's events, joined; None for other data."""
-    if data.count(b"data:") < 2:
+    """The text fields of a server-sent event stream's events, joined; None for other
+    data (fewer than two ``data:`` lines)."""
+    if len(line_marks(data, 0, 2)) < 2:
         return None
     out = _Builder()
     add_texts(out, data, 0)

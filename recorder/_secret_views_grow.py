@@ -21,13 +21,18 @@ from __future__ import annotations
 
 import bisect
 
-from evaltape.recorder._secret_views import _ESCAPE, View, _Builder, add_texts, add_unescaped
+from evaltape.recorder._secret_views import (
+    _ESCAPE,
+    MARK,
+    View,
+    _Builder,
+    add_texts,
+    add_unescaped,
+    line_marks,
+)
 
 _NAME = 40
 """More than the bytes an event text match reads before its text (name, colon, spaces)."""
-
-_MARK = b"data:"
-"""Two of these make data an event stream to ``event_texts``."""
 
 
 def _kept(out: _Builder, old: View, count: int, cut: int | None = None) -> None:
@@ -74,14 +79,13 @@ def unescaped_grown(old: View | None, data: bytes, shared: int) -> tuple[View | 
 
 
 def marks_grown(old: tuple[int, ...], data: bytes, shared: int) -> tuple[int, ...]:
-    """Where the first two ``data:`` of ``data`` are (fewer if it has fewer), from
-    ``old``, those of a body whose first ``shared`` bytes ``data`` repeats: only the
+    """Where the first two ``data:`` lines of ``data`` start (fewer if it has fewer,
+    ``line_marks``), from ``old``, those of a body whose first ``shared`` bytes
+    ``data`` repeats: a mark reads the byte before it and its own five, so only the
     bytes from shortly before ``shared`` on are searched."""
-    marks = [p for p in old if p + len(_MARK) <= shared]
-    at = max(0, shared - len(_MARK) + 1)
-    while len(marks) < 2 and (at := data.find(_MARK, at)) >= 0:
-        marks.append(at)
-        at += 1
+    marks = [p for p in old if p + len(MARK) <= shared]
+    if len(marks) < 2:
+        marks += line_marks(data, max(0, shared - len(MARK) + 1), 2 - len(marks))
     return tuple(marks[:2])
 
 

@@ -32,6 +32,17 @@ KEYS = [  # as they sit in a JSON string: newlines escaped
 LONG_KEY = b"sk-proj-" + b"".join(b"Ab9_" for _ in range(400))  # past the rule's 512 bound
 
 
+def _mark(name: bytes) -> bytes:
+    """A ``data:`` line in a field of its own, between two text fields: two of them
+    make a body an event stream to the event text view (a ``data:`` inside a text
+    field is not at the start of a line)."""
+    return b'","note":"\ndata: ' + name + b'","content":"'
+
+
+TRIGGER = _mark(b"one") + _mark(b"two")
+"""Turns the event text view on."""
+
+
 def _escaped(key: bytes, rng: random.Random) -> bytes:
     """``key`` with some of its characters written as JSON ``\\u00XX`` escapes."""
     return b"".join(b"\\u%04x" % c if rng.random() < 0.3 else bytes((c,)) for c in key)
@@ -44,8 +55,8 @@ def _split(key: bytes, at: int) -> bytes:
 
 def _filler(rng: random.Random, words: int, views: bool) -> bytes:
     text = b"".join(rng.choice(NOISE) for _ in range(words)).replace(b'"', b"'")
-    if views:  # "data:" twice turns the event text view on; an escape, the other
-        text = b"data: one \\u001b[0m data: two " + text
+    if views:  # two "data:" lines turn the event text view on; an escape, the other
+        text = b"\\u001b[0m" + TRIGGER + text
     return b'{"messages":[{"role":"user","content":"' + text
 
 
@@ -101,7 +112,7 @@ def _conversation(rng: random.Random, turns: int, views: bool) -> list[bytes]:
             choice = rng.choice(["raw", "escaped", "split"] if views else ["raw"])
             words.insert(rng.randrange(len(words) + 1), forms[choice])
         if views and turn % 3 == 0:
-            words.insert(0, b"data: x \\u001b[1m data: y")
+            words.insert(0, b"\\u001b[1m" + TRIGGER)
         messages.append(b"".join(words))
     bodies = b""
     tools = json.dumps(["t"] * 20).encode()
@@ -129,7 +140,7 @@ def test_views_that_appear_mid_session_with_requests_that_differ_early() -> None
         words = [rng.choice(NOISE).replace(b'"', b"'") for _ in range(1200)]
         words.insert(rng.randrange(len(words)), _forms(rng.choice(KEYS), rng)["escaped"])
         if turn == 5:
-            words.insert(0, b"data: x data: y " + _split(rng.choice(KEYS), 5))
+            words.insert(0, TRIGGER + _split(rng.choice(KEYS), 5))
         messages.append(b"".join(words))
         flag = b'"stream":false,' if turn % 4 == 3 else b'"stream":true,'
         joined = b",".join(b'{"role":"user","content":"' + m + b'"}' for m in messages)
@@ -191,7 +202,7 @@ def test_recording_masks_escaped_split_and_known_keys_in_request_bodies(
     what whole scans give and none of the keys."""
     key = b"sk-proj-" + b"Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0"
     rng = random.Random(3)
-    history = b'{"messages":[{"role":"user","content":"data: a data: b ' + b"lorem ipsum " * 500
+    history = b'{"messages":[{"role":"user","content":"' + TRIGGER + b"lorem ipsum " * 500
     texts = [history + b"start"]
     for planted in (*_forms(key, rng).values(), _escaped(VALUE.encode(), rng)):
         texts.append(history + b" " + planted[:9] + b'"}]}')  # the key begins ...
@@ -221,11 +232,11 @@ def test_a_view_that_turns_on_is_carried_on_from_the_body_that_has_it() -> None:
         joined = b",".join(b'{"role":"user","content":"' + t + b'"}' for t in texts)
         return b'{"messages":[' + joined + b"]}"
 
-    head = [b"data: one " + words(2000)] + [words(2000) for _ in range(39)]
+    head = [_mark(b"one") + words(2000)] + [words(2000) for _ in range(39)]
     more = [words(2000) for _ in range(3)]
-    a = body(head + more)  # one "data:": no event-text view
-    b = body([*head, b"data: two " + words(2000)])  # the second "data:" turns it on
-    c = body([*head, *more, words(300), b"data: three " + words(300)])
+    a = body(head + more)  # one "data:" line: no event-text view
+    b = body([*head, _mark(b"two") + words(2000)])  # the second "data:" line turns it on
+    c = body([*head, *more, words(300), _mark(b"three") + words(300)])
     before = {}
     for name, body in (("a", a), ("b", b), ("c", c)):
         scanned = session.scanned
@@ -233,3 +244,31 @@ def test_a_view_that_turns_on_is_carried_on_from_the_body_that_has_it() -> None:
         before[name] = session.scanned - scanned
     assert before["b"] > len(b)  # the view turned on: built and scanned whole once
     assert before["c"] < len(c) // 2  # raw bytes carried on from a, the view from b
+
+
+@pytest.mark.parametrize("eol", [b"\n", b"\r", b"\r\n"])
+def test_a_key_streamed_across_two_events_is_masked_with_any_line_ending(eol: bytes) -> None:
+    """An event stream framed with LF, CR or CRLF lines: its event texts are joined,
+    so a key the model streams in two pieces is masked in both."""
+    key = b"sk-proj-" + b"Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0"
+    events = [
+        b'data: {"delta":{"text":"the key is ' + key[:12] + b'"}}',
+        b'data: {"delta":{"text":"' + key[12:] + b' ok"}}',
+    ]
+    stream = (eol + eol).join(events) + eol + eol
+    masked = REDACTOR.redact_bytes(stream)
+    assert key[:12] not in masked and key[12:] not in masked
+    assert masked.count(b"data: ") == 2 and len(masked) == len(stream)
+
+
+def test_data_inside_a_json_string_is_not_an_event_stream() -> None:
+    """``data:`` twice inside a request's message text does not join the messages'
+    texts: no reader joins them, and the body costs one scan, not two."""
+    session = SessionRedactor(REDACTOR)
+    history = b'{"messages":[{"role":"user","content":"data: a \\ndata: b ' + b"lorem ipsum " * 4000
+    halves = b'sk-pr"},{"role":"assistant","content":"oj-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0 ok"}]}'
+    first, second = history + b'"}]}', history + b'"},{"role":"user","content":"' + halves
+    assert session.redact_body(first) == REDACTOR.redact_bytes(first) == first
+    scanned = session.scanned
+    assert session.redact_body(second) == REDACTOR.redact_bytes(second) == second
+    assert session.scanned - scanned < len(second) // 2  # raw bytes only, from the edge

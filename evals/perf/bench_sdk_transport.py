@@ -79,39 +79,57 @@ class WholeBodies:
         self.redact_exchange = redactor.redact_exchange
 
 
+def measure_once(
+    exchanges: tuple[Exchange, ...],
+    folder: Path,
+    rep: int,
+    redactors: dict[str, Redactor | WholeBodies],
+) -> dict[str, float]:
+    """One CPU time of each: the MockTransport, replay (built inside), each recording."""
+    t = Traffic(name="mixed", exchanges=exchanges)
+    mock = mock_transport(t)
+    times = {"mock": cpu(lambda: drive(mock, t))}
+
+    def replay() -> None:
+        transport = ReplayTransport(exchanges)
+        drive(transport, t)
+        transport.finish()
+
+    times["replay"] = cpu(replay)
+    for name, redactor in redactors.items():
+        path = folder / f"{name}-{len(exchanges)}-{rep}.tape"
+        header = SessionStarted(session_id="00000000000000f6", started_at=0.0)
+
+        def recorded(
+            path: Path = path,
+            redactor: Redactor | WholeBodies = redactor,
+            header: SessionStarted = header,
+        ) -> None:
+            with open_session(path, header) as writer:
+                drive(RecordingTransport(writer, mock, redactor=redactor), t)
+
+        times[name] = cpu(recorded)
+        path.unlink()
+    return times
+
+
 def measure(
     exchanges: tuple[Exchange, ...],
     folder: Path,
-    reps: int,
-    redactors: dict[str, Redactor | WholeBodies],
-) -> dict[str, float]:
-    t = Traffic(name="mixed", exchanges=exchanges)
-    mock = mock_transport(t)
-    times: dict[str, list[float]] = {"mock": [], "replay": []} | {k: [] for k in redactors}
-    for rep in range(reps):
-        times["mock"].append(cpu(lambda: drive(mock, t)))
-
-        def replay() -> None:
-            transport = ReplayTransport(exchanges)
-            drive(transport, t)
-            transport.finish()
-
-        times["replay"].append(cpu(replay))
-        for name, redactor in redactors.items():
-            path = folder / f"{name}-{len(exchanges)}-{rep}.tape"
-            header = SessionStarted(session_id="00000000000000f6", started_at=0.0)
-
-            def recorded(
-                path: Path = path,
-                redactor: Redactor | WholeBodies = redactor,
-                header: SessionStarted = header,
-            ) -> None:
-                with open_session(path, header) as writer:
-                    drive(RecordingTransport(writer, mock, redactor=redactor), t)
-
-            times[name].append(cpu(recorded))
-            path.unlink()
-    return {k: min(v) for k, v in times.items()}
+    reps: dict[int, int],
+    redactors: Callable[[int], dict[str, Redactor | WholeBodies]],
+) -> dict[int, dict[str, float]]:
+    """The best of ``reps[n]`` times per session length ``n``, measured in rounds
+    that go through every length, so a busy spell weighs on the ratios little."""
+    times: dict[int, dict[str, list[float]]] = {n: {} for n in reps}
+    for rep in range(max(reps.values())):
+        for n, count in reps.items():
+            if rep < count:
+                once = measure_once(exchanges[:n], folder, rep, redactors(n))
+                for name, value in once.items():
+                    times[n].setdefault(name, []).append(value)
+        print(f"round {rep + 1} of {max(reps.values())}", flush=True)
+    return {n: {k: min(v) for k, v in row.items()} for n, row in times.items()}
 
 
 def section(rows: dict[int, dict[str, float]], reps: dict[int, int]) -> str:
@@ -141,7 +159,8 @@ N-turn session.  Every exchange is sent again through an `httpx.Client` over a
 bare `httpx.MockTransport` serving the recorded bytes, over `RecordingTransport`
 around it (a real tape: redaction, deltas, zstd level 9, fsync at the end), and
 over a `ReplayTransport` built inside the timing.  CPU time per session, the
-best of the interleaved repetitions.  *built-in rules* redact with
+best of the repetitions, measured in rounds that go through every
+session length (so the ratios compare times taken side by side).  *built-in rules* redact with
 `default_redactor()`, which scans each request body only from shortly before
 what changed (twice the widest rule's reach, {widest:,} bytes), in the raw
 bytes and in each secret view (`recorder/_redact_delta.py`); *whole bodies*
@@ -175,13 +194,14 @@ def main(argv: list[str] | None = None) -> int:
         folder = Path(scratch)
         tape = args.traffic or record_traffic(folder, max(turns))
         exchanges = exchanges_of(tape)
-        rows: dict[int, dict[str, float]] = {}
-        reps: dict[int, int] = {}
-        for n in turns:
-            reps[n] = 9 if n <= 25 else 5 if n <= 200 else 3
-            chosen = {"built-in rules": redactor} | (whole if n <= 200 else {})
-            rows[n] = measure(exchanges[:n], folder, reps[n], chosen)
-            print(n, {k: round(v, 3) for k, v in rows[n].items()}, flush=True)
+        reps = {n: 9 if n <= 25 else 5 for n in turns}
+
+        def chosen(n: int) -> dict[str, Redactor | WholeBodies]:
+            return {"built-in rules": redactor} | (whole if n <= 200 else {})
+
+        rows = measure(exchanges, folder, reps, chosen)
+        for n, row in rows.items():
+            print(n, {k: round(v, 3) for k, v in row.items()}, flush=True)
     text = section(rows, reps)
     print(text)
     if not args.no_doc:
