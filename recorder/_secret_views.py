@@ -125,13 +125,20 @@ MARK = b"data:"
 
 def line_marks(data: bytes, at: int, want: int) -> list[int]:
     """Where the first ``want`` ``data:`` fields from ``at`` on start a line (at the
-    start of ``data`` or after a CR or LF, as server-sent events frame them)."""
-    out: list[int] = []
-    while len(out) < want and (at := data.find(MARK, at)) >= 0:
-        if at == 0 or data[at - 1] in b"\r\n":
-            out.append(at)
-        at += 1
-    return out
+    start of ``data`` or after a CR or LF, as server-sent events frame them).
+
+    Searched as ``\\ndata:`` and ``\\rdata:``, so the ``data:`` a JSON text mentions
+    cost no step each; a CRLF line is found once, by its LF."""
+    out = [0] if at == 0 and data.startswith(MARK) else []
+    for eol in (b"\n", b"\r"):
+        pos = max(at - 1, 0)
+        for _ in range(want):
+            pos = data.find(eol + MARK, pos)
+            if pos < 0:
+                break
+            out.append(pos + 1)
+            pos += 1
+    return sorted(out)[:want]
 
 
 def event_texts(data: bytes) -> View | None:

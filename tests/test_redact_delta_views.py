@@ -23,6 +23,7 @@ from evaltape.recorder import (
     default_redactor,
 )
 from evaltape.recorder._redact_delta import SessionRedactor
+from evaltape.recorder._secret_views import line_marks
 
 VALUE = "zq8Lm2Vx9Pw4QaT7"
 REDACTOR = default_redactor().extended(values=[VALUE])
@@ -272,3 +273,21 @@ def test_data_inside_a_json_string_is_not_an_event_stream() -> None:
     scanned = session.scanned
     assert session.redact_body(second) == REDACTOR.redact_bytes(second) == second
     assert session.scanned - scanned < len(second) // 2  # raw bytes only, from the edge
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.lists(
+        st.sampled_from([b"data:", b"\n", b"\r", b"\r\n", b"x", b"d", b":"]), max_size=30
+    ).map(b"".join),
+    at=st.integers(0, 40),
+    want=st.integers(1, 3),
+)
+def test_data_lines_are_found_where_a_line_starts(data: bytes, at: int, want: int) -> None:
+    """``line_marks`` against its definition, byte by byte."""
+    expected = [
+        p
+        for p in range(min(at, len(data) + 1), len(data))
+        if data.startswith(b"data:", p) and (p == 0 or data[p - 1] in b"\r\n")
+    ][:want]
+    assert line_marks(data, at, want) == expected
