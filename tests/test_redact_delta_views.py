@@ -50,7 +50,10 @@ def _escaped(key: bytes, rng: random.Random) -> bytes:
 
 
 def _split(key: bytes, at: int) -> bytes:
-    """``key`` cut in two at ``at``, the halves in the text fields of two messages."""
+    """``key`` cut in two at ``at``, the halves in the text fields of two messages
+    (never inside a ``\\n`` escape: a backslash would escape the closing quote)."""
+    if key[at - 1 : at] == b"\\":
+        at += 1
     return key[:at] + b'"},{"role":"assistant","content":"' + key[at:]
 
 
