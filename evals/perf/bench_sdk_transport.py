@@ -13,9 +13,10 @@ exchanges are the N-turn session.  Each exchange is sent again through an
   turns, with the same redactor scanning every body whole (what it did before);
 - ``ReplayTransport`` serving the session, built inside the timing.
 
-CPU time, the best of the repetitions, interleaved.  Recording's added cost is
-its time less the baseline's; linear means it grows as the turns do (200 turns
-= 8x 25 turns).
+CPU time, the best of the repetitions, taken in rounds that go through every
+session length (each ratio compares times taken side by side).  Recording's
+added cost is its time less the baseline's; linear means it grows as the
+turns do (200 turns = 8x 25 turns).
 
     python evals/perf/bench_sdk_transport.py                    # records the traffic first
     python evals/perf/bench_sdk_transport.py --traffic s.tape   # a tape sdk_traffic.py wrote
@@ -159,9 +160,9 @@ N-turn session.  Every exchange is sent again through an `httpx.Client` over a
 bare `httpx.MockTransport` serving the recorded bytes, over `RecordingTransport`
 around it (a real tape: redaction, deltas, zstd level 9, fsync at the end), and
 over a `ReplayTransport` built inside the timing.  CPU time per session, the
-best of the repetitions, measured in rounds that go through every
-session length (so the ratios compare times taken side by side).  *built-in rules* redact with
-`default_redactor()`, which scans each request body only from shortly before
+best of the repetitions, measured in rounds that go through every session
+length (so the ratios compare times taken side by side).  *built-in rules*
+redact with `default_redactor()`, which scans each request body only from shortly before
 what changed (twice the widest rule's reach, {widest:,} bytes), in the raw
 bytes and in each secret view (`recorder/_redact_delta.py`); *whole bodies*
 is the same redactor scanning every request body whole, as recording did
