@@ -14,11 +14,13 @@ import fcntl
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from types import TracebackType
 
 import zstandard
 
+from evaltape.recorder import _table_budget
 from evaltape.recorder._codec import to_plain
 from evaltape.recorder._errors import CorruptTape, NewerFormat, NotATape, TapeError
 from evaltape.recorder._events import Event, SessionEnded, SessionStarted, Status
@@ -40,13 +42,6 @@ from evaltape.recorder._version import WRITER
 
 DEFAULT_LEVEL = 9
 """zstd level: tapes are written once and read often, so compress well."""
-
-_TABLE_LOG = 17
-"""Most zstd match-finder table entries, as a power of 2 (hash and chain tables).  At level 9
-zstd would size them for inputs of any length (2**21 and 2**20), about 10 MiB per
-open session; a session's events are a few MB at most, so 2**17 entries (under
-1 MiB) cost 0.1% of tape size at 25 turns and 1.5% at 500
-(evals/perf/bench_writer_memory.py), while 16 concurrent writers hold 9x less."""
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -122,15 +117,21 @@ class SessionWriter:
         self.path = os.fspath(path)
         self.header = header
         self._clock = clock
+        budget = _table_budget.TABLES
+        self._table_log = budget.take()
+        # Given back when the session ends, or if the writer is dropped unended.
+        self._give_back = weakref.finalize(self, budget.give, self._table_log)
         window = MAX_WINDOW.bit_length() - 1
         usual = zstandard.ZstdCompressionParameters.from_level(level, window_log=window)
         params = zstandard.ZstdCompressionParameters.from_level(
             level,
             window_log=window,
-            hash_log=min(usual.hash_log, _TABLE_LOG),
-            chain_log=min(usual.chain_log, _TABLE_LOG),
+            hash_log=min(usual.hash_log, self._table_log),
+            chain_log=min(usual.chain_log, self._table_log),
         )
-        self._zstd = zstandard.ZstdCompressor(compression_params=params).compressobj()
+        self._zstd: zstandard.ZstdCompressionObj | None = zstandard.ZstdCompressor(
+            compression_params=params
+        ).compressobj()
         self._packer = Packer()
         self._lock = threading.Lock()
         self._seq = 0
@@ -139,13 +140,20 @@ class SessionWriter:
         try:
             self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
+            self._release()
             raise TapeError(f"{self.path}: cannot open for writing: {exc.strerror}") from exc
         try:
             self._write(header, FLAG_START)
         except BaseException:
             os.close(self._fd)
             self._ended = True
+            self._release()
             raise
+
+    def _release(self) -> None:
+        """Free the zstd stream and give its tables' share back (once the session is over)."""
+        self._zstd = None
+        self._give_back()
 
     def now(self) -> float:
         """Seconds since the session started, by the session's clock."""
@@ -160,11 +168,13 @@ class SessionWriter:
             raise TapeError(
                 f"{self.path}: cannot record {type(event).__name__}: {type(exc).__name__}: {exc}"
             ) from exc
-        payload = self._zstd.compress(raw)
+        stream = self._zstd
+        assert stream is not None, "a released writer is never written to"
+        payload = stream.compress(raw)
         if flags & FLAG_END:
-            payload += self._zstd.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH)
+            payload += stream.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH)
         else:
-            payload += self._zstd.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+            payload += stream.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
         data = frame(flags, self._session, self._seq, len(raw), payload)
         # From here the compressed stream counts this frame as written: if
         # the write fails the session cannot go on.
@@ -209,6 +219,7 @@ class SessionWriter:
                 raise TapeError(f"{self.path}: cannot fsync: {exc.strerror}") from exc
             finally:
                 os.close(self._fd)
+                self._release()
 
     def __enter__(self) -> SessionWriter:
         return self
