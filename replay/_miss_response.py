@@ -72,3 +72,29 @@ class MissResponses:
         aclose = getattr(self.transport, "aclose", None)
         if aclose is not None:
             await aclose()
+
+    def __enter__(self) -> MissResponses:
+        enter = getattr(self.transport, "__enter__", None)
+        if enter is not None:
+            enter()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        leave = getattr(self.transport, "__exit__", None)
+        if leave is not None:
+            leave(*exc_info)
+        else:
+            self.close()
+
+    async def __aenter__(self) -> MissResponses:
+        enter = getattr(self.transport, "__aenter__", None)
+        if enter is not None:
+            await enter()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        leave = getattr(self.transport, "__aexit__", None)
+        if leave is not None:
+            await leave(*exc_info)
+        else:
+            await self.aclose()

@@ -28,6 +28,7 @@ from evaltape.recorder import (
     sdk_client_options,
 )
 from evaltape.replay._errors import ReplayError
+from evaltape.replay._miss_response import MissResponses
 from evaltape.replay._modes import Action, RecordMode, resolve_mode
 from evaltape.replay._network_guard import NetworkGuard
 from evaltape.replay._plugin_settings import MARKER, Settings, fail_test
@@ -142,7 +143,10 @@ class EvaltapeTape:
         mod = http_module(flavor)
         options = sdk_client_options(flavor) | client_options
         cls = mod.AsyncClient if async_ else mod.Client
-        return cls(transport=self.transport, **options)
+        # A replay miss answers as the proxy does (a final 599), so an SDK's
+        # retry loop sends it once; the miss still fails the test.
+        transport = self.transport if self.replay is None else MissResponses(self.replay)
+        return cls(transport=transport, **options)
 
     def first_miss(self) -> BaseException | None:
         """The first blocked connection or replay miss of this test, if any."""

@@ -40,6 +40,7 @@ from evaltape.replay._plugin_settings import (
     settings_for,
 )
 from evaltape.replay._plugin_tape import WRITTEN_TAPES, EvaltapeTape, shown_path
+from evaltape.replay._proxy_errors import MISS_STATUS
 
 # -- pytest hooks and fixtures ----------------------------------------------------
 
@@ -105,6 +106,14 @@ def _evaltape_marker(request: pytest.FixtureRequest) -> None:
         request.getfixturevalue("evaltape_tape")
 
 
+def _answer_status(exc: BaseException) -> object:
+    """The HTTP status an SDK (``status_code``) or httpx (``response``) error is about."""
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    return status
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """After the test body: fail on replay misses the code under test swallowed."""
@@ -116,10 +125,11 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         if tape is None or miss is None or miss is exc:
             raise
         tape.reported = True
-        raise pytest.fail.Exception(
-            f"{miss} (the code under test then raised {type(exc).__name__}: {exc})",
-            pytrace=False,
-        ) from exc
+        if _answer_status(exc) == MISS_STATUS:  # an SDK's error for the miss's 599
+            how = f"the code under test raised {type(exc).__name__} on it"
+        else:
+            how = f"the code under test then raised {type(exc).__name__}: {exc}"
+        raise pytest.fail.Exception(f"{miss} ({how})", pytrace=False) from exc
     tape = item.stash.get(_TAPE, None)
     miss = tape.first_miss() if tape is not None else None
     if tape is not None and miss is not None:

@@ -214,9 +214,9 @@ DIVERGE = """
 import openai
 
 
-def summarise(evaltape_tape):
+def summarise(evaltape_tape, retries=0):
     client = openai.OpenAI(
-        base_url="@URL@", api_key="sk", max_retries=0,
+        base_url="@URL@", api_key="sk", max_retries=retries,
         http_client=evaltape_tape.client(flavor="httpx2"),
     )
     client.chat.completions.create(
@@ -227,7 +227,7 @@ def summarise(evaltape_tape):
 
 
 def test_raised(evaltape_tape):
-    summarise(evaltape_tape)
+    summarise(evaltape_tape, retries=2)  # the SDK's default; the miss is not retried
 
 
 def test_swallowed(evaltape_tape):
@@ -246,7 +246,7 @@ def test_wrapped(evaltape_tape):
 
 
 def test_a_changed_request_fails_the_test_naming_the_json_path(
-    pytester: pytest.Pytester, api: FakeAPI
+    pytester: pytest.Pytester, api: FakeAPI, sleeps: list[float]
 ) -> None:
     pytester.makepyfile(test_div=source(DIVERGE, api, prompt="Summarise notes.txt"))
     run(pytester, "--evaltape-record-mode=once").assert_outcomes(passed=3)
@@ -254,6 +254,7 @@ def test_a_changed_request_fails_the_test_naming_the_json_path(
     pytester.makepyfile(test_div=source(DIVERGE, api, prompt="Summarize notes.txt"))
     result = run(pytester)
     result.assert_outcomes(failed=3)
+    assert [s for s in sleeps if s >= 0.1] == []  # no SDK retry loop waited
     diverged = (
         "session *: request #1 of this replay (POST /v1/chat/completions) diverged from "
         'the tape at messages[[]1[]].content: sent "Summarize notes.txt", recorded '
@@ -261,11 +262,46 @@ def test_a_changed_request_fails_the_test_naming_the_json_path(
     )
     result.stdout.fnmatch_lines_random(
         [
-            f"E * evaltape.replay._errors.Diverged: {diverged}",
+            f"{diverged} (the code under test raised InternalServerError on it)",
             f"{diverged} (the code under test caught it)",
             f"{diverged} (the code under test then raised RuntimeError: the agent gave up)",
         ]
     )
+
+
+ANTHROPIC_DIVERGE = """
+import anthropic
+
+
+def test_default_retries(evaltape_tape):
+    client = anthropic.Anthropic(  # max_retries: the SDK's default, 2
+        base_url="@BASE@", api_key="sk-ant", http_client=evaltape_tape.client(flavor="httpx2")
+    )
+    client.messages.create(
+        model="claude-test", max_tokens=64, messages=[{"role": "user", "content": "@PROMPT@"}]
+    )
+"""
+
+
+def test_the_anthropic_sdk_sends_a_changed_request_once_and_the_test_fails(
+    pytester: pytest.Pytester, api: FakeAPI, sleeps: list[float]
+) -> None:
+    make = lambda prompt: source(ANTHROPIC_DIVERGE, api, base=api.base_url, prompt=prompt)  # noqa: E731
+    pytester.makepyfile(test_ant=make("Summarise notes.txt"))
+    run(pytester, "--evaltape-record-mode=once").assert_outcomes(passed=1)
+    api.stop()
+    pytester.makepyfile(test_ant=make("Summarize notes.txt"))
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    assert [s for s in sleeps if s >= 0.1] == []  # the SDK did not wait to retry
+    result.stdout.fnmatch_lines(
+        [
+            "*request #1 of this replay (POST /v1/messages) diverged from the tape at "
+            'messages[[]0[]].content: sent "Summarize notes.txt", recorded "Summarise notes.txt"'
+            "* (the code under test raised InternalServerError on it)"
+        ]
+    )
+    assert "request #2" not in result.stdout.str()
 
 
 UNUSED = """
