@@ -14,7 +14,9 @@ exchanges are the N-turn session.  Each exchange is sent again through an
 - ``ReplayTransport`` serving the session, built inside the timing.
 
 CPU time, the best of the repetitions, taken in rounds that go through every
-session length (each ratio compares times taken side by side).  Recording's
+session length (each ratio compares times taken side by side); a session
+shorter than ``SPAN`` turns is timed several times back to back per repetition
+and the mean taken.  Recording's
 added cost is its time less the baseline's; linear means it grows as the
 turns do (200 turns = 8x 25 turns).
 
@@ -80,37 +82,53 @@ class WholeBodies:
         self.redact_exchange = redactor.redact_exchange
 
 
+SPAN = 200
+"""Turns each timing covers at least: a shorter session is timed ``SPAN // turns``
+times back to back and the mean taken, so its few milliseconds are not lost in
+the machine's noise."""
+
+
 def measure_once(
     exchanges: tuple[Exchange, ...],
     folder: Path,
     rep: int,
     redactors: dict[str, Redactor | WholeBodies],
 ) -> dict[str, float]:
-    """One CPU time of each: the MockTransport, replay (built inside), each recording."""
+    """One CPU time per session of each: the MockTransport, replay (built inside),
+    each recording; each the mean of ``SPAN // len(exchanges)`` sessions or more."""
     t = Traffic(name="mixed", exchanges=exchanges)
+    each = max(1, SPAN // max(len(exchanges), 1))
     mock = mock_transport(t)
-    times = {"mock": cpu(lambda: drive(mock, t))}
+
+    def mocked() -> None:
+        for _ in range(each):
+            drive(mock, t)
+
+    times = {"mock": cpu(mocked) / each}
 
     def replay() -> None:
-        transport = ReplayTransport(exchanges)
-        drive(transport, t)
-        transport.finish()
+        for _ in range(each):
+            transport = ReplayTransport(exchanges)
+            drive(transport, t)
+            transport.finish()
 
-    times["replay"] = cpu(replay)
+    times["replay"] = cpu(replay) / each
     for name, redactor in redactors.items():
-        path = folder / f"{name}-{len(exchanges)}-{rep}.tape"
+        paths = [folder / f"{name}-{len(exchanges)}-{rep}-{k}.tape" for k in range(each)]
         header = SessionStarted(session_id="00000000000000f6", started_at=0.0)
 
         def recorded(
-            path: Path = path,
+            paths: list[Path] = paths,
             redactor: Redactor | WholeBodies = redactor,
             header: SessionStarted = header,
         ) -> None:
-            with open_session(path, header) as writer:
-                drive(RecordingTransport(writer, mock, redactor=redactor), t)
+            for path in paths:
+                with open_session(path, header) as writer:
+                    drive(RecordingTransport(writer, mock, redactor=redactor), t)
 
-        times[name] = cpu(recorded)
-        path.unlink()
+        times[name] = cpu(recorded) / each
+        for path in paths:
+            path.unlink()
     return times
 
 
@@ -136,13 +154,14 @@ def measure(
 def section(rows: dict[int, dict[str, float]], reps: dict[int, int]) -> str:
     base = rows[min(rows)]
     names = [k for k in base if k not in ("mock", "replay")]
-    head = "| turns | reps | MockTransport | " + " | ".join(
+    head = "| turns | reps | sessions per timing | MockTransport | " + " | ".join(
         f"recording ({n}) | added | vs {min(rows)} turns" for n in names
     )
     lines = [head + " | replay incl. build | replay / mock |"]
-    lines.append("|---:" * (3 + 3 * len(names) + 2) + "|")
+    lines.append("|---:" * (4 + 3 * len(names) + 2) + "|")
     for turns, r in rows.items():
-        cells = [f"{turns}", f"{reps[turns]}", f"{r['mock'] * 1e3:,.0f} ms"]
+        each = max(1, SPAN // turns)
+        cells = [f"{turns}", f"{reps[turns]}", f"{each}", f"{r['mock'] * 1e3:,.0f} ms"]
         for n in names:
             if n not in r:
                 cells += ["—", "—", "—"]
@@ -161,7 +180,10 @@ bare `httpx.MockTransport` serving the recorded bytes, over `RecordingTransport`
 around it (a real tape: redaction, deltas, zstd level 9, fsync at the end), and
 over a `ReplayTransport` built inside the timing.  CPU time per session, the
 best of the repetitions, measured in rounds that go through every session
-length (so the ratios compare times taken side by side).  *built-in rules*
+length (so the ratios compare times taken side by side); a session shorter
+than {SPAN} turns is timed {SPAN} turns' worth of times back to back in each
+repetition and the mean taken, since one 25-turn session's few tens of
+milliseconds move by a third from one run to the next on this machine.  *built-in rules*
 redact with `default_redactor()`, which scans each request body only from shortly before
 what changed (twice the widest rule's reach, {widest:,} bytes), in the raw
 bytes and in each secret view (`recorder/_redact_delta.py`); *whole bodies*
