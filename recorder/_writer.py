@@ -44,6 +44,19 @@ DEFAULT_LEVEL = 9
 """zstd level: tapes are written once and read often, so compress well."""
 
 
+def stream_params(level: int, table_log: int) -> zstandard.ZstdCompressionParameters:
+    """zstd's parameters for a session written as it goes: ``level`` with the format's
+    largest window and match-finder tables of at most ``2**table_log`` entries."""
+    window = MAX_WINDOW.bit_length() - 1
+    usual = zstandard.ZstdCompressionParameters.from_level(level, window_log=window)
+    return zstandard.ZstdCompressionParameters.from_level(
+        level,
+        window_log=window,
+        hash_log=min(usual.hash_log, table_log),
+        chain_log=min(usual.chain_log, table_log),
+    )
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -121,14 +134,7 @@ class SessionWriter:
         self._table_log = budget.take()
         # Given back when the session ends, or if the writer is dropped unended.
         self._give_back = weakref.finalize(self, budget.give, self._table_log)
-        window = MAX_WINDOW.bit_length() - 1
-        usual = zstandard.ZstdCompressionParameters.from_level(level, window_log=window)
-        params = zstandard.ZstdCompressionParameters.from_level(
-            level,
-            window_log=window,
-            hash_log=min(usual.hash_log, self._table_log),
-            chain_log=min(usual.chain_log, self._table_log),
-        )
+        params = stream_params(level, self._table_log)
         self._zstd: zstandard.ZstdCompressionObj | None = zstandard.ZstdCompressor(
             compression_params=params
         ).compressobj()

@@ -16,9 +16,8 @@ exchanges are the N-turn session.  Each exchange is sent again through an
 CPU time, the best of the repetitions, taken in rounds that go through every
 session length (each ratio compares times taken side by side); a session
 shorter than ``SPAN`` turns is timed several times back to back per repetition
-and the mean taken.  Recording's
-added cost is its time less the baseline's; linear means it grows as the
-turns do (200 turns = 8x 25 turns).
+and the mean taken.  Recording's added cost is its time less the baseline's;
+linear means it grows as the turns do (200 turns = 8x 25 turns).
 
     python evals/perf/bench_sdk_transport.py                    # records the traffic first
     python evals/perf/bench_sdk_transport.py --traffic s.tape   # a tape sdk_traffic.py wrote
@@ -88,6 +87,11 @@ times back to back and the mean taken, so its few milliseconds are not lost in
 the machine's noise."""
 
 
+def sessions_per_timing(turns: int) -> int:
+    """How many sessions of ``turns`` turns one timing runs back to back."""
+    return max(1, SPAN // max(turns, 1))
+
+
 def measure_once(
     exchanges: tuple[Exchange, ...],
     folder: Path,
@@ -97,7 +101,7 @@ def measure_once(
     """One CPU time per session of each: the MockTransport, replay (built inside),
     each recording; each the mean of ``SPAN // len(exchanges)`` sessions or more."""
     t = Traffic(name="mixed", exchanges=exchanges)
-    each = max(1, SPAN // max(len(exchanges), 1))
+    each = sessions_per_timing(len(exchanges))
     mock = mock_transport(t)
 
     def mocked() -> None:
@@ -160,7 +164,7 @@ def section(rows: dict[int, dict[str, float]], reps: dict[int, int]) -> str:
     lines = [head + " | replay incl. build | replay / mock |"]
     lines.append("|---:" * (4 + 3 * len(names) + 2) + "|")
     for turns, r in rows.items():
-        each = max(1, SPAN // turns)
+        each = sessions_per_timing(turns)
         cells = [f"{turns}", f"{reps[turns]}", f"{each}", f"{r['mock'] * 1e3:,.0f} ms"]
         for n in names:
             if n not in r:

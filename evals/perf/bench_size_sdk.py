@@ -50,6 +50,7 @@ from evaltape.recorder import (  # noqa: E402
 )
 from evaltape.recorder._events import Chunk  # noqa: E402
 from evaltape.recorder._pack import Packer  # noqa: E402
+from evaltape.recorder._writer import DEFAULT_LEVEL, stream_params  # noqa: E402
 
 HEADING = "## Tape size against Inspect AI"
 COMMAND = "python evals/perf/bench_size_sdk.py"
@@ -168,9 +169,7 @@ def parts(header: SessionStarted, exchanges: list[Exchange], folder: Path) -> di
         framing += _frames.FRAME_HEADER_SIZE
     stream = b"".join(payloads)
     raw = zstandard.ZstdDecompressor().decompressobj().decompress(stream)
-    writer = zstandard.ZstdCompressionParameters.from_level(
-        9, window_log=22, hash_log=19, chain_log=19
-    )
+    writer = stream_params(DEFAULT_LEVEL, _table_budget.LARGE_LOG)
     best = zstandard.ZstdCompressionParameters.from_level(19, enable_ldm=True, window_log=27)
     one_piece = len(zstandard.ZstdCompressor(compression_params=writer).compress(raw))
     strongest = len(zstandard.ZstdCompressor(compression_params=best).compress(raw))
@@ -189,7 +188,7 @@ def parts(header: SessionStarted, exchanges: list[Exchange], folder: Path) -> di
         "small tables": small_tables,
         "frame headers": framing,
         "a zstd block flushed after every event": len(stream) - one_piece,
-        "zstd level 9 (4 MiB window) against level 19 --long": one_piece - strongest,
+        f"zstd level {DEFAULT_LEVEL} (4 MiB window) against level 19 --long": one_piece - strongest,
         "chunk times": tape - untimed,
         "each exchange's start and duration (float64)": tape - unstarted,
     }
