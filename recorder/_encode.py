@@ -4,8 +4,7 @@ A session kept in memory until it ends (``SessionBuffer``) need not hold a
 zstd stream while it is open: it keeps its events packed and compresses them
 all when its bytes are asked for.  Knowing the session's size then, the stream
 gets the window and match-finder tables zstd itself picks for an input of that
-size (never a window over the format's ``MAX_WINDOW``, nor tables over a large
-open writer's, so a few sessions ending at once stay small), and the frames have
+size (never a window over the format's ``MAX_WINDOW``), and the frames have
 the layout a long-lived stream writes (one zstd frame per session, flushed
 at a block boundary after each event), from a context that lives only for
 the call.
@@ -18,7 +17,6 @@ from collections.abc import Sequence
 import zstandard
 
 from evaltape.recorder._frames import FLAG_END, MAX_WINDOW, frame
-from evaltape.recorder._table_budget import LARGE
 
 Packed = tuple[int, bytes]
 """One packed event and its frame flags (``FLAG_START`` / ``FLAG_END``)."""
@@ -26,15 +24,13 @@ Packed = tuple[int, bytes]
 
 def sized_params(level: int, size: int) -> zstandard.ZstdCompressionParameters:
     """zstd's parameters at ``level`` for ``size`` bytes of input, the window capped at
-    ``MAX_WINDOW`` (a smaller window is one every reader accepts) and the match-finder
-    tables at ``LARGE``."""
+    ``MAX_WINDOW`` (a smaller window is one every reader accepts)."""
     sized = zstandard.ZstdCompressionParameters.from_level(level, source_size=max(size, 1))
+    window = MAX_WINDOW.bit_length() - 1
+    if sized.window_log <= window:
+        return sized
     return zstandard.ZstdCompressionParameters.from_level(
-        level,
-        source_size=max(size, 1),
-        window_log=min(sized.window_log, MAX_WINDOW.bit_length() - 1),
-        hash_log=min(sized.hash_log, LARGE.hash_log),
-        chain_log=min(sized.chain_log, LARGE.chain_log),
+        level, source_size=max(size, 1), window_log=window
     )
 
 

@@ -40,22 +40,20 @@ from evaltape.recorder._frames import (
 from evaltape.recorder._pack import Packer
 from evaltape.recorder._version import WRITER
 
-DEFAULT_LEVEL = 18
-"""zstd level: tapes are written once and read often, so compress well (level 18's
-optimal parser costs about 2 ms a turn of a coding-agent session, against 0.5 ms at
-level 9, and makes the tape 5-12% smaller; docs/performance.md)."""
+DEFAULT_LEVEL = 9
+"""zstd level: tapes are written once and read often, so compress well."""
 
 
-def stream_params(level: int, tables: _table_budget.Tables) -> zstandard.ZstdCompressionParameters:
+def stream_params(level: int, table_log: int) -> zstandard.ZstdCompressionParameters:
     """zstd's parameters for a session written as it goes: ``level`` with the format's
-    largest window and match-finder tables no larger than ``tables``."""
+    largest window and match-finder tables of at most ``2**table_log`` entries."""
     window = MAX_WINDOW.bit_length() - 1
     usual = zstandard.ZstdCompressionParameters.from_level(level, window_log=window)
     return zstandard.ZstdCompressionParameters.from_level(
         level,
         window_log=window,
-        hash_log=min(usual.hash_log, tables.hash_log),
-        chain_log=min(usual.chain_log, tables.chain_log),
+        hash_log=min(usual.hash_log, table_log),
+        chain_log=min(usual.chain_log, table_log),
     )
 
 
@@ -133,10 +131,10 @@ class SessionWriter:
         self.header = header
         self._clock = clock
         budget = _table_budget.TABLES
-        tables = budget.take()
+        self._table_log = budget.take()
         # Given back when the session ends, or if the writer is dropped unended.
-        self._give_back = weakref.finalize(self, budget.give, tables)
-        params = stream_params(level, tables)
+        self._give_back = weakref.finalize(self, budget.give, self._table_log)
+        params = stream_params(level, self._table_log)
         self._zstd: zstandard.ZstdCompressionObj | None = zstandard.ZstdCompressor(
             compression_params=params
         ).compressobj()

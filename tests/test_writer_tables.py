@@ -16,7 +16,7 @@ from evaltape.recorder import (
     _table_budget,
     open_session,
 )
-from evaltape.recorder._table_budget import LARGE, SMALL, TableBudget, Tables
+from evaltape.recorder._table_budget import TableBudget
 
 
 @pytest.fixture
@@ -31,38 +31,29 @@ def _header(n: int) -> SessionStarted:
 
 
 def _far_repeats() -> list[HarnessEvent]:
-    """1.6 MB of random letters in 4 KB events, then 150 events of 100 new letters and
-    300 taken from one of those far back: the large tables find most of those repeats,
-    the small ones most of them not (as a long session's tool results repeat files)."""
+    """300 blocks of 4 KB of random words, then the first 100 again: every repeat
+    lies about 1.2 MB back, where 2^17 table entries no longer reach."""
     rng = random.Random(7)
-
-    def letters(n: int) -> str:
-        return "".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=n))
-
-    early = [letters(4096) for _ in range(400)]
-    later = []
-    for _ in range(150):
-        start = rng.randrange(4096 - 300)
-        later.append(letters(100) + rng.choice(early)[start : start + 300])
+    words = [
+        "".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(2, 9))) for _ in range(4000)
+    ]
+    blocks = [" ".join(rng.choices(words, k=700))[:4096] for _ in range(300)]
     return [
         HarnessEvent(at=float(n), name="tool", fields=(("output", text),))
-        for n, text in enumerate(early + later)
+        for n, text in enumerate(blocks + blocks[:100])
     ]
 
 
 def test_budget_hands_out_large_tables_to_the_first_writers_and_takes_them_back() -> None:
-    big, little = Tables(hash_log=17, chain_log=20), Tables(hash_log=16, chain_log=18)
-    b = TableBudget(large_writers=2, large=big, small=little)
-    assert [b.take(), b.take(), b.take()] == [big, big, little]
+    b = TableBudget(large_writers=2, large_log=19, small_log=17)
+    assert [b.take(), b.take(), b.take()] == [19, 19, 17]
     assert b.free == 0
-    b.give(little)
+    b.give(17)
     assert b.free == 0
-    b.give(big)
-    assert (b.free, b.take()) == (1, big)
-    for large, small in ((little, little), (Tables(15, 20), little), (Tables(17, 17), little)):
-        with pytest.raises(ValueError):
-            TableBudget(large=large, small=small)
-    assert (LARGE.hash_log >= SMALL.hash_log, LARGE.chain_log > SMALL.chain_log) == (True, True)
+    b.give(19)
+    assert (b.free, b.take()) == (1, 19)
+    with pytest.raises(ValueError):
+        TableBudget(large_log=17, small_log=17)
 
 
 def test_a_writer_gives_its_share_back_when_its_session_ends(
@@ -103,8 +94,7 @@ def test_writers_past_the_budget_write_the_same_events_less_compactly(
         w.end()
     sizes = [p.stat().st_size for p in paths]
     assert sizes[0] == sizes[1]
-    # The third got the small tables: it misses most of the 150 repeats, at 300 bytes each.
-    assert sizes[2] > sizes[0] + 150 * 50
+    assert sizes[2] > sizes[0] * 1.2  # the third got 2^17 entries and misses the repeats
     for p in paths:
         (session,) = TapeReader(p).sessions()
         assert list(session.events[1:-1]) == events

@@ -169,7 +169,7 @@ def parts(header: SessionStarted, exchanges: list[Exchange], folder: Path) -> di
         framing += _frames.FRAME_HEADER_SIZE
     stream = b"".join(payloads)
     raw = zstandard.ZstdDecompressor().decompressobj().decompress(stream)
-    writer = stream_params(DEFAULT_LEVEL, _table_budget.LARGE)
+    writer = stream_params(DEFAULT_LEVEL, _table_budget.LARGE_LOG)
     best = zstandard.ZstdCompressionParameters.from_level(19, enable_ldm=True, window_log=27)
     one_piece = len(zstandard.ZstdCompressor(compression_params=writer).compress(raw))
     strongest = len(zstandard.ZstdCompressor(compression_params=best).compress(raw))
@@ -311,7 +311,7 @@ def render(rows: list[Row], found: dict[str, int], command: str) -> str:
         "What makes the tape appendable and readable up to a crash is the frame header and",
         "the block flushed after each event. The writer's match-finder tables matter on long",
         "sessions, whose tool results repeat files read hundreds of turns before: with",
-        "the small tables a writer gets past the first 4 open in a process",
+        "2^17 entries instead of the 2^19 the first writers open in a process get",
         f"(`recorder/_table_budget.py`), the tape of that session is "
         f"{found['small tables'] / found['floor']:.3f}x the floor.",
         "Chunk times are kept to the microsecond as recorded; by their own frequencies the",

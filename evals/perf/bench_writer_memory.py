@@ -4,9 +4,8 @@ Each open session holds one zstd compression stream.  This opens N sessions at
 once (as N concurrent attempts do), appends the same recorded exchanges to each
 in turn and ends them, in a fresh process per N, and reports the process's
 peak RSS beside the single-writer figure: with the writers' budget of match-finder
-tables (``recorder/_table_budget.py``: the first 4 open writers get the large
-tables, any more the small ones) and with the tables zstd itself picks at the
-writer's level, for comparison.
+tables (``recorder/_table_budget.py``: the first 4 open writers get 2^19 entries,
+any more 2^17) and with zstd's own level-9 tables, for comparison.
 
     python evals/perf/bench_writer_memory.py           # measure and update the doc
     python evals/perf/bench_writer_memory.py --no-doc
@@ -26,8 +25,6 @@ if str(ROOT) not in sys.path:  # run as a script: make ``evals.perf`` importable
     sys.path.insert(0, str(ROOT))
 
 from evals.perf._report import machine, replace_section  # noqa: E402
-from evaltape.recorder._table_budget import LARGE, LARGE_WRITERS, SMALL, Tables  # noqa: E402
-from evaltape.recorder._writer import DEFAULT_LEVEL  # noqa: E402
 
 HEADING = "## Memory of concurrent tape writers"
 DOC = ROOT / "docs" / "performance.md"
@@ -43,8 +40,7 @@ from evaltape.recorder import _table_budget
 from evals.perf.traffic import agent_session
 writers, folder, tables = int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
 if tables == "usual":  # zstd's own table sizes for the level
-    big = _table_budget.Tables(hash_log=64, chain_log=64)
-    _table_budget.TABLES = _table_budget.TableBudget(large=big, small=_table_budget.Tables(63, 63))
+    _table_budget.TABLES = _table_budget.TableBudget(large_log=64, small_log=63)
 elif tables == "small":  # every writer past the budget
     _table_budget.TABLES = _table_budget.TableBudget(large_writers=0)
 events = agent_session(int(sys.argv[5]), seed=1).exchanges
@@ -64,15 +60,8 @@ print(json.dumps({"base": base / 1024, "peak": peak / 1024, "tape": tape}))
 """
 
 
-def _entries(t: Tables) -> str:
-    return f"2^{t.hash_log}/2^{t.chain_log}"
-
-
-BUDGET = (
-    f"the writers' budget (hash/chain {_entries(LARGE)} entries for {LARGE_WRITERS}, "
-    f"then {_entries(SMALL)})"
-)
-OWN = f"zstd level {DEFAULT_LEVEL}'s own"
+BUDGET = "the writers' budget (2^19 entries for 4, then 2^17)"
+OWN = "zstd level 9's own"
 
 
 def run(writers: int, tables: str, turns: int = 25) -> dict[str, float]:
@@ -101,7 +90,7 @@ def section(counts: list[int]) -> str:
     worst = max(v for (label, n), v in ratios.items() if label == BUDGET)
     verdict = "met" if worst <= TARGET else f"**missed** by {worst / TARGET:.2f}x"
     default = ratios.get((BUDGET, 4), 0.0)
-    sizes = ["| turns | tape, large tables | tape, small tables | tape, zstd's own | large / own |"]
+    sizes = ["| turns | tape, 2^19 entries | tape, 2^17 entries | tape, zstd's own | 2^19 / own |"]
     sizes.append("|---:|---:|---:|---:|---:|")
     for turns in (25, 200, 500):
         large, small = run(1, "budget", turns)["tape"], run(1, "small", turns)["tape"]
