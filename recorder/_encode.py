@@ -4,7 +4,8 @@ A session kept in memory until it ends (``SessionBuffer``) need not hold a
 zstd stream while it is open: it keeps its events packed and compresses them
 all when its bytes are asked for.  Knowing the session's size then, the stream
 gets the window and match-finder tables zstd itself picks for an input of that
-size (never a window over the format's ``MAX_WINDOW``), and the frames have
+size (never a window over the format's ``MAX_WINDOW``, nor tables over a large
+open writer's), and the frames have
 the layout a long-lived stream writes (one zstd frame per session, flushed
 at a block boundary after each event), from a context that lives only for
 the call.
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 import zstandard
 
 from evaltape.recorder._frames import FLAG_END, MAX_WINDOW, frame
+from evaltape.recorder._table_budget import LARGE_LOG, capped
 
 Packed = tuple[int, bytes]
 """One packed event and its frame flags (``FLAG_START`` / ``FLAG_END``)."""
@@ -24,13 +26,14 @@ Packed = tuple[int, bytes]
 
 def sized_params(level: int, size: int) -> zstandard.ZstdCompressionParameters:
     """zstd's parameters at ``level`` for ``size`` bytes of input, the window capped at
-    ``MAX_WINDOW`` (a smaller window is one every reader accepts)."""
+    ``MAX_WINDOW`` (a smaller window is one every reader accepts) and the match-finder
+    tables at a large open writer's (so a few sessions ending at once stay small)."""
     sized = zstandard.ZstdCompressionParameters.from_level(level, source_size=max(size, 1))
-    window = MAX_WINDOW.bit_length() - 1
-    if sized.window_log <= window:
-        return sized
     return zstandard.ZstdCompressionParameters.from_level(
-        level, source_size=max(size, 1), window_log=window
+        level,
+        source_size=max(size, 1),
+        window_log=min(sized.window_log, MAX_WINDOW.bit_length() - 1),
+        **capped(sized, LARGE_LOG),
     )
 
 

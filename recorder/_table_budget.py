@@ -17,12 +17,25 @@ from __future__ import annotations
 
 import threading
 
+import zstandard
+
 LARGE_LOG = 19
 """Table entries, as a power of 2, of the first writers open in a process."""
 SMALL_LOG = 17
 """Table entries, as a power of 2, of every writer past those."""
 LARGE_WRITERS = 4
 """How many open writers get ``LARGE_LOG`` (the runner's default concurrency)."""
+
+
+def capped(params: zstandard.ZstdCompressionParameters, table_log: int) -> dict[str, int]:
+    """``params``' hash and chain logs, capped at ``table_log``: at levels that search
+    with a binary tree (13 and up), which takes two chain entries a position, the chain
+    at ``table_log + 1``, so it reaches as far back as a lower level's chain."""
+    tree = params.strategy >= zstandard.STRATEGY_BTLAZY2
+    return {
+        "hash_log": min(params.hash_log, table_log),
+        "chain_log": min(params.chain_log, table_log + 1 if tree else table_log),
+    }
 
 
 class TableBudget:

@@ -50,11 +50,9 @@ def stream_params(level: int, table_log: int) -> zstandard.ZstdCompressionParame
     window = MAX_WINDOW.bit_length() - 1
     usual = zstandard.ZstdCompressionParameters.from_level(level, window_log=window)
     return zstandard.ZstdCompressionParameters.from_level(
-        level,
-        window_log=window,
-        hash_log=min(usual.hash_log, table_log),
-        chain_log=min(usual.chain_log, table_log),
+        level, window_log=window, **_table_budget.capped(usual, table_log)
     )
+
 
 
 def _write_all(fd: int, data: bytes) -> None:

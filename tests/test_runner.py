@@ -11,12 +11,24 @@ import httpx
 import pytest
 from agents.chat_server import ChatServer
 
-from evaltape.recorder import FactKind, RunnerFact, Source, Status, TapeReader, fold
+from evaltape.recorder import (
+    FactKind,
+    RecordedSession,
+    RunnerFact,
+    Source,
+    Status,
+    TapeReader,
+    fold,
+)
+from evaltape.recorder._buffer import SessionBuffer
+from evaltape.recorder._events import SessionEnded
+from evaltape.recorder._frames import FILE_FIXED_SIZE, file_header_size
+from evaltape.recorder._writer import DEFAULT_LEVEL
 from evaltape.scoring import Case, Score, Suite, Verdict, load_suites
 from evaltape.scoring._cli._progress import Progress
 from evaltape.scoring.checks._score import completed_without_error
 from evaltape.scoring.run._agents import AgentKind, load_agent, parse_agent, retry_delay
-from evaltape.scoring.run._attempt import run_job
+from evaltape.scoring.run._attempt import LIVE_LEVEL, run_job
 from evaltape.scoring.run._jobs import JobEnv, JobResult, LiveWire
 from evaltape.scoring.run._plan import plan_live, plan_replay
 from evaltape.scoring.run._pool import run_pool
@@ -206,6 +218,40 @@ def test_a_replay_job_reproduces_the_recorded_verdict(tmp_path: Path, server: Ch
         (session,) = TapeReader(result.job.tape).sessions()
         assert session.header.replay_of == result.job.recorded.session_id
         assert fold(session.events).usage == fold(result.job.recorded.events).usage
+
+
+def _encoded(session: RecordedSession, level: int) -> bytes:
+    """The frames ``SessionBuffer`` makes of ``session``'s events at ``level``."""
+    end = session.events[-1]
+    assert isinstance(end, SessionEnded)
+    buffer = SessionBuffer(session.header, clock=lambda: end.at, level=level)
+    for event in session.events[1:-1]:
+        buffer.append(event)
+    buffer.end(end.status, end.reason)
+    return buffer.data
+
+
+def test_a_live_session_is_compressed_harder_than_a_replayed_one(
+    tmp_path: Path, server: ChatServer
+) -> None:
+    # Live tapes are kept and replayed for as long as their case lives; a replay's
+    # session is made again on every run.
+    assert LIVE_LEVEL > DEFAULT_LEVEL
+    suites = suites_of(tmp_path, {"c": "hi"}, files={"a.txt": "x" * 3000})
+    (job,) = plan_live(suites, ["m"], 1, tmp_path / "results", "live")
+    run_job(job, env_for(server))
+    (recorded,) = TapeReader(job.tape).sessions()
+    (replay,) = plan_replay([(job.case, recorded)], tmp_path / "results", "replay")
+    run_job(replay, env_for(server))
+    (replayed,) = TapeReader(replay.tape).sessions()
+    for path, session, level, other in (
+        (job.tape, recorded, LIVE_LEVEL, DEFAULT_LEVEL),
+        (replay.tape, replayed, DEFAULT_LEVEL, LIVE_LEVEL),
+    ):
+        data = path.read_bytes()
+        frames = data[file_header_size(data[:FILE_FIXED_SIZE]) :]
+        assert frames == _encoded(session, level)
+        assert frames != _encoded(session, other)
 
 
 def test_progress_lines_name_model_case_attempt_and_verdict(

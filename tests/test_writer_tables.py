@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import zstandard
 
 from evaltape.recorder import (
     HarnessEvent,
@@ -16,7 +17,9 @@ from evaltape.recorder import (
     _table_budget,
     open_session,
 )
+from evaltape.recorder._encode import sized_params
 from evaltape.recorder._table_budget import TableBudget
+from evaltape.recorder._writer import stream_params
 
 
 @pytest.fixture
@@ -98,3 +101,20 @@ def test_writers_past_the_budget_write_the_same_events_less_compactly(
     for p in paths:
         (session,) = TapeReader(p).sessions()
         assert list(session.events[1:-1]) == events
+
+
+def test_a_binary_tree_chain_gets_two_entries_a_position_and_whole_sessions_are_capped() -> None:
+    lazy, tree = stream_params(9, 19), stream_params(18, 19)
+    assert (lazy.hash_log, lazy.chain_log) == (19, 19)
+    assert (tree.hash_log, tree.chain_log) == (19, 20)
+    for level in (9, 18):
+        big = sized_params(level, 50 << 20)  # zstd's own would take 2^22-2^23 entries
+        assert (big.window_log, big.hash_log) == (22, 19)
+        assert big.chain_log == (20 if level == 18 else 19)
+        small = sized_params(level, 10_000)  # what zstd picks for little input stands
+        own = zstandard.ZstdCompressionParameters.from_level(level, source_size=10_000)
+        assert (small.window_log, small.hash_log, small.chain_log) == (
+            own.window_log,
+            own.hash_log,
+            own.chain_log,
+        )

@@ -5,7 +5,10 @@ Records one coding-agent session per API (openai, anthropic) and traffic kind
 ``recording_client`` (``sdk_traffic.py``), for the most turns asked; the
 shorter sessions are its first N exchanges.  Each is stored four ways:
 
-- the tape as this evaltape writes it (format 1.1, compact exchanges);
+- the tape as ``recording_client`` writes it (format 1.1, compact exchanges, each
+  event on disk as it comes, zstd level 9);
+- the tape as a live run writes it: the session kept in memory and compressed
+  when it ends, at the runner's ``LIVE_LEVEL``;
 - the tape with its exchanges stored as format 1.0 did (same writer otherwise);
 - Inspect AI's ``.eval`` log of the same exchanges (``inspect_log.py``,
   ``write_eval_log``), which keeps no headers, chunk boundaries or chunk times;
@@ -48,9 +51,11 @@ from evaltape.recorder import (  # noqa: E402
     _table_budget,
     open_session,
 )
+from evaltape.recorder._buffer import SessionBuffer, append_session  # noqa: E402
 from evaltape.recorder._events import Chunk  # noqa: E402
 from evaltape.recorder._pack import Packer  # noqa: E402
 from evaltape.recorder._writer import DEFAULT_LEVEL, stream_params  # noqa: E402
+from evaltape.scoring.run._attempt import LIVE_LEVEL  # noqa: E402
 
 HEADING = "## Tape size against Inspect AI"
 COMMAND = "python evals/perf/bench_size_sdk.py"
@@ -65,6 +70,7 @@ class Row:
     traffic: str
     turns: int
     tape: int
+    live: int
     tape_v1: int
     inspect: int
     floor: int
@@ -94,6 +100,20 @@ def tape_size(
             tape._packer = Packer(compact=False)  # the header frame is the same either way
         for exchange in exchanges:
             tape.append(exchange)
+    return path.stat().st_size
+
+
+def live_size(header: SessionStarted, exchanges: list[Exchange], folder: Path) -> int:
+    """Bytes of a tape holding the session as a live run writes it: kept in memory and
+    compressed at ``LIVE_LEVEL`` when it ends, then appended."""
+    path = folder / "live.tape"
+    path.unlink(missing_ok=True)
+    end = exchanges[-1].at + exchanges[-1].duration if exchanges else 0.0
+    buffer = SessionBuffer(header, clock=lambda: end, level=LIVE_LEVEL)
+    for exchange in exchanges:
+        buffer.append(exchange)
+    buffer.end()
+    append_session(path, buffer.data)
     return path.stat().st_size
 
 
@@ -230,6 +250,7 @@ def measure(
                             traffic=traffic,
                             turns=n,
                             tape=tape_size(header, part, folder),
+                            live=live_size(header, part, folder),
                             tape_v1=tape_size(header, part, folder, compact=False),
                             inspect=eval_size(header, part, folder),
                             floor=floor_size(part),
@@ -241,14 +262,14 @@ def measure(
     return rows, found
 
 
-def _verdict(row: Row) -> str:
+def _verdict(row: Row, tape: int) -> str:
     misses = []
-    if row.tape > row.inspect:
-        misses.append(f"**missed**: {row.tape / row.inspect - 1:.1%} larger than Inspect")
-    if row.tape > TARGET_VS_FLOOR * row.floor:
-        over = row.tape / (TARGET_VS_FLOOR * row.floor) - 1
+    if tape > row.inspect:
+        misses.append(f"**missed**: {tape / row.inspect - 1:.1%} larger than Inspect")
+    if tape > TARGET_VS_FLOOR * row.floor:
+        over = tape / (TARGET_VS_FLOOR * row.floor) - 1
         misses.append(
-            f"**missed**: {row.tape / row.floor:.3f}x the floor, {over:.1%} over {TARGET_VS_FLOOR}x"
+            f"**missed**: {tape / row.floor:.3f}x the floor, {over:.1%} over {TARGET_VS_FLOOR}x"
         )
     return "; ".join(misses) or "yes"
 
@@ -264,7 +285,10 @@ def render(rows: list[Row], found: dict[str, int], command: str) -> str:
         "prompt, 0.5-4 KB tool results of real text, SSE at 1-4 tokens per chunk, parallel",
         "tool calls on every fifth turn; *mixed* asks for every 4th turn without streaming).",
         "The shorter sessions are the first turns of the longest one. Each is stored as",
-        "this evaltape's tape (format 1.1), as the tape with its exchanges stored as format",
+        "`recording_client` writes it (*tape 1.1*: format 1.1, each event on disk as it",
+        f"comes, zstd level {DEFAULT_LEVEL}), as a live run writes it (*live run*: the session",
+        f"kept in memory and compressed when it ends, at level {LIVE_LEVEL}, the runner's",
+        "`LIVE_LEVEL`), as the first with its exchanges stored as format",
         "1.0 did, as Inspect AI's `.eval` log of the same exchanges (one sample, one",
         "`ModelEvent` per call with its input messages, tools, config and output, written",
         "by `write_eval_log`; `evals/perf/inspect_log.py`), and as the floor: each distinct",
@@ -279,24 +303,29 @@ def render(rows: list[Row], found: dict[str, int], command: str) -> str:
         f"Machine: {machine()}; inspect-ai {inspect_ai.__version__}; zstandard "
         f"{zstandard.__version__}.",
         "",
-        "| API | traffic | turns | tape 1.1 | tape 1.0 | Inspect .eval | floor "
-        "| tape / Inspect | tape / floor | 1.0 / floor | met |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| API | traffic | turns | tape 1.1 | live run | tape 1.0 | Inspect .eval | floor "
+        "| tape / Inspect | tape / floor | live / floor | 1.0 / floor | met (tape) "
+        "| met (live run) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in rows:
         out.append(
-            f"| {r.api} | {r.traffic} | {r.turns} | {kb(r.tape)} | {kb(r.tape_v1)} | "
-            f"{kb(r.inspect)} | {kb(r.floor)} | {r.tape / r.inspect:.2f}x | "
-            f"{r.tape / r.floor:.2f}x | {r.tape_v1 / r.floor:.2f}x | {_verdict(r)} |"
+            f"| {r.api} | {r.traffic} | {r.turns} | {kb(r.tape)} | {kb(r.live)} | "
+            f"{kb(r.tape_v1)} | {kb(r.inspect)} | {kb(r.floor)} | {r.tape / r.inspect:.2f}x | "
+            f"{r.tape / r.floor:.2f}x | {r.live / r.floor:.2f}x | {r.tape_v1 / r.floor:.2f}x | "
+            f"{_verdict(r, r.tape)} | {_verdict(r, r.live)} |"
         )
     worst_inspect = max(rows, key=lambda r: r.tape / r.inspect)
     worst_floor = max(rows, key=lambda r: r.tape / r.floor)
+    worst_live = max(rows, key=lambda r: r.live / r.floor)
     out += [
         "",
         f"Worst rows: tape / Inspect {worst_inspect.tape / worst_inspect.inspect:.2f}x "
         f"({worst_inspect.api} {worst_inspect.traffic} {worst_inspect.turns} turns); "
         f"tape / floor {worst_floor.tape / worst_floor.floor:.2f}x "
-        f"({worst_floor.api} {worst_floor.traffic} {worst_floor.turns} turns).",
+        f"({worst_floor.api} {worst_floor.traffic} {worst_floor.turns} turns); "
+        f"live run / floor {worst_live.live / worst_live.floor:.2f}x "
+        f"({worst_live.api} {worst_live.traffic} {worst_live.turns} turns).",
         "",
         "What format 1.1 changed (docs/format.md, *Compact exchanges*): headers refer to a",
         "per-session table of pairs seeded with common SDK headers (a `content-length` that",
