@@ -54,7 +54,6 @@ def stream_params(level: int, table_log: int) -> zstandard.ZstdCompressionParame
     )
 
 
-
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
