@@ -58,9 +58,10 @@ from evaltape.scoring.verdicts._replaycheck import decide
 LIVE_LEVEL = 18
 """zstd level of a live attempt's session.  It is compressed once, when the attempt
 ends, and its tape is what later replays and rescores read, so it gets zstd's
-optimal parser: on 500-turn coding-agent sessions 7-17% smaller than level 9, for
-about 1 s of CPU at the end of an attempt that spent its time waiting on a model
-(docs/performance.md, *Tape size against Inspect AI*).  A replay attempt's session
+optimal parser: on coding-agent sessions 4-8% smaller than level 9 (the most at 500
+turns), for about 50 ms of CPU at the end of a 25-turn attempt and 1 s at the end of
+a 500-turn one, which spent its time waiting on a model (docs/performance.md,
+*What is left*).  A replay attempt's session
 is re-made on every run, so it stays at ``DEFAULT_LEVEL``."""
 
 
