@@ -46,7 +46,7 @@ DEFAULT_LEVEL = 9
 
 def stream_params(level: int, table_log: int) -> zstandard.ZstdCompressionParameters:
     """zstd's parameters for a session written as it goes: ``level`` with the format's
-    largest window and match-finder tables of at most ``2**table_log`` entries."""
+    largest window and match-finder tables capped at ``table_log`` (``_table_budget.capped``)."""
     window = MAX_WINDOW.bit_length() - 1
     usual = zstandard.ZstdCompressionParameters.from_level(level, window_log=window)
     return zstandard.ZstdCompressionParameters.from_level(

@@ -61,8 +61,8 @@ ends, and its tape is what later replays and rescores read, so it gets zstd's
 optimal parser: on coding-agent sessions 4-8% smaller than level 9 (the most at 500
 turns), for about 50 ms of CPU at the end of a 25-turn attempt and 1 s at the end of
 a 500-turn one, which spent its time waiting on a model (docs/performance.md,
-*What is left*).  A replay attempt's session
-is re-made on every run, so it stays at ``DEFAULT_LEVEL``."""
+*What is left*).  A replay attempt's session is made again on every run, so it
+stays at ``DEFAULT_LEVEL``."""
 
 
 def _seed(job: Job, env: JobEnv) -> int | None:
