@@ -3,7 +3,7 @@
 Records one coding-agent session per API (openai, anthropic) and traffic kind
 (streamed, mixed: every 4th turn not streamed) through the real SDKs and
 ``recording_client`` (``sdk_traffic.py``), for the most turns asked; the
-shorter sessions are its first N exchanges.  Each is stored four ways:
+shorter sessions are its first N exchanges.  Each is stored five ways:
 
 - the tape as ``recording_client`` writes it (format 1.1, compact exchanges, each
   event on disk as it comes, zstd level 9);
