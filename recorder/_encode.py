@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import zstandard
 
-from evaltape.recorder._frames import FLAG_END, MAX_WINDOW, frame
+from evaltape.recorder._frames import FLAG_END, MAX_WINDOW_LOG, frame
 from evaltape.recorder._table_budget import LARGE_LOG, capped
 
 Packed = tuple[int, bytes]
@@ -32,7 +32,7 @@ def sized_params(level: int, size: int) -> zstandard.ZstdCompressionParameters:
     return zstandard.ZstdCompressionParameters.from_level(
         level,
         source_size=max(size, 1),
-        window_log=min(sized.window_log, MAX_WINDOW.bit_length() - 1),
+        window_log=min(sized.window_log, MAX_WINDOW_LOG),
         **capped(sized, LARGE_LOG),
     )
 

@@ -31,7 +31,9 @@ FLAG_END = 0x02
 MAX_EVENT_BYTES = 256 * 1024 * 1024
 """Largest decompressed event a reader accepts (bounds memory on hostile input)."""
 
-MAX_WINDOW = 1 << 22
+MAX_WINDOW_LOG = 22
+"""``MAX_WINDOW`` as a power of 2 (zstd's ``window_log``)."""
+MAX_WINDOW = 1 << MAX_WINDOW_LOG
 """zstd window: writers use it, readers refuse streams asking for more."""
 
 _FILE_FIXED = struct.Struct("<8sHHH")  # magic, major, minor, len(writer)

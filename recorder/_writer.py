@@ -30,7 +30,7 @@ from evaltape.recorder._frames import (
     FLAG_START,
     FORMAT_MAJOR,
     FORMAT_MINOR,
-    MAX_WINDOW,
+    MAX_WINDOW_LOG,
     SYNC,
     file_header,
     file_header_size,
@@ -41,16 +41,18 @@ from evaltape.recorder._pack import Packer
 from evaltape.recorder._version import WRITER
 
 DEFAULT_LEVEL = 9
-"""zstd level: tapes are written once and read often, so compress well."""
+"""zstd level of a session written as it goes: its cost comes with every turn and must
+grow no faster than the turns (level 18 is 4-8% smaller but grows faster; a live
+run's sessions, compressed once when they end, take ``LIVE_LEVEL`` in
+``scoring/run/_attempt.py``)."""
 
 
 def stream_params(level: int, table_log: int) -> zstandard.ZstdCompressionParameters:
     """zstd's parameters for a session written as it goes: ``level`` with the format's
     largest window and match-finder tables capped at ``table_log`` (``_table_budget.capped``)."""
-    window = MAX_WINDOW.bit_length() - 1
-    usual = zstandard.ZstdCompressionParameters.from_level(level, window_log=window)
+    usual = zstandard.ZstdCompressionParameters.from_level(level, window_log=MAX_WINDOW_LOG)
     return zstandard.ZstdCompressionParameters.from_level(
-        level, window_log=window, **_table_budget.capped(usual, table_log)
+        level, window_log=MAX_WINDOW_LOG, **_table_budget.capped(usual, table_log)
     )
 
 
