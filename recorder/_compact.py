@@ -21,14 +21,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from evaltape.recorder._codec import exchange_of
 from evaltape.recorder._compact_chunks import StoredChunks, encode_chunks
-from evaltape.recorder._compact_headers import HeaderTable
+from evaltape.recorder._compact_headers import Headers, HeaderTable
 from evaltape.recorder._delta import DeltaDecoder, DeltaEncoder
+from evaltape.recorder._events import Exchange
 
 KIND = "exchange2"
 """The stored kind tag of a compact exchange."""
 
 Plain = dict[str, Any]
+_Answer = tuple[Any, Headers, Any, bytes, list[int], list[int]]
+"""A response's parts: status, headers, streamed, body, chunk sizes, chunk steps."""
 
 
 def _header_text(headers: Any) -> int:
@@ -69,7 +73,7 @@ def _list(value: Any, width: int, what: str) -> list[Any]:
 
 
 class CompactDecoder:
-    """Reader side: stored map -> plain exchange map, mirroring ``CompactEncoder``."""
+    """Reader side: stored map -> exchange, mirroring ``CompactEncoder``."""
 
     def __init__(self) -> None:
         self.headers = HeaderTable()
@@ -80,6 +84,40 @@ class CompactDecoder:
         """The plain exchange map of a stored one that packed to ``packed`` bytes;
         ``charge(n)`` is called with its decoded size before any body is rebuilt.
         ``ValueError`` for anything malformed."""
+        at, duration, q, r, error = self._parts(stored, packed, delta, charge)
+        method, url, headers, body = q
+        request = {"method": method, "url": url, "headers": [list(h) for h in headers]}
+        request["body"] = body
+        response = None
+        if r is not None:
+            status, r_headers, streamed, r_body, sizes, steps = r
+            response = {
+                "status": status,
+                "headers": [list(h) for h in r_headers],
+                "streamed": streamed,
+                "body": r_body,
+                "sizes": sizes,
+                "steps_us": steps,
+            }
+        return {
+            "k": "exchange",
+            "at": at,
+            "duration": duration,
+            "request": request,
+            "response": response,
+            "error": error,
+        }
+
+    def exchange(
+        self, stored: Plain, packed: int, delta: DeltaDecoder, charge: Callable[[int], None]
+    ) -> Exchange:
+        """``decode``'s exchange built as the event (what ``from_plain`` would make of
+        it), without the plain map between; ``ValueError`` or ``TapeError`` if malformed."""
+        return exchange_of(*self._parts(stored, packed, delta, charge))
+
+    def _parts(
+        self, stored: Plain, packed: int, delta: DeltaDecoder, charge: Callable[[int], None]
+    ) -> tuple[Any, Any, tuple[Any, Any, Headers, bytes], _Answer | None, Any]:
         at, duration, q, r, error = _list(stored.get("x"), 5, "'x'")
         method, url, q_headers, middle, ref = _list(q, 5, "'q'")
         if type(middle) is not bytes:
@@ -91,30 +129,19 @@ class CompactDecoder:
         if ref is not None:
             ref[1] = delta.base_length(ref[0]) - ref[1] - ref[2]
         body_size = delta.size(ref, middle)
-        headers, text = self.headers.decode(q_headers, body_size)
+        headers, text = self.headers.pairs(q_headers, body_size)
         size = packed + body_size - len(middle) + text
-        request = {"method": method, "url": url, "headers": headers}
-        response = None
         chunks = None
         if r is not None:
             status, r_headers, streamed, new, pre, suf, mid, steps = _list(r, 8, "'r'")
             if type(new) is not bytes:
                 raise ValueError("compact exchange: the chunks' new bytes are not bytes")
             chunks = StoredChunks(new, pre, suf, mid, steps)
-            r_plain, text = self.headers.decode(r_headers, chunks.size)
-            response = {"status": status, "headers": r_plain, "streamed": streamed}
+            r_pairs, text = self.headers.pairs(r_headers, chunks.size)
             size += chunks.size - len(new) + text
         charge(size)
-        request["body"] = delta.decode(ref, middle)
-        if response is not None and chunks is not None:
-            response["body"] = chunks.body()
-            response["sizes"] = chunks.sizes
-            response["steps_us"] = chunks.steps
-        return {
-            "k": "exchange",
-            "at": at,
-            "duration": duration,
-            "request": request,
-            "response": response,
-            "error": error,
-        }
+        request = (method, url, headers, delta.decode(ref, middle))
+        if chunks is None:
+            return at, duration, request, None, error
+        answer = (status, r_pairs, streamed, chunks.body(), chunks.sizes, chunks.steps)
+        return at, duration, request, answer, error

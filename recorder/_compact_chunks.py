@@ -94,15 +94,19 @@ class StoredChunks:
     def body(self) -> bytes:
         """The chunks' bytes, joined in order."""
         new = self._new
-        out = bytearray()
-        start = at = 0  # where the chunk before starts in ``out``; next new byte
+        parts: list[bytes] = []
+        # The chunk before is head + middle + tail, kept apart: a chunk usually copies
+        # as much from its start and end as the chunk before did (the event's
+        # envelope), which are then those very pieces.
+        head = middle = tail = b""
+        at = 0
         for p, s, m in zip(self._pre, self._suf, self._mid, strict=True):
-            end = len(out)
-            if p:
-                out += out[start : start + p]
-            out += new[at : at + m]
-            if s:
-                out += out[end - s : end]
+            h, t = len(head), len(tail)
+            if p != h or s != t:
+                whole = head + middle + tail if p > h or s > t else b""
+                head = head[:p] if p <= h else whole[:p]
+                tail = tail[t - s :] if s <= t else whole[len(whole) - s :]
+            middle = new[at : at + m]
             at += m
-            start = end
-        return bytes(out)
+            parts += (head, middle, tail)
+        return b"".join(parts)

@@ -147,21 +147,32 @@ class HeaderTable:
         """The header list (plain form) a stored one coming with a body of ``length``
         bytes stands for, and the characters of its names and values; ``ValueError``
         if malformed."""
+        pairs, text = self.pairs(stored, length)
+        return [list(pair) for pair in pairs], text
+
+    def pairs(self, stored: Any, length: int) -> tuple[Headers, int]:
+        """``decode``'s headers as the pairs an event holds (what a reader builds)."""
         if type(stored) is not list:
             raise ValueError("compact headers are not a list")
-        out: list[list[str]] = []
         pairs, lens = self._pairs, self._lens
+        if set(map(type, stored)) <= _INT:  # the usual: every header a table entry
+            if stored and not 0 <= min(stored) <= max(stored) < len(pairs):
+                bad = next(i for i in stored if not 0 <= i < len(pairs))
+                raise ValueError(f"header refers to table entry {bad} of {len(pairs)}")
+            return tuple(map(pairs.__getitem__, stored)), sum(map(lens.__getitem__, stored))
+        out: list[tuple[str, str]] = []
         text = 0
         for item in stored:
             if type(item) is int:
                 if not 0 <= item < len(pairs):
                     raise ValueError(f"header refers to table entry {item} of {len(pairs)}")
-                out.append(list(pairs[item]))
+                out.append(pairs[item])
                 text += lens[item]
                 continue
             if item is True:
-                out.append(["content-length", str(length)])
-                text += 14 + len(out[-1][1])
+                own = str(length)
+                out.append(("content-length", own))
+                text += 14 + len(own)
                 continue
             if type(item) is not list or len(item) != 2 or type(item[1]) is not str:
                 raise ValueError("a compact header is not an index or [name, value]")
@@ -172,7 +183,10 @@ class HeaderTable:
                 name = pairs[name][0]
             elif type(name) is not str:
                 raise ValueError("a compact header name is not a str or an index")
-            out.append([name, value])
+            out.append((name, value))
             text += len(name) + len(value)
             self._add((name, value))
-        return out, text
+        return tuple(out), text
+
+
+_INT = frozenset({int})

@@ -13,6 +13,7 @@ import msgpack
 from evaltape.recorder._codec import Plain
 from evaltape.recorder._compact import KIND, CompactDecoder, CompactEncoder
 from evaltape.recorder._delta import DeltaDecoder, DeltaEncoder
+from evaltape.recorder._events import Exchange
 from evaltape.recorder._frames import MAX_EVENT_BYTES
 from evaltape.recorder._limits import END_RESERVE, DecodeBudget, compress_bound
 
@@ -77,17 +78,37 @@ class Unpacker:
 
     def unpack(self, data: bytes) -> Plain:
         """Unpack one event; raises ``ValueError`` for anything but a valid map."""
+        plain = self._load(data)
+        if plain.get("k") == KIND:
+            try:
+                return self._compact.decode(plain, len(data), self._delta, self._budget.charge)
+            except (TypeError, IndexError) as exc:  # a shape the checks did not foresee
+                raise ValueError(f"malformed compact exchange ({exc})") from exc
+        return self._plain(plain, data)
+
+    def unpack_event(self, data: bytes) -> Plain | Exchange:
+        """``unpack``, except that a compact exchange comes as the ``Exchange`` that
+        ``from_plain`` would make of its plain map (``TapeError`` where it would raise)."""
+        plain = self._load(data)
+        if plain.get("k") == KIND:
+            try:
+                return self._compact.exchange(plain, len(data), self._delta, self._budget.charge)
+            except (TypeError, IndexError) as exc:  # a shape the checks did not foresee
+                raise ValueError(f"malformed compact exchange ({exc})") from exc
+        return self._plain(plain, data)
+
+    @staticmethod
+    def _load(data: bytes) -> Plain:
         try:
             plain: Any = msgpack.unpackb(data, raw=False, strict_map_key=True)
         except (ValueError, msgpack.UnpackException) as exc:
             raise ValueError(f"bad msgpack ({type(exc).__name__}: {exc})") from exc
         if not isinstance(plain, dict):
             raise ValueError(f"event is a msgpack {type(plain).__name__}, not a map")
-        if plain.get("k") == KIND:
-            try:
-                return self._compact.decode(plain, len(data), self._delta, self._budget.charge)
-            except (TypeError, IndexError) as exc:  # a shape the checks did not foresee
-                raise ValueError(f"malformed compact exchange ({exc})") from exc
+        return plain
+
+    def _plain(self, plain: Plain, data: bytes) -> Plain:
+        """A map that is not a compact exchange, its request body rebuilt from its delta."""
         request = plain.get("request")
         if request is not None:
             if not isinstance(request, dict):

@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterator
 import attrs
 import zstandard
 
-from evaltape.recorder._codec import UnknownEventKind, from_plain, upgrade
+from evaltape.recorder._codec import Plain, UnknownEventKind, from_plain, upgrade
 from evaltape.recorder._errors import TapeError
-from evaltape.recorder._events import Event, SessionEnded, SessionStarted
+from evaltape.recorder._events import Event, Exchange, SessionEnded, SessionStarted
 from evaltape.recorder._frame_scan import Suspects, frames, open_tape, read_file_header
 from evaltape.recorder._frames import (
     FLAG_END,
@@ -232,10 +232,17 @@ class TapeReader:
         unpacker = Unpacker()
         for offset, fh, payload in frames:
             try:
-                plain = unpacker.unpack(_decompress(dobj, blocks, payload, fh.raw_len))
+                raw = _decompress(dobj, blocks, payload, fh.raw_len)
                 if old_schema:
-                    plain = upgrade(plain, old_schema)
-                event: Event | str = from_plain(plain, exact_types=not old_schema)
+                    plain: Plain = upgrade(unpacker.unpack(raw), old_schema)
+                    event: Event | str = from_plain(plain)
+                else:
+                    unpacked = unpacker.unpack_event(raw)
+                    if isinstance(unpacked, Exchange):
+                        event = unpacked
+                    else:
+                        plain = unpacked
+                        event = from_plain(plain, exact_types=True)
             except UnknownEventKind:
                 event = str(plain["k"])
             except (ValueError, TapeError, zstandard.ZstdError) as exc:

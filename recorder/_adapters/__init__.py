@@ -31,12 +31,17 @@ from evaltape.recorder._adapters._sse import (
 from evaltape.recorder._events import Exchange
 
 
+def _no_fast_path(call: ModelCall, body: bytes) -> None:
+    return None
+
+
 @attrs.frozen(kw_only=True)
 class _Adapter:
     conversation: str
     read_request: Callable[[dict[str, Any], Memo[Any]], ModelCall]
     read_response: Callable[[ModelCall, Any], ModelCall]
     read_stream: Callable[[ModelCall, SseStream], ModelCall]
+    read_stream_bytes: Callable[[ModelCall, bytes], ModelCall | None]
 
 
 _ADAPTERS: dict[str, _Adapter] = {
@@ -45,6 +50,7 @@ _ADAPTERS: dict[str, _Adapter] = {
         read_request=module.read_request,
         read_response=module.read_response,
         read_stream=module.read_stream,
+        read_stream_bytes=getattr(module, "read_stream_bytes", _no_fast_path),
     )
     for module in (_openai_chat, _openai_responses, _anthropic)
 }
@@ -155,7 +161,8 @@ def _read_response(
     if status >= 400:
         return attrs.evolve(call, error=error_text(status, data)), status, streamed
     if streamed:
-        call = adapter.read_stream(call, parse_sse(data))
+        quick = adapter.read_stream_bytes(call, data)
+        call = quick if quick is not None else adapter.read_stream(call, parse_sse(data))
     else:
         value, problem = load_json(data, "response body")
         call = attrs.evolve(call, error=problem) if problem else adapter.read_response(call, value)

@@ -246,8 +246,27 @@ def _read_typed(
     if not payloads or "error" in names:
         return None
     events = fast.batch(payloads, fast.MESSAGES, fast.MessagesEvent, ('"error"',))
-    if events is None:
+    return None if events is None else _from_events(call, names, events)
+
+
+def read_stream_bytes(call: ModelCall, body: bytes) -> ModelCall | None:
+    """``read_stream(call, parse_sse(body))`` for the usual body (``fast.named_events``:
+    ``event:``/``data:`` line pairs), cut and parsed straight from its bytes; None for
+    any other body, or one with a ping or error event, which ``read_stream`` then reads."""
+    found = fast.named_events(body, fast.MESSAGES_LINES)
+    if found is None or "error" in found[0] or "ping" in found[0]:
         return None
+    return _from_events(call, *found)
+
+
+_NO_DELTA = fast.MessagesDelta()
+
+
+def _from_events(
+    call: ModelCall, names: tuple[str, ...], events: list[fast.MessagesEvent]
+) -> ModelCall | None:
+    """The call typed events make (the walk of ``read_stream``); None for a stream with
+    an error event, which the general walk reads."""
     message: dict[str, Any] = {}
     usage: dict[str, Any] | None = None
     blocks: dict[int, dict[str, Any]] = {}
@@ -261,8 +280,8 @@ def _read_typed(
         index = data.index
         if kind == "content_block_delta" and index is not None:
             block = blocks.setdefault(index, {})
-            delta = data.delta
-            dtype = None if delta is None else delta.type
+            delta = data.delta or _NO_DELTA
+            dtype = delta.type
             if dtype == "text_delta":
                 block["text"] = text(block.get("text")) + (delta.text or "")
             elif dtype == "thinking_delta":
@@ -280,5 +299,7 @@ def _read_typed(
             usage = {**(usage or {}), **updates}
         elif kind == "message_stop":
             stopped = True
+        elif kind == "error":
+            return None
     problem = "" if stopped else "stream cut short: it ended before message_stop"
     return _streamed(call, message, usage, blocks, partial, stop, problem)

@@ -62,6 +62,75 @@ def batch(
     return None
 
 
+# -- straight from the body's bytes ---------------------------------------------------
+# The usual stream is framed so regularly that its events can be cut out with a few
+# C-level passes over the bytes, without splitting the body into Python strings:
+# each event's JSON is one line, every line starts with "{", and the lines are
+# parsed in one call (``Decoder.decode_lines``, which parses each line on its own,
+# so a line that gives one value is one event).  A body framed any other way (a CR,
+# a comment, a field other than ``event``/``data``, an event over several lines, an
+# event that is not an object) is left to ``parse_sse``.
+
+DONE = b"\n\ndata: [DONE]\n\n"
+
+
+def data_events(body: bytes, decoder: msgspec.json.Decoder[Any]) -> list[Any] | None:
+    """The events of a body of one-line ``data: {...}`` events closed by ``data: [DONE]``
+    and nothing after it, decoded by ``decoder`` (one record type); None for any other
+    body, or an event the records refuse."""
+    if not (body.startswith(b"data: {") and body.endswith(DONE)) or b"\r" in body:
+        return None
+    inner = body[6 : len(body) - len(DONE)]
+    n = inner.count(b"\n\ndata: {") + 1
+    # Every line end is one of those boundaries or the [DONE] event's, so no event
+    # spans lines or is blank, and none before the last is a [DONE] that ends the stream.
+    if body.count(b"\n") != 2 * n + 2:
+        return None
+    return _lines(inner.replace(b"\n\ndata: ", b"\n"), n, decoder)
+
+
+def named_events(
+    body: bytes, decoder: msgspec.json.Decoder[Any]
+) -> tuple[tuple[str, ...], list[Any]] | None:
+    """``(names, events)`` of a body of ``event: NAME`` / ``data: {...}`` line pairs,
+    each pair followed by a blank line, decoded by ``decoder``; None for any other body,
+    or an event the records refuse."""
+    if not body.endswith(b"\n\n") or b"\r" in body:
+        return None
+    lines = body.split(b"\n")
+    n = len(lines) // 3
+    if len(lines) != 3 * n + 1 or any(lines[2 : 3 * n : 3]) or lines[-1]:
+        return None
+    heads = b"\n".join(lines[0 : 3 * n : 3])
+    datas = b"\n".join(lines[1 : 3 * n : 3])
+    # No line holds a line end, so these count the lines that start so.
+    if not (
+        heads.startswith(b"event: ")
+        and heads.count(b"\nevent: ") == n - 1
+        and datas.startswith(b"data: {")
+        and datas.count(b"\ndata: {") == n - 1
+    ):
+        return None
+    values = _lines(datas[6:].replace(b"\ndata: ", b"\n"), n, decoder)
+    if values is None:
+        return None
+    # One decode, as parse_sse decodes the whole body (invalid UTF-8 replaced).
+    return tuple(heads.decode("utf-8", "replace")[7:].split("\nevent: ")), values
+
+
+def _lines(text: bytes, n: int, decoder: msgspec.json.Decoder[Any]) -> list[Any] | None:
+    """The values of ``n`` lines that each start with "{"; None unless each is exactly one
+    value of the decoder's type, as ``json.loads`` reads it."""
+    if huge_int(text):
+        return None
+    try:
+        values: list[Any] = decoder.decode_lines(text)
+    except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError
+        return None
+    # No line is blank, so each gives a value at least: n values means one a line.
+    return values if len(values) == n else None
+
+
 # -- OpenAI Chat Completions chunks --------------------------------------------------
 
 
@@ -77,6 +146,8 @@ class ChatToolFragment(msgspec.Struct):
 
 
 class ChatDelta(msgspec.Struct):
+    function_call: msgspec.Raw = msgspec.Raw()
+    """The legacy call, which only the general path reads (present: not empty)."""
     content: str | None = None
     refusal: str | None = None
     reasoning_content: str | None = None
@@ -91,6 +162,8 @@ class ChatChoice(msgspec.Struct):
 
 
 class ChatChunk(msgspec.Struct):
+    error: msgspec.Raw = msgspec.Raw()
+    """An error chunk, which only the general path reads (present: not empty)."""
     id: str | None = None
     model: str | None = None
     usage: dict[str, Any] | None = None
@@ -98,6 +171,7 @@ class ChatChunk(msgspec.Struct):
 
 
 CHAT = msgspec.json.Decoder(list[bool | int | ChatChunk])
+CHAT_LINES = msgspec.json.Decoder(ChatChunk)
 
 
 # -- Anthropic Messages events -------------------------------------------------------
@@ -121,3 +195,4 @@ class MessagesEvent(msgspec.Struct):
 
 
 MESSAGES = msgspec.json.Decoder(list[bool | int | MessagesEvent])
+MESSAGES_LINES = msgspec.json.Decoder(MessagesEvent)

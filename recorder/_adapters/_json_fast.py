@@ -17,6 +17,14 @@ def huge_int(text: str | bytes) -> bool:
     """True if ``text`` holds a run of more digits than ``json.loads`` turns into an int."""
     if not _INT_DIGITS or len(text) <= _INT_DIGITS:
         return False
+    # Such a run spans two neighbouring characters of every ``step``-th one, so a text
+    # whose sampled characters are never two digits in a row holds none (the usual
+    # case, decided on a few characters instead of the whole text).
+    step = (_INT_DIGITS + 1) // 2
+    sample = text[::step]
+    raw = sample if isinstance(sample, bytes) else sample.encode("utf-8", "surrogatepass")
+    if b"00" not in raw.translate(_DIGITS):  # (a sampled non-ASCII char encodes to no digit)
+        return False
     raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
     return b"0" * (_INT_DIGITS + 1) in raw.translate(_DIGITS)
 

@@ -264,14 +264,30 @@ def _read_typed(
     if not payloads:
         return None
     chunks = fast.batch(payloads, fast.CHAT, fast.ChatChunk, ('"error"', '"function_call"'))
-    if chunks is None:
-        return None
+    return None if chunks is None else _from_chunks(call, chunks, done, complete)
+
+
+def read_stream_bytes(call: ModelCall, body: bytes) -> ModelCall | None:
+    """``read_stream(call, parse_sse(body))`` for the usual body (``fast.data_events``:
+    one-line ``data:`` events closed by ``[DONE]``), cut and parsed straight from its
+    bytes; None for any other body, which ``read_stream`` then reads."""
+    chunks = fast.data_events(body, fast.CHAT_LINES)
+    return None if chunks is None else _from_chunks(call, chunks, True, True)
+
+
+def _from_chunks(
+    call: ModelCall, chunks: list[fast.ChatChunk], done: bool, complete: bool
+) -> ModelCall | None:
+    """The call typed chunks make (the walk of ``read_stream``); None for a stream with
+    an error chunk or a legacy ``function_call``, which the general walk reads."""
     out: list[str] = []
     thinking: list[str] = []
     slots: dict[int, _Slot] = {}
     finish = rid = model = ""
     usage = Usage.unknown()
     for chunk in chunks:
+        if chunk.error:
+            return None
         if not rid and chunk.id is not None:
             rid = chunk.id
         if not model and chunk.model is not None:
@@ -283,6 +299,8 @@ def _read_typed(
                 continue
             delta = choice.delta
             if delta is not None:
+                if delta.function_call:
+                    return None
                 if delta.content:
                     out.append(delta.content)
                 if delta.refusal:
