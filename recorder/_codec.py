@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from evaltape.recorder._compact_chunks import StoredChunks
 from evaltape.recorder._errors import TapeError
 from evaltape.recorder._events import (
     Chunk,
@@ -238,13 +239,14 @@ def exchange_of(
     at: Any,
     duration: Any,
     request: tuple[Any, Any, Headers, bytes],
-    response: tuple[Any, Headers, Any, bytes, list[int], list[int]] | None,
+    response: tuple[Any, Headers, Any, bytes, StoredChunks, list[int]] | None,
     error: Any,
 ) -> Exchange:
     """The exchange of parts a reader has already checked (headers as pairs of str, bodies
-    as bytes, chunk sizes and steps as ints adding up), checking the rest as ``from_plain``
-    does, with its wording.  ``response`` is ``(status, headers, streamed, body, sizes,
-    steps_us)``; its chunks are built only when asked for, as ``from_plain`` builds them."""
+    as bytes, chunk columns and steps as ints adding up), checking the rest as
+    ``from_plain`` does, with its wording.  ``response`` is ``(status, headers, streamed,
+    body, stored columns, steps_us)``; its chunks are built only when asked for, as
+    ``from_plain`` builds them."""
     try:
         if not isinstance(at, _NUMBER):
             raise TypeError(f"field 'at' holds {type(at).__name__}")
@@ -262,7 +264,7 @@ def exchange_of(
             put(built, value)
         answer = None
         if response is not None:
-            status, r_headers, streamed, r_body, sizes, steps = response
+            status, r_headers, streamed, r_body, stored, steps = response
             if not isinstance(status, int):
                 raise TypeError(f"field 'status' holds {type(status).__name__}")
             if not isinstance(streamed, bool):
@@ -275,7 +277,9 @@ def exchange_of(
                 answer,
                 (
                     r_body,
-                    lambda: _build_chunks(r_body, list(accumulate(sizes)), list(accumulate(steps))),
+                    lambda: _build_chunks(
+                        r_body, list(accumulate(stored.sizes)), list(accumulate(steps))
+                    ),
                 ),
             )
     except (TypeError, ValueError) as exc:

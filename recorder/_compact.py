@@ -31,8 +31,8 @@ KIND = "exchange2"
 """The stored kind tag of a compact exchange."""
 
 Plain = dict[str, Any]
-_Answer = tuple[Any, Headers, Any, bytes, list[int], list[int]]
-"""A response's parts: status, headers, streamed, body, chunk sizes, chunk steps."""
+_Answer = tuple[Any, Headers, Any, bytes, StoredChunks, list[int]]
+"""A response's parts: status, headers, streamed, body, its chunks' columns, chunk steps."""
 
 
 def _header_text(headers: Any) -> int:
@@ -90,13 +90,13 @@ class CompactDecoder:
         request["body"] = body
         response = None
         if r is not None:
-            status, r_headers, streamed, r_body, sizes, steps = r
+            status, r_headers, streamed, r_body, columns, steps = r
             response = {
                 "status": status,
                 "headers": [list(h) for h in r_headers],
                 "streamed": streamed,
                 "body": r_body,
-                "sizes": sizes,
+                "sizes": columns.sizes,
                 "steps_us": steps,
             }
         return {
@@ -143,5 +143,5 @@ class CompactDecoder:
         request = (method, url, headers, delta.decode(ref, middle))
         if chunks is None:
             return at, duration, request, None, error
-        answer = (status, r_pairs, streamed, chunks.body(), chunks.sizes, chunks.steps)
+        answer = (status, r_pairs, streamed, chunks.body(), chunks, chunks.steps)
         return at, duration, request, answer, error

@@ -11,7 +11,7 @@ The encoding is byte-exact.  See docs/format.md, "Compact exchanges".
 
 from __future__ import annotations
 
-from operator import add, gt
+from operator import add
 from typing import Any
 
 Columns = tuple[list[int], list[int], list[int]]
@@ -70,7 +70,9 @@ def _ints(value: Any, what: str) -> list[int]:
 
 
 class StoredChunks:
-    """The columns of a stored response, checked; ``size`` is known before any chunk is built."""
+    """The columns of a stored response, checked; ``size`` is known before any chunk is
+    built.  ``body`` checks the one thing left: that no chunk copies more than the chunk
+    before it holds."""
 
     def __init__(self, new: bytes, pre: Any, suf: Any, mid: Any, steps: Any) -> None:
         self._new = new
@@ -84,28 +86,34 @@ class StoredChunks:
             raise ValueError("compact exchange: a chunk column holds a negative length")
         if sum(self._mid) != len(new):
             raise ValueError("the chunks' new bytes do not add up to the stored bytes")
-        copied = list(map(add, self._pre, self._suf))
-        self.sizes: list[int] = list(map(add, copied, self._mid))
-        if any(map(gt, copied, [0, *self.sizes])):
-            raise ValueError("a chunk refers past the end of the chunk before it")
-        self.size = sum(self.sizes)
+        self.size = sum(self._pre) + sum(self._suf) + len(new)
         """Bytes of the joined chunks."""
 
+    @property
+    def sizes(self) -> list[int]:
+        """Each chunk's length."""
+        return list(map(add, map(add, self._pre, self._suf), self._mid))
+
     def body(self) -> bytes:
-        """The chunks' bytes, joined in order."""
+        """The chunks' bytes, joined in order; ``ValueError`` if a chunk copies more
+        than the chunk before it holds."""
         new = self._new
         parts: list[bytes] = []
         # The chunk before is head + middle + tail, kept apart: a chunk usually copies
         # as much from its start and end as the chunk before did (the event's
-        # envelope), which are then those very pieces.
+        # envelope), which are then those very pieces; copying no more than those,
+        # it copies no more than the chunk before holds.
         head = middle = tail = b""
         at = 0
         for p, s, m in zip(self._pre, self._suf, self._mid, strict=True):
             h, t = len(head), len(tail)
-            if p != h or s != t:
-                whole = head + middle + tail if p > h or s > t else b""
-                head = head[:p] if p <= h else whole[:p]
-                tail = tail[t - s :] if s <= t else whole[len(whole) - s :]
+            if p > h or s > t:
+                whole = head + middle + tail
+                if p + s > len(whole):
+                    raise ValueError("a chunk refers past the end of the chunk before it")
+                head, tail = whole[:p], whole[len(whole) - s :]
+            elif p != h or s != t:
+                head, tail = head[:p], tail[t - s :]
             middle = new[at : at + m]
             at += m
             parts += (head, middle, tail)
