@@ -104,16 +104,15 @@ class StoredChunks:
         # envelope), which are then those very pieces; copying no more than those,
         # it copies no more than the chunk before holds.
         head = middle = tail = b""
-        at = 0
+        at = h = t = 0  # h, t: the lengths of head and tail
         for p, s, m in zip(self._pre, self._suf, self._mid, strict=True):
-            h, t = len(head), len(tail)
             if p > h or s > t:
                 whole = head + middle + tail
                 if p + s > len(whole):
                     raise ValueError("a chunk refers past the end of the chunk before it")
-                head, tail = whole[:p], whole[len(whole) - s :]
+                head, tail, h, t = whole[:p], whole[len(whole) - s :], p, s
             elif p != h or s != t:
-                head, tail = head[:p], tail[t - s :]
+                head, tail, h, t = head[:p], tail[t - s :], p, s
             middle = new[at : at + m]
             at += m
             parts += (head, middle, tail)

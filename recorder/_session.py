@@ -10,13 +10,14 @@ first appears (``CallDecoder``), so the fold is linear in the turns.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from typing import Literal, TypeAlias
 
 import attrs
 
 from evaltape.recorder._adapters import CallDecoder
-from evaltape.recorder._adapters._model import ModelCall, ToolCall, Usage
+from evaltape.recorder._adapters._model import Message, ModelCall, ToolCall, Usage
 from evaltape.recorder._events import (
     Event,
     Exchange,
@@ -46,10 +47,16 @@ def role_of(exchange: Exchange) -> str | None:
     tool calls, usage or model errors, and replay never serves them to the
     agent.  What a role means belongs to whoever made the call.
     """
-    for name, value in exchange.request.headers:
+    headers = exchange.request.headers
+    if ROLE_HEADER not in map(_NAME, headers):  # the usual exchange, seen in C
+        return None
+    for name, value in headers:
         if name == ROLE_HEADER and value.strip():
             return value.strip().lower()
     return None
+
+
+_NAME = operator.itemgetter(0)
 
 
 @attrs.frozen(kw_only=True)
@@ -132,10 +139,19 @@ class Session:
 def _results(turns: list[Turn]) -> dict[str, tuple[int, str]]:
     """First tool result per call id, with the turn whose request carried it."""
     found: dict[str, tuple[int, str]] = {}
+    seen: tuple[Message, ...] = ()
     for turn in turns:
-        for message in turn.call.input_messages:
+        messages = turn.call.input_messages
+        # A request that repeats the one before's messages (the very same values, as
+        # the decoder hands them over) holds no first result among them.
+        if len(messages) >= len(seen) and all(map(operator.is_, messages, seen)):
+            new = messages[len(seen) :]
+        else:
+            new = messages
+        for message in new:
             if message.role == "tool" and message.tool_call_id:
                 found.setdefault(message.tool_call_id, (turn.index, message.text))
+        seen = messages
     return found
 
 

@@ -288,7 +288,11 @@ class Memo(Generic[T]):
         over as one tuple, so a request costs only its new items rather than
         the whole conversation.
         """
-        same = sum(1 for _ in takewhile(bool, map(operator.is_, items, self._items)))
+        seen = self._items
+        if all(map(operator.is_, items, seen)):  # the usual: all of them, checked in C
+            same = min(len(items), len(seen))
+        else:
+            same = sum(1 for _ in takewhile(bool, map(operator.is_, items, seen)))
         head = self._out[: self._dicts[same]]
         rest = items[same:]
         out = head + tuple(self.get(m, normalize) for m in rest if isinstance(m, dict))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import operator
 import re
 import zlib
 from collections.abc import Callable, Sequence
@@ -68,8 +69,13 @@ class SseStream:
         return tuple(SseEvent(event=e, data=d) for e, d in pairs)
 
 
+_NAME = operator.itemgetter(0)
+
+
 def header(headers: Headers, name: str) -> str:
     """The value of header ``name`` (lower case); repeated headers joined by ", "."""
+    if name not in map(_NAME, headers):  # the names looked through in C first
+        return ""
     return ", ".join(v for k, v in headers if k == name)
 
 
@@ -136,7 +142,7 @@ def _one(data: bytes, coding: str) -> Decoded:
 
 def decode_content(raw: bytes, headers: Headers) -> Decoded:
     """Undo the response's Content-Encoding (gzip, deflate, zstd; br if brotli is installed)."""
-    if not any(k == "content-encoding" for k, _ in headers):
+    if "content-encoding" not in map(_NAME, headers):
         return Decoded(data=raw)  # what the loop below gives for no encoding
     codings = [c.strip().lower() for c in header(headers, "content-encoding").split(",")]
     out = Decoded(data=raw)
