@@ -342,3 +342,123 @@ def test_damaged_stream_events_decode_as_the_reference(
         events = events[: rng.randrange(1, len(events) + 1)]
     damaged = _rebuilt(exchange, events)
     assert fold([_header(), damaged]).turns[0].call == ReferenceDecoder().decode(damaged)
+
+
+# -- damaged framing: the paths that cut events from the body's bytes fall back exactly ----
+
+_PAYLOADS = [
+    "",
+    " ",
+    "\t{}",
+    "1",
+    "[]",
+    "{} {}",
+    '{"a": 1} {"b": 2}',
+    "[DONE]",
+    "{" + '"id": ' + "9" * 4400 + "}",
+    '{"error": {"message": "overloaded"}}',
+    '{"type": "error", "error": {"type": "overloaded_error"}}',
+    '{"type": "ping"}',
+]
+_LINES = ["", ": a comment", "id: 7", "retry: 10", "event: ping", "data: {}", "data"]
+
+
+def _framing(body: bytes, rng: random.Random, payload: str, line: str) -> bytes:
+    """``body`` with one event's payload replaced, a line put in, or its line ends changed."""
+    events = body.split(b"\n\n")
+    n = rng.randrange(len(events) - 1)
+    lines = events[n].split(b"\n")
+    match rng.randrange(5):
+        case 0:  # another payload in place of one
+            lines[-1] = b"data: " + payload.encode()
+        case 1:  # a line that is not an event/data pair
+            lines.insert(rng.randrange(len(lines) + 1), line.encode())
+        case 2:  # CR line ends
+            return body.replace(b"\n", b"\r\n", rng.randrange(1, 4))
+        case 3:  # a byte that is not UTF-8, or a line end inside a payload
+            at = rng.randrange(len(lines[-1]) + 1)
+            lines[-1] = lines[-1][:at] + rng.choice([b"\xff", b"\n", b"\n\n"]) + lines[-1][at:]
+        case _:  # the space after "data:" dropped or doubled
+            lines[-1] = lines[-1].replace(b"data: ", rng.choice([b"data:", b"data:  "]), 1)
+    events[n] = b"\n".join(lines)
+    return b"\n\n".join(events)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_damaged_stream_framing_decodes_as_the_reference(
+    streams: list[Exchange], data: st.DataObject
+) -> None:
+    exchange = streams[data.draw(st.integers(0, len(streams) - 1))]
+    assert exchange.response is not None
+    body = exchange.response.body
+    rng = random.Random(data.draw(st.integers(0, 2**32)))
+    for _ in range(data.draw(st.integers(1, 2))):
+        body = _framing(body, rng, data.draw(st.sampled_from(_PAYLOADS)), rng.choice(_LINES))
+    import attrs
+
+    damaged = attrs.evolve(
+        exchange, response=attrs.evolve(exchange.response, chunks=(Chunk(at=0.0, data=body),))
+    )
+    assert fold([_header(), damaged]).turns[0].call == ReferenceDecoder().decode(damaged)
+
+
+def test_the_framing_test_reaches_both_the_byte_paths_and_the_general_one(
+    streams: list[Exchange],
+) -> None:
+    """Undamaged recorded streams take the paths that cut events from the bytes; the
+    damage above sends a body to ``parse_sse`` (shown for one of each kind)."""
+    from evaltape.recorder._adapters import _anthropic, _openai_chat
+    from evaltape.recorder._adapters._model import ModelCall
+
+    for exchange in streams:
+        assert exchange.response is not None
+        body = exchange.response.body
+        api = _anthropic if body.startswith(b"event: ") else _openai_chat
+        assert api.read_stream_bytes(ModelCall(api=api.API), body) is not None
+        damaged = body.replace(b"\n\n", b"\n\n: a comment\n", 1)
+        assert api.read_stream_bytes(ModelCall(api=api.API), damaged) is None
+
+
+@pytest.mark.parametrize(
+    "swaps",
+    [
+        {1: b"data: {} {}", 2: b"data:  "},  # two values on a line, none on another
+        {1: b"data: {} {}", 2: b"data: "},
+        {1: b"data: 1", 2: b"data: [DONE]"},
+    ],
+)
+def test_lines_that_give_two_values_and_none_are_not_taken_for_two_events(
+    streams: list[Exchange], swaps: dict[int, bytes]
+) -> None:
+    import attrs
+
+    for exchange in streams:
+        assert exchange.response is not None
+        events = exchange.response.body.split(b"\n\n")
+        for n, line in swaps.items():
+            events[n] = b"\n".join([*events[n].split(b"\n")[:-1], line])
+        damaged = attrs.evolve(
+            exchange,
+            response=attrs.evolve(
+                exchange.response, chunks=(Chunk(at=0.0, data=b"\n\n".join(events)),)
+            ),
+        )
+        call = fold([_header(), damaged]).turns[0].call
+        assert call == ReferenceDecoder().decode(damaged)
+        assert call.error  # the damage is seen, not read past
+
+
+def test_a_data_line_in_place_of_the_blank_line_after_an_event_is_read_as_its_own() -> None:
+    from evaltape.recorder._adapters import _anthropic
+    from evaltape.recorder._adapters._model import ModelCall
+    from evaltape.recorder._adapters._sse import parse_sse
+
+    body = (
+        b'event: message_start\ndata: {"type": "message_start", "message": {"id": "m"}}\n'
+        b'data: {"type": "message_stop"}\n'
+        b'event: message_stop\ndata: {"type": "message_stop"}\n\n'
+    )
+    call = ModelCall(api=_anthropic.API)
+    assert _anthropic.read_stream_bytes(call, body) is None
+    assert _anthropic.read_stream(call, parse_sse(body)).error
