@@ -11,7 +11,7 @@ first appears (``CallDecoder``), so the fold is linear in the turns.
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Literal, TypeAlias
 
 import attrs
@@ -81,6 +81,23 @@ class ToolCallRecord:
     """The call."""
     result: str | None = None
     """Text of the tool result a later request carried for this call's id; None if none did."""
+    _result: Callable[[ToolCallRecord], None] | None = attrs.field(
+        default=None, init=False, eq=False, hash=False, repr=False
+    )
+    """For a record a fold made: what finds ``result`` in the requests when it is first
+    read (scoring tool calls by name and arguments never reads it); None once found."""
+
+    def __getattr__(self, name: str) -> object:
+        # Only reached when a slot is unset: the result of a folded record.
+        find = object.__getattribute__(self, "_result") if name == "result" else None
+        if find is None:
+            raise AttributeError(name)
+        find(self)
+        return object.__getattribute__(self, name)
+
+
+_RESULT_SLOT = ToolCallRecord.__dict__["result"]
+_FIND_SLOT = ToolCallRecord.__dict__["_result"]
 
 
 @attrs.frozen(kw_only=True)
@@ -155,14 +172,34 @@ def _results(turns: list[Turn]) -> dict[str, tuple[int, str]]:
     return found
 
 
+class _Results:
+    """Finds tool calls' results in a session's requests, reading them on first need."""
+
+    def __init__(self, turns: list[Turn]) -> None:
+        self._turns = turns
+        self._found: dict[str, tuple[int, str]] | None = None
+
+    def __call__(self, record: ToolCallRecord) -> None:
+        if self._found is None:
+            self._found = _results(self._turns)
+        call = record.call
+        seen = self._found.get(call.id) if call.id else None
+        _RESULT_SLOT.__set__(
+            record, seen[1] if seen is not None and seen[0] > record.turn else None
+        )
+        _FIND_SLOT.__set__(record, None)
+
+
 def _tool_calls(turns: list[Turn]) -> tuple[ToolCallRecord, ...]:
-    results = _results(turns)
+    """Every tool call of the turns, each result left to be found when first read."""
+    find = _Results(turns)
     records = []
     for turn in turns:
         for call in turn.call.tool_calls:
-            seen = results.get(call.id) if call.id else None
-            result = seen[1] if seen is not None and seen[0] > turn.index else None
-            records.append(ToolCallRecord(turn=turn.index, call=call, result=result))
+            record = ToolCallRecord(turn=turn.index, call=call)
+            _RESULT_SLOT.__delete__(record)
+            _FIND_SLOT.__set__(record, find)
+            records.append(record)
     return tuple(records)
 
 

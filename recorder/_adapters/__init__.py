@@ -10,14 +10,24 @@ an HTTP library, so they work on any tape.
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
 import attrs
 
 from evaltape.recorder._adapters import _anthropic, _openai_chat, _openai_responses
-from evaltape.recorder._adapters._model import Api, Message, ModelCall, ToolCall, Usage
+from evaltape.recorder._adapters._model import (
+    Api,
+    Message,
+    ModelCall,
+    ToolCall,
+    Usage,
+    request_pending,
+    set_request,
+)
 from evaltape.recorder._adapters._reuse import BodyParser, Memo
 from evaltape.recorder._adapters._sse import (
     SseStream,
@@ -30,6 +40,11 @@ from evaltape.recorder._adapters._sse import (
 )
 from evaltape.recorder._events import Exchange
 
+_Request: TypeAlias = tuple[
+    Callable[[dict[str, Any], Memo[Any]], ModelCall], dict[str, Any], Memo[Any]
+]
+"""A call's request reader, body and the session's memo for its API."""
+
 
 def _no_fast_path(call: ModelCall, body: bytes) -> None:
     return None
@@ -37,6 +52,7 @@ def _no_fast_path(call: ModelCall, body: bytes) -> None:
 
 @attrs.frozen(kw_only=True)
 class _Adapter:
+    api: Api
     conversation: str
     read_request: Callable[[dict[str, Any], Memo[Any]], ModelCall]
     read_response: Callable[[ModelCall, Any], ModelCall]
@@ -46,6 +62,7 @@ class _Adapter:
 
 _ADAPTERS: dict[str, _Adapter] = {
     module.API: _Adapter(
+        api=module.API,
         conversation=module.CONVERSATION,
         read_request=module.read_request,
         read_response=module.read_response,
@@ -98,6 +115,9 @@ class CallDecoder:
         self._parsers: dict[str, BodyParser] = {}
         self._memos: dict[str, Memo[Any]] = {}
         self._apis: dict[str, str | None] = {}
+        self._requests: list[_Request | None] = []  # what each call's request side needs
+        self._filled: list[tuple[str, tuple[Message, ...], tuple[str, ...]]] = []
+        self._lock = threading.Lock()
 
     def decode(self, exchange: Exchange) -> ModelCall | None:
         """The model call ``exchange`` made, or None; see ``decode_call``."""
@@ -132,7 +152,7 @@ class CallDecoder:
         if memo is None:
             memo = self._memos[api] = Memo()
         call, status, streamed = _read_response(
-            adapter.read_request(obj(body), memo), exchange, adapter, streamed
+            ModelCall(api=adapter.api), exchange, adapter, streamed
         )
         if exchange.error is not None:
             failure = f"{exchange.error.type}: {exchange.error.message}"
@@ -141,7 +161,26 @@ class CallDecoder:
             error = call.error or problem
         # One evolve for what the response and the transport add (the adapters
         # read none of these fields).
-        return attrs.evolve(call, status=status, streamed=streamed, error=error)
+        call = attrs.evolve(call, status=status, streamed=streamed, error=error)
+        # The request side (the conversation normalized, the tools offered) is read
+        # when first asked for: scoring a trajectory or an answer never asks.
+        self._requests.append((adapter.read_request, obj(body), memo))
+        return request_pending(call, functools.partial(self._fill, len(self._requests) - 1))
+
+    def _fill(self, index: int, call: ModelCall) -> None:
+        """Set ``call``'s request side: that of this decoder's ``index``-th call, with
+        every earlier call's request read first, in order, as the memo needs."""
+        with self._lock:
+            while len(self._filled) <= index:
+                pending = self._requests[len(self._filled)]
+                assert pending is not None  # (cleared only once filled)
+                read, body, memo = pending
+                request = read(body, memo)
+                self._filled.append(
+                    (request.model_requested, request.input_messages, request.tools_offered)
+                )
+                self._requests[len(self._filled) - 1] = None  # the body is not needed again
+            set_request(call, *self._filled[index])
 
 
 def _read_response(

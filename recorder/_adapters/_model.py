@@ -8,6 +8,7 @@ three APIs disagree on shape (usage counts, tool results, system prompts).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Literal, TypeAlias
 
 import attrs
@@ -151,3 +152,43 @@ class ModelCall:
     """HTTP status code, None if no response arrived."""
     error: str = ""
     """Why the call failed (HTTP status >= 400, broken stream, bad body); empty if it did not."""
+    _request: Callable[[ModelCall], None] | None = attrs.field(
+        default=None, init=False, eq=False, hash=False, repr=False
+    )
+    """For a call a fold decoded before its request side was asked for: what fills
+    ``model_requested``, ``input_messages`` and ``tools_offered`` (``CallDecoder``);
+    None once they are filled.  Last, so whatever reads every field reads them first."""
+
+    def __getattr__(self, name: str) -> object:
+        # Only reached when a slot is unset: the request side of a folded call.
+        fill = object.__getattribute__(self, "_request") if name in REQUEST_SIDE else None
+        if fill is None:
+            raise AttributeError(name)
+        fill(self)
+        return object.__getattribute__(self, name)
+
+
+REQUEST_SIDE = frozenset({"model_requested", "input_messages", "tools_offered"})
+"""The fields of a call that only its request says."""
+_REQUEST_SLOTS = {name: ModelCall.__dict__[name] for name in sorted(REQUEST_SIDE)}
+_PENDING_SLOT = ModelCall.__dict__["_request"]
+
+
+def request_pending(call: ModelCall, fill: Callable[[ModelCall], None]) -> ModelCall:
+    """``call`` (built with no request side) with its request side left to ``fill``, which
+    is called with the call the first time one of those fields is read and must set them
+    with ``set_request``."""
+    for slot in _REQUEST_SLOTS.values():
+        slot.__delete__(call)
+    _PENDING_SLOT.__set__(call, fill)
+    return call
+
+
+def set_request(
+    call: ModelCall, model: str, messages: tuple[Message, ...], tools: tuple[str, ...]
+) -> None:
+    """Fill the request side of a call ``request_pending`` made."""
+    _REQUEST_SLOTS["model_requested"].__set__(call, model)
+    _REQUEST_SLOTS["input_messages"].__set__(call, messages)
+    _REQUEST_SLOTS["tools_offered"].__set__(call, tools)
+    _PENDING_SLOT.__set__(call, None)

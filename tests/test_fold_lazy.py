@@ -1,0 +1,143 @@
+"""A fold reads each call's request side (the conversation, the tools offered) and each
+tool call's result only when one of them is first asked for.
+
+Scoring tool calls by name and arguments, the answer and the usage never asks, so a
+rescore leaves the requests unnormalized.  Whatever asks gets what reading them at
+once gives: the same values in any order, from any thread, through pickling,
+copying and ``attrs.evolve``.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+import pytest
+
+from evaltape.recorder import Event, ModelCall, Session, TapeReader, fold
+from evaltape.recorder._adapters._model import REQUEST_SIDE
+from evaltape.scoring import Case, make_scorer
+from evaltape.scoring.cases._frozen import FrozenMap
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def events(tmp_path_factory: pytest.TempPathFactory) -> Sequence[Event]:
+    sys.path.insert(0, str(ROOT))
+    from evals.perf import sdk_traffic
+
+    tape = tmp_path_factory.mktemp("lazy") / "s.tape"
+    with sdk_traffic.ModelServer() as server:
+        sdk_traffic.record_session(server, tape, "anthropic", 2, 8, "mixed", "00000000000000e1")
+    (session,) = TapeReader(tape).sessions()
+    return session.events
+
+
+def _eager(events: Sequence[Event]) -> Session:
+    """The fold with every lazy field read, in order."""
+    session = fold(events)
+    for turn in session.turns:
+        for name in REQUEST_SIDE:
+            getattr(turn.call, name)
+    for record in session.tool_calls:
+        _ = record.result
+    return session
+
+
+def _unread(call: ModelCall) -> bool:
+    return object.__getattribute__(call, "_request") is not None
+
+
+def test_scoring_a_trajectory_reads_no_request(events: Sequence[Event]) -> None:
+    case = Case(
+        suite="s",
+        path="s.jsonl",
+        line=1,
+        id="c",
+        prompt="p",
+        failure_category="code-edit",
+        why_model_backed="test",
+        fingerprint="",
+        forbid_tools=("delete_file",),
+        expect_max_turns=20,
+        expect_tool="open_file",
+        expect_in_args=FrozenMap.of({"path": "lib/"}),
+    )
+    session = fold(events)
+    score = make_scorer()(case, session)
+    assert score.checks and session.tool_calls
+    assert all(_unread(turn.call) for turn in session.turns)
+    # and what a request says is still there when asked for
+    assert session.turns[-1].call.input_messages == _eager(events).turns[-1].call.input_messages
+    assert not _unread(session.turns[-1].call)
+
+
+def test_request_sides_read_in_any_order_equal_reading_them_in_order(
+    events: Sequence[Event],
+) -> None:
+    expected = _eager(events)
+    session = fold(events)
+    for turn in reversed(session.turns):  # the last first: the earlier ones are read on the way
+        assert turn.call.input_messages == expected.turns[turn.index].call.input_messages
+    assert [r.result for r in reversed(session.tool_calls)] == [
+        r.result for r in reversed(expected.tool_calls)
+    ]
+    assert any(r.result for r in session.tool_calls)
+    assert session == expected
+
+
+def test_threads_reading_one_session_at_once_see_the_same_calls(events: Sequence[Event]) -> None:
+    expected = _eager(events)
+    session = fold(events)
+    seen: list[object] = []
+
+    def read(order: Sequence[int]) -> None:
+        seen.append([session.turns[i].call for i in order])
+
+    n = len(session.turns)
+    threads = [
+        threading.Thread(target=read, args=(order,))
+        for order in (range(n), range(n - 1, -1, -1), range(0, n, 2))
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert session.turns == expected.turns
+
+
+@pytest.mark.parametrize(
+    "reread",
+    [
+        lambda s: pickle.loads(pickle.dumps(s)),
+        copy.deepcopy,
+        lambda s: attrs.evolve(s, turns=tuple(attrs.evolve(t) for t in s.turns)),
+        lambda s: attrs.evolve(
+            s, turns=tuple(attrs.evolve(t, call=attrs.evolve(t.call, error="x")) for t in s.turns)
+        ),
+    ],
+    ids=["pickle", "deepcopy", "evolve", "evolve a field"],
+)
+def test_a_folded_session_copies_with_its_request_sides(
+    events: Sequence[Event], reread: object
+) -> None:
+    expected = _eager(events)
+    copied = reread(fold(events))  # type: ignore[operator]
+    for turn, want in zip(copied.turns, expected.turns, strict=True):
+        assert turn.call.input_messages == want.call.input_messages
+        assert turn.call.tools_offered == want.call.tools_offered
+        assert turn.call.model_requested == want.call.model_requested
+    assert [r.result for r in copied.tool_calls] == [r.result for r in expected.tool_calls]
+
+
+def test_a_call_that_was_never_folded_has_no_pending_request() -> None:
+    call = ModelCall(api="openai.chat", model_requested="m")
+    assert not _unread(call) and call.input_messages == ()
+    with pytest.raises(AttributeError):
+        call.no_such_field  # type: ignore[attr-defined]  # noqa: B018
