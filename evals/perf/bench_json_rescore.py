@@ -162,8 +162,12 @@ The fold uses msgspec.  For stream events, the larger part of what a fold
 parses, msgspec decodes straight into typed records that hold only the fields
 the adapters read, which no dict-building parser matches, and it validates the
 shape in the same pass (a stream the records refuse takes the general path).
-For plain objects the two are close (orjson ahead on the small conversation
-items, level on whole bodies); msgspec is already a dependency and parses a
+A usual stream body (one-line events) is not even split into Python strings:
+its events are cut into one JSON text per line with ``bytes.replace`` and
+parsed by one ``decode_lines`` call, which parses each line on its own, so no
+tag between the events is needed to prove where each ends.  For plain objects
+the two are close (orjson ahead on the small conversation items, level on
+whole bodies); msgspec is already a dependency and parses a
 ``str`` without encoding it first, so orjson would add a dependency for a gain
 confined to one path.  That path, the conversation items a request adds, is
 still parsed by the standard library's ``raw_decode``: the parse reuse needs

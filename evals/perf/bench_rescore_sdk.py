@@ -207,9 +207,11 @@ calls on every fifth turn; *mixed* asks every 4th turn without streaming).
 CPU time per session, the best of {reps} interleaved passes; the reference
 decoder is the adapters as they were before this fold (`tests/_fold_reference`),
 and every one of the {checked:,} exchanges decoded to an equal call with both.
-The fold speed-up compares the two columns less the read; the fold column also
-builds the Session (tool results, usage), which the reference column does not,
-so it understates the decoder's gain.
+The fold speed-up compares the two columns less the read.  The fold column
+builds the Session but leaves what only the requests say (each call's
+normalized conversation and tools, each tool call's result) to be read when
+first asked for, as rescoring these cases never asks; the reference column
+normalizes every request.  The check that both give equal calls reads it.
 
 ```sh
 python evals/perf/bench_rescore_sdk.py
