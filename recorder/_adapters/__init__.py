@@ -159,13 +159,13 @@ class CallDecoder:
             error = f"transport failed: {failure}"
         else:
             error = call.error or problem
-        # One evolve for what the response and the transport add (the adapters
-        # read none of these fields).
-        call = attrs.evolve(call, status=status, streamed=streamed, error=error)
-        # The request side (the conversation normalized, the tools offered) is read
-        # when first asked for: scoring a trajectory or an answer never asks.
+        # ``call`` is this decode's own (the adapters build a new value for every
+        # change), so what the transport adds is set on it, and the request side (the
+        # conversation normalized, the tools offered) is left to be read when first
+        # asked for: scoring a trajectory or an answer never asks.
         self._requests.append((adapter.read_request, obj(body), memo))
-        return request_pending(call, functools.partial(self._fill, len(self._requests) - 1))
+        fill = functools.partial(self._fill, len(self._requests) - 1)
+        return request_pending(call, fill, status=status, streamed=streamed, error=error)
 
     def _fill(self, index: int, call: ModelCall) -> None:
         """Set ``call``'s request side: that of this decoder's ``index``-th call, with

@@ -174,10 +174,26 @@ _REQUEST_SLOTS = {name: ModelCall.__dict__[name] for name in sorted(REQUEST_SIDE
 _PENDING_SLOT = ModelCall.__dict__["_request"]
 
 
-def request_pending(call: ModelCall, fill: Callable[[ModelCall], None]) -> ModelCall:
-    """``call`` (built with no request side) with its request side left to ``fill``, which
-    is called with the call the first time one of those fields is read and must set them
-    with ``set_request``."""
+_STATUS_SLOT = ModelCall.__dict__["status"]
+_STREAMED_SLOT = ModelCall.__dict__["streamed"]
+_ERROR_SLOT = ModelCall.__dict__["error"]
+
+
+def request_pending(
+    call: ModelCall,
+    fill: Callable[[ModelCall], None],
+    *,
+    status: int | None,
+    streamed: bool,
+    error: str,
+) -> ModelCall:
+    """``call``, a value built from a response alone that nothing else holds yet, given
+    the exchange's ``status``, ``streamed`` and ``error`` and its request side left to
+    ``fill``, which is called with the call the first time one of those fields is read
+    and must set them with ``set_request``."""
+    _STATUS_SLOT.__set__(call, status)
+    _STREAMED_SLOT.__set__(call, streamed)
+    _ERROR_SLOT.__set__(call, error)
     for slot in _REQUEST_SLOTS.values():
         slot.__delete__(call)
     _PENDING_SLOT.__set__(call, fill)
