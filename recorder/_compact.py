@@ -1,7 +1,8 @@
 """The compact stored form of an exchange (event kind ``exchange2``, tape format 1.1).
 
 The plain ``exchange`` map (``_codec.py``) stays what every other part of
-evaltape sees; this module turns it into a smaller stored map and back:
+evaltape sees; this module turns it into a smaller stored map and back (and a
+reader's stored map straight into its ``Exchange``, ``exchange_of``):
 
     {"k": "exchange2", "x": [at, duration, q, r, error]}
     q = [method, url, headers, body, base]
@@ -19,13 +20,15 @@ docs/format.md, "Compact exchanges".
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import accumulate
 from typing import Any
 
-from evaltape.recorder._codec import exchange_of
+from evaltape.recorder._codec import _NUMBER, _RESPONSE_SLOTS, _build_chunks, _error_from, _new
 from evaltape.recorder._compact_chunks import StoredChunks, encode_chunks
 from evaltape.recorder._compact_headers import Headers, HeaderTable
 from evaltape.recorder._delta import DeltaDecoder, DeltaEncoder
-from evaltape.recorder._events import Exchange
+from evaltape.recorder._errors import TapeError
+from evaltape.recorder._events import Exchange, Request, Response
 
 KIND = "exchange2"
 """The stored kind tag of a compact exchange."""
@@ -33,6 +36,67 @@ KIND = "exchange2"
 Plain = dict[str, Any]
 _Answer = tuple[Any, Headers, Any, bytes, StoredChunks, list[int]]
 """A response's parts: status, headers, streamed, body, its chunks' columns, chunk steps."""
+
+
+_REQUEST_SLOTS = tuple(Request.__dict__[n].__set__ for n in ("method", "url", "headers", "body"))
+_EXCHANGE_SLOTS = tuple(
+    Exchange.__dict__[n].__set__ for n in ("at", "duration", "request", "response", "error")
+)
+
+
+def exchange_of(
+    at: Any,
+    duration: Any,
+    request: tuple[Any, Any, Headers, bytes],
+    response: _Answer | None,
+    error: Any,
+) -> Exchange:
+    """The exchange of parts a reader has already checked (headers as pairs of str, bodies
+    as bytes, chunk columns and steps as ints adding up), checking the rest as
+    ``from_plain`` does, with its wording.  ``response`` is ``(status, headers, streamed,
+    body, stored columns, steps_us)``; its chunks are built only when asked for, as
+    ``from_plain`` builds them."""
+    try:
+        if not isinstance(at, _NUMBER):
+            raise TypeError(f"field 'at' holds {type(at).__name__}")
+        if not isinstance(duration, _NUMBER):
+            raise TypeError(f"field 'duration' holds {type(duration).__name__}")
+        method, url, headers, body = request
+        for key, value in (("method", method), ("url", url)):
+            if not isinstance(value, str):
+                raise TypeError(f"field {key!r} holds {type(value).__name__}")
+        if error is not None and not isinstance(error, dict):
+            raise TypeError(f"field 'error' holds {type(error).__name__}")
+        failure = None if error is None else _error_from(error)
+        built = _new(Request)
+        for put, value in zip(_REQUEST_SLOTS, (method, url, headers, body), strict=True):
+            put(built, value)
+        answer = None
+        if response is not None:
+            status, r_headers, streamed, r_body, stored, steps = response
+            if not isinstance(status, int):
+                raise TypeError(f"field 'status' holds {type(status).__name__}")
+            if not isinstance(streamed, bool):
+                raise TypeError(f"field 'streamed' holds {type(streamed).__name__}")
+            answer = _new(Response)
+            _RESPONSE_SLOTS["status"](answer, status)
+            _RESPONSE_SLOTS["headers"](answer, r_headers)
+            _RESPONSE_SLOTS["streamed"](answer, streamed)
+            _RESPONSE_SLOTS["_packed"](
+                answer,
+                (
+                    r_body,
+                    lambda: _build_chunks(
+                        r_body, list(accumulate(stored.sizes)), list(accumulate(steps))
+                    ),
+                ),
+            )
+    except (TypeError, ValueError) as exc:
+        raise TapeError(f"malformed 'exchange' event: {exc}") from exc
+    exchange = _new(Exchange)
+    for put, value in zip(_EXCHANGE_SLOTS, (at, duration, built, answer, failure), strict=True):
+        put(exchange, value)
+    return exchange
 
 
 def _header_text(headers: Any) -> int:
