@@ -52,3 +52,11 @@ def replace_section(path: Path, heading: str, section: str) -> None:
         rest = "" if end < 0 else text[end + 1 :]
         text = text[:start] + section + ("\n" + rest if rest else "")
     path.write_text(text, encoding="utf-8")
+
+
+def publish(path: Path, heading: str, section: str, *, write: bool) -> None:
+    """Print a benchmark's section, and put it in ``path`` when ``write`` (no --no-doc)."""
+    print(section)
+    if write:
+        replace_section(path, heading, section)
+        print(f"updated {path}")

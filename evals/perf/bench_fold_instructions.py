@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run as a script: make ``evals.perf`` importable
     sys.path.insert(0, str(ROOT))
 
-from evals.perf._report import machine, replace_section  # noqa: E402
+from evals.perf._report import machine, publish  # noqa: E402
 
 HEADING = "## Instructions per rescored session"
 DOC = ROOT / "docs" / "performance.md"
@@ -178,10 +178,7 @@ def main(argv: list[str] | None = None) -> int:
                     check=False,
                 )
     text = section(rows, list(trees), args.against)
-    print(text)
-    if not args.no_doc:
-        replace_section(DOC, HEADING, text)
-        print(f"updated {DOC}")
+    publish(DOC, HEADING, text, write=not args.no_doc)
     return 0
 
 

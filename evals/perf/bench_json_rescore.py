@@ -36,7 +36,7 @@ if str(ROOT) not in sys.path:  # run as a script: make ``evals.perf`` importable
 import msgspec  # noqa: E402
 import orjson  # noqa: E402
 
-from evals.perf._report import machine, replace_section  # noqa: E402
+from evals.perf._report import machine, publish  # noqa: E402
 from evals.perf.sdk_traffic import APIS, ModelServer, record_session  # noqa: E402
 from evaltape.recorder import Exchange, TapeReader  # noqa: E402
 from evaltape.recorder._adapters import _fast_streams as fast  # noqa: E402
@@ -184,10 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="evaltape-bench-json-") as scratch:
         data = corpus(Path(scratch))
     text = section(measure(data, args.reps), args.reps)
-    print(text)
-    if not args.no_doc:
-        replace_section(DOC, HEADING, text)
-        print(f"updated {DOC}")
+    publish(DOC, HEADING, text, write=not args.no_doc)
     return 0
 
 

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run as a script: make ``evals.perf`` importable
     sys.path.insert(0, str(ROOT))
 
-from evals.perf._report import machine, replace_section  # noqa: E402
+from evals.perf._report import machine, publish  # noqa: E402
 from evals.perf.traffic import agent_session, write_session  # noqa: E402
 from evaltape.recorder import Exchange, TapeReader, fold  # noqa: E402
 from evaltape.scoring import Case, make_scorer, rescore_tapes, score_session  # noqa: E402
@@ -226,10 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.sessions < CASES:
         parser.error(f"--sessions must be at least {CASES}")
     text = section(args.sessions)
-    print(text)
-    if not args.no_doc:
-        replace_section(DOC, HEADING, text)
-        print(f"updated {DOC}")
+    publish(DOC, HEADING, text, write=not args.no_doc)
     return 0
 
 

@@ -38,7 +38,7 @@ for extra in (ROOT, ROOT / "tests"):
 
 from _fold_reference import CallDecoder as ReferenceDecoder  # noqa: E402
 
-from evals.perf._report import machine, replace_section  # noqa: E402
+from evals.perf._report import machine, publish  # noqa: E402
 from evals.perf.sdk_traffic import APIS, TOOL_NAMES, ModelServer, record_session  # noqa: E402
 from evaltape.recorder import Exchange, TapeReader, fold, open_session  # noqa: E402
 from evaltape.scoring import Case, Scorer, make_scorer, rescore_tapes  # noqa: E402
@@ -232,10 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="evaltape-bench-rescore-sdk-") as scratch:
         rows, checked = measure(Path(scratch), args.copies, args.reps)
     text = section(rows, checked, args.copies, args.reps)
-    print(text)
-    if not args.no_doc:
-        replace_section(DOC, HEADING, text)
-        print(f"updated {DOC}")
+    publish(DOC, HEADING, text, write=not args.no_doc)
     return 0
 
 

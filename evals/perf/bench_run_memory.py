@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run as a script: make ``evals.perf`` importable
     sys.path.insert(0, str(ROOT))
 
-from evals.perf._report import machine, replace_section  # noqa: E402
+from evals.perf._report import machine, publish  # noqa: E402
 
 HEADING = "## Memory of whole runs"
 DOC = ROOT / "docs" / "performance.md"
@@ -200,10 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     counts = [int(n) for n in args.concurrency.split(",")]
     text = section(measure(counts, args.repeat, args.trials), args.repeat, args.trials)
-    print(text)
-    if not args.no_doc:
-        replace_section(DOC, HEADING, text)
-        print(f"updated {DOC}")
+    publish(DOC, HEADING, text, write=not args.no_doc)
     return 0
 
 

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run as a script: make ``evals.perf`` importable
     sys.path.insert(0, str(ROOT))
 
-from evals.perf._report import machine, replace_section  # noqa: E402
+from evals.perf._report import machine, publish  # noqa: E402
 from evals.perf.bench_transport import Traffic, drive, mock_transport  # noqa: E402
 from evals.perf.sdk_traffic import ModelServer, record_session  # noqa: E402
 from evaltape.recorder import (  # noqa: E402
@@ -230,10 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         for n, row in rows.items():
             print(n, {k: round(v, 3) for k, v in row.items()}, flush=True)
     text = section(rows, reps)
-    print(text)
-    if not args.no_doc:
-        replace_section(DOC, HEADING, text)
-        print(f"updated {DOC}")
+    publish(DOC, HEADING, text, write=not args.no_doc)
     return 0
 
 
