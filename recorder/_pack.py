@@ -6,7 +6,8 @@ bodies that deltas refer to (see ``_delta.py``).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import msgpack
 
@@ -16,6 +17,8 @@ from evaltape.recorder._delta import DeltaDecoder, DeltaEncoder
 from evaltape.recorder._events import Exchange
 from evaltape.recorder._frames import MAX_EVENT_BYTES
 from evaltape.recorder._limits import END_RESERVE, DecodeBudget, compress_bound
+
+T = TypeVar("T")
 
 
 class Packer:
@@ -78,21 +81,18 @@ class Unpacker:
 
     def unpack(self, data: bytes) -> Plain:
         """Unpack one event; raises ``ValueError`` for anything but a valid map."""
-        plain = self._load(data)
-        if plain.get("k") == KIND:
-            try:
-                return self._compact.decode(plain, len(data), self._delta, self._budget.charge)
-            except (TypeError, IndexError) as exc:  # a shape the checks did not foresee
-                raise ValueError(f"malformed compact exchange ({exc})") from exc
-        return self._plain(plain, data)
+        return self._unpack(data, self._compact.decode)
 
     def unpack_event(self, data: bytes) -> Plain | Exchange:
         """``unpack``, except that a compact exchange comes as the ``Exchange`` that
         ``from_plain`` would make of its plain map (``TapeError`` where it would raise)."""
+        return self._unpack(data, self._compact.exchange)
+
+    def _unpack(self, data: bytes, compact: Callable[..., T]) -> Plain | T:
         plain = self._load(data)
         if plain.get("k") == KIND:
             try:
-                return self._compact.exchange(plain, len(data), self._delta, self._budget.charge)
+                return compact(plain, len(data), self._delta, self._budget.charge)
             except (TypeError, IndexError) as exc:  # a shape the checks did not foresee
                 raise ValueError(f"malformed compact exchange ({exc})") from exc
         return self._plain(plain, data)
