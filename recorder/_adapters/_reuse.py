@@ -4,8 +4,11 @@ An agent's every request repeats the whole conversation.  Parsing each body
 with ``json.loads`` and normalizing each message again costs time that grows
 with the square of the turns.  ``BodyParser`` parses a session's request
 bodies of one API in order: the leading conversation items whose JSON text is
-unchanged from the previous body (same text, same offsets) are taken over as
-the very same parsed objects, and only the rest of the body is parsed.
+unchanged from the previous body are taken over as the very same parsed
+objects, and only the rest of the body is parsed.  The usual body (the one
+before plus new items, the fields around them recurring or parsing on their
+own) is read straight from its bytes by ``_reuse_quick``; any other by the
+walk below, on its text.
 ``Memo`` then maps those objects to the adapter's normalized messages by
 identity, so a message is normalized once per session.
 
@@ -24,6 +27,7 @@ from collections.abc import Callable
 from itertools import accumulate, takewhile
 from typing import Any, Generic, TypeVar
 
+from evaltape.recorder._adapters._reuse_quick import Key, Layout, quick
 from evaltape.recorder._adapters._sse import load_json
 
 T = TypeVar("T")
@@ -114,6 +118,8 @@ class BodyParser:
 
     def __init__(self, key: str) -> None:
         self._key = key
+        self._quick_key = Key(key)
+        self._layout: Layout | None = None  # the previous body's, for ``quick``
         self._last: _Walk | None = None
         self._text = ""
         self._values: dict[str, tuple[int, int, Any]] = {}  # name -> (start, end, value)
@@ -125,6 +131,11 @@ class BodyParser:
         """``(value, "")`` or ``(None, problem)``, as ``load_json(data, what)``."""
         # json.loads reads bytes starting with "{" and a non-NUL byte as UTF-8.
         if data[:1] == b"{" and data[1:2] != b"\x00":
+            got = quick(self._quick_key, data, self._layout)
+            if got is not None:
+                value, self._layout = got
+                return value, ""
+            self._layout = None
             try:
                 text = data.decode("utf-8", "surrogatepass")
                 return self._object(text), ""
