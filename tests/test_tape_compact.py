@@ -7,10 +7,13 @@ import shutil
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import msgpack
 import pytest
 import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evaltape.recorder import (
     Chunk,
@@ -232,3 +235,42 @@ def test_the_static_header_table_in_the_format_page_is_the_one_readers_use() -> 
     pairs = [item.split(": ", 1) for item in re.findall(r"`([^`]+: [^`]*)`", listed)]
     assert [(name, "" if value == '""' else value) for name, value in pairs] == list(STATIC)
     assert len(STATIC) == 63
+
+
+def _pairs_one_by_one(table: Any, stored: list[Any], length: int) -> Any:
+    """What ``HeaderTable.pairs`` gives, header by header (the format page's reading)."""
+    out = []
+    for item in stored:
+        if item is True:
+            out.append(("content-length", str(length)))
+        elif type(item) is int:
+            if not 0 <= item < len(table._pairs):
+                return f"header refers to table entry {item} of {len(table._pairs)}"
+            out.append(table._pairs[item])
+        else:
+            return None
+    return tuple(out), sum(len(n) + len(v) for n, v in out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    stored=st.lists(st.one_of(st.integers(-2, 70), st.just(True), st.just(False)), max_size=8),
+    length=st.integers(0, 10**6),
+)
+def test_stored_headers_of_table_entries_and_content_length_read_one_by_one(
+    stored: list[Any], length: int
+) -> None:
+    """Lists of table entries, with or without the request's own content-length (one
+    ``true``), take shortcuts; each reads as the headers one by one would."""
+    from evaltape.recorder._compact_headers import HeaderTable
+
+    table = HeaderTable()
+    expected = _pairs_one_by_one(table, stored, length)
+    if expected is None:  # a false: not a header the format knows
+        with pytest.raises(ValueError):
+            table.pairs(stored, length)
+    elif isinstance(expected, str):
+        with pytest.raises(ValueError, match=f"^{expected}$"):
+            table.pairs(stored, length)
+    else:
+        assert table.pairs(stored, length) == expected

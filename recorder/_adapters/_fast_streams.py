@@ -83,13 +83,13 @@ def data_events(body: bytes, decoder: msgspec.json.Decoder[Any]) -> list[Any] | 
     body, or an event the records refuse."""
     if not (body.startswith(b"data: {") and body.endswith(DONE)) or b"\r" in body:
         return None
-    inner = body[6 : len(body) - len(DONE)]
-    n = inner.count(b"\n\ndata: {") + 1
-    # Every line end is one of those boundaries or the [DONE] event's, so no event
+    text = body.replace(b"\n\ndata: {", b"\n{")
+    cuts = (len(body) - len(text)) // 7  # each cut drops 7 bytes
+    # Every line end left is one of the cuts' or the [DONE] event's four, so no event
     # spans lines or is blank, and none before the last is a [DONE] that ends the stream.
-    if body.count(b"\n") != 2 * n + 2:
+    if text.count(b"\n") != cuts + 4:
         return None
-    return _lines(inner.replace(b"\n\ndata: ", b"\n"), n, decoder)
+    return _lines(memoryview(text)[6 : len(text) - len(DONE)], cuts + 1, decoder, body)
 
 
 def named_events(
@@ -113,17 +113,21 @@ def named_events(
         and all(map(bytes.startswith, datas, repeat(b"data: {")))
     ):
         return None
-    values = _lines(b"\n".join(map(_AFTER_DATA, datas)), n, decoder)
+    text = b"\n".join(map(_AFTER_DATA, datas))
+    values = _lines(text, n, decoder, text)
     if values is None:
         return None
     # One decode, as parse_sse decodes the whole body (invalid UTF-8 replaced).
     return tuple(heads.decode("utf-8", "replace")[7:].split("\nevent: ")), values
 
 
-def _lines(text: bytes, n: int, decoder: msgspec.json.Decoder[Any]) -> list[Any] | None:
+def _lines(
+    text: bytes | memoryview, n: int, decoder: msgspec.json.Decoder[Any], whole: bytes
+) -> list[Any] | None:
     """The values of ``n`` lines that each start with "{"; None unless each is exactly one
-    value of the decoder's type, as ``json.loads`` reads it."""
-    if huge_int(text):
+    value of the decoder's type, as ``json.loads`` reads it.  ``whole`` holds the lines'
+    digits in the same runs (the body they were cut from)."""
+    if huge_int(whole):
         return None
     try:
         values: list[Any] = decoder.decode_lines(text)
