@@ -141,3 +141,33 @@ def test_a_call_that_was_never_folded_has_no_pending_request() -> None:
     assert not _unread(call) and call.input_messages == ()
     with pytest.raises(AttributeError):
         call.no_such_field  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_calls_without_a_response_leave_the_shared_blank_call_as_it_was() -> None:
+    """Adapters start every call from one shared blank value per API; a call that got
+    no response (the transport failed) is that value, so the fold copies it before
+    setting what the exchange says."""
+    from evaltape.recorder import Exchange, Request, SessionStarted, TransportError
+    from evaltape.recorder._adapters._model import blank
+
+    def failed(n: int) -> Exchange:
+        return Exchange(
+            at=float(n),
+            duration=0.1,
+            request=Request(
+                method="POST",
+                url="http://127.0.0.1:9/v1/chat/completions",
+                body=b'{"model":"m","messages":[{"role":"user","content":"hi"}]}',
+            ),
+            error=TransportError(type="ConnectError", message=f"refused {n}"),
+        )
+
+    session = fold(
+        [SessionStarted(session_id="00000000000000e2", started_at=0.0), failed(1), failed(2)]
+    )
+    first, second = (turn.call for turn in session.turns)
+    assert first is not second and first is not blank("openai.chat")
+    assert first.error == "transport failed: ConnectError: refused 1"
+    assert first.model_requested == "m" and first.status is None
+    assert blank("openai.chat") == ModelCall(api="openai.chat")
+    assert not _unread(blank("openai.chat"))

@@ -25,6 +25,7 @@ from evaltape.recorder._adapters._model import (
     ModelCall,
     ToolCall,
     Usage,
+    blank,
     request_pending,
     set_request,
 )
@@ -151,9 +152,9 @@ class CallDecoder:
         memo = self._memos.get(api)
         if memo is None:
             memo = self._memos[api] = Memo()
-        call, status, streamed = _read_response(
-            ModelCall(api=adapter.api), exchange, adapter, streamed
-        )
+        call, status, streamed = _read_response(blank(adapter.api), exchange, adapter, streamed)
+        if call is blank(adapter.api):  # (the shared blank value is never changed)
+            call = ModelCall(api=adapter.api)
         if exchange.error is not None:
             failure = f"{exchange.error.type}: {exchange.error.message}"
             error = f"transport failed: {failure}"

@@ -16,7 +16,14 @@ from typing import Any, Final
 import attrs
 
 from evaltape.recorder._adapters import _fast_streams as fast
-from evaltape.recorder._adapters._model import Message, ModelCall, ToolCall, Usage
+from evaltape.recorder._adapters._model import (
+    NO_USAGE,
+    Message,
+    ModelCall,
+    ToolCall,
+    Usage,
+    answered,
+)
 from evaltape.recorder._adapters._reuse import Memo
 from evaltape.recorder._adapters._sse import (
     SseStream,
@@ -100,7 +107,7 @@ def _tool_names(tools: list[Any]) -> tuple[str, ...]:
 
 def _usage(value: Any) -> Usage:
     if not isinstance(value, dict):
-        return Usage.unknown()
+        return NO_USAGE
     read = count(value.get("cache_read_input_tokens"))
     written = count(value.get("cache_creation_input_tokens"))
     return Usage(
@@ -136,7 +143,7 @@ def read_response(call: ModelCall, body: Any) -> ModelCall:
     if message.get("type") == "error":
         return attrs.evolve(call, error=stream_error(message, "error in response body"))
     output, thinking, calls = _content(arr(message.get("content")), {})
-    return attrs.evolve(
+    return answered(
         call,
         model_responded=text(message.get("model")),
         response_id=text(message.get("id")),
@@ -224,7 +231,7 @@ def _streamed(
         if i in blocks and (joined := "".join(parts))
     }
     output, thinking, calls = _content([blocks[i] for i in ordered], arguments)
-    return attrs.evolve(
+    return answered(
         call,
         model_responded=text(message.get("model")),
         response_id=text(message.get("id")),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import attrs
 
@@ -75,6 +75,10 @@ class Usage:
                 else None
             ),
         )
+
+
+NO_USAGE = Usage(reported=False)
+"""``Usage.unknown()``, shared: a frozen value, so one serves every call that reported none."""
 
 
 @attrs.frozen(kw_only=True)
@@ -144,7 +148,7 @@ class ModelCall:
     """Why generation stopped, as the API says it ("stop", "tool_calls", "end_turn", ...)."""
     response_id: str = ""
     """The response's id, if it had one."""
-    usage: Usage = attrs.field(factory=Usage.unknown)
+    usage: Usage = NO_USAGE
     """Token counts the response reported."""
     streamed: bool = False
     """True when the response was a server-sent event stream."""
@@ -166,6 +170,25 @@ class ModelCall:
             raise AttributeError(name)
         fill(self)
         return object.__getattribute__(self, name)
+
+
+_BLANK: dict[str, ModelCall] = {}
+
+
+def blank(api: Api) -> ModelCall:
+    """The call of ``api`` holding nothing else, which the adapters start from (one
+    shared value: ``answered`` builds on it, and nothing may change it)."""
+    call = _BLANK.get(api)
+    if call is None:
+        call = _BLANK[api] = ModelCall(api=api)
+    return call
+
+
+def answered(call: ModelCall, **fields: Any) -> ModelCall:
+    """``attrs.evolve(call, **fields)``, in one step when ``call`` is a ``blank`` one."""
+    if call is _BLANK.get(call.api):
+        return ModelCall(api=call.api, **fields)
+    return attrs.evolve(call, **fields)
 
 
 REQUEST_SIDE = frozenset({"model_requested", "input_messages", "tools_offered"})

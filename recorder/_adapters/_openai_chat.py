@@ -14,7 +14,14 @@ from typing import Any, Final
 import attrs
 
 from evaltape.recorder._adapters import _fast_streams as fast
-from evaltape.recorder._adapters._model import Message, ModelCall, ToolCall, Usage
+from evaltape.recorder._adapters._model import (
+    NO_USAGE,
+    Message,
+    ModelCall,
+    ToolCall,
+    Usage,
+    answered,
+)
 from evaltape.recorder._adapters._reuse import Memo
 from evaltape.recorder._adapters._sse import (
     SseStream,
@@ -100,7 +107,7 @@ def _tool_names(tools: list[Any]) -> tuple[str, ...]:
 
 def _usage(value: Any) -> Usage:
     if not isinstance(value, dict):
-        return Usage.unknown()
+        return NO_USAGE
     prompt = obj(value.get("prompt_tokens_details"))
     completion = obj(value.get("completion_tokens_details"))
     return Usage(
@@ -125,7 +132,7 @@ def read_response(call: ModelCall, body: Any) -> ModelCall:
         return attrs.evolve(call, error=stream_error(body, "error in response body"))
     choice = _first_choice(body)
     message = obj(choice.get("message"))
-    return attrs.evolve(
+    return answered(
         call,
         model_responded=text(body.get("model")),
         response_id=text(body.get("id")),
@@ -206,7 +213,7 @@ def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> Mo
     thinking: list[str] = []
     slots: dict[int, _Slot] = {}
     finish = rid = model = problem = ""
-    usage = Usage.unknown()
+    usage = NO_USAGE
     chunks, problems = decode_payloads(payloads, "stream event", batch=batch)
     for n, chunk in enumerate(chunks):
         if problems is not None and problems[n]:
@@ -239,7 +246,7 @@ def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> Mo
                 finish = value
     if not problem and not done and not (finish and stream.complete):
         problem = "stream cut short: it ended before data: [DONE]"
-    return attrs.evolve(
+    return answered(
         call,
         model_responded=model,
         response_id=rid,
@@ -284,7 +291,7 @@ def _from_chunks(
     thinking: list[str] = []
     slots: dict[int, _Slot] = {}
     finish = rid = model = ""
-    usage = Usage.unknown()
+    usage = NO_USAGE
     for chunk in chunks:
         if chunk.error:
             return None
@@ -327,7 +334,7 @@ def _from_chunks(
     problem = ""
     if not done and not (finish and complete):
         problem = "stream cut short: it ended before data: [DONE]"
-    return attrs.evolve(
+    return answered(
         call,
         model_responded=model,
         response_id=rid,

@@ -14,7 +14,14 @@ from typing import Any, Final
 
 import attrs
 
-from evaltape.recorder._adapters._model import Message, ModelCall, ToolCall, Usage
+from evaltape.recorder._adapters._model import (
+    NO_USAGE,
+    Message,
+    ModelCall,
+    ToolCall,
+    Usage,
+    answered,
+)
 from evaltape.recorder._adapters._reuse import Memo
 from evaltape.recorder._adapters._sse import (
     SseStream,
@@ -115,7 +122,7 @@ def read_request(body: dict[str, Any], memo: Memo[Message] | None = None) -> Mod
 
 def _usage(value: Any) -> Usage:
     if not isinstance(value, dict):
-        return Usage.unknown()
+        return NO_USAGE
     details = obj(value.get("input_tokens_details"))
     return Usage(
         input_tokens=count(value.get("input_tokens")),
@@ -169,7 +176,7 @@ def read_response(call: ModelCall, body: Any) -> ModelCall:
     """Add what a JSON ``response`` object says."""
     response = obj(body)
     output, thinking, calls = _outputs(arr(response.get("output")))
-    return attrs.evolve(
+    return answered(
         call,
         model_responded=text(response.get("model")),
         response_id=text(response.get("id")),
@@ -246,7 +253,7 @@ def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> Mo
     output, thinking, calls = _outputs(listed)
     if not terminal and not problem:
         problem = "stream cut short: it ended before response.completed"
-    return attrs.evolve(
+    return answered(
         call,
         model_responded=text(response.get("model")),
         response_id=text(response.get("id")),
