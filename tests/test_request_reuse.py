@@ -147,3 +147,6 @@ def test_items_that_recur_are_the_same_objects_in_the_next_body() -> None:
     assert b["messages"][0] is a["messages"][0]
     assert c["messages"][1] is b["messages"][1]
     assert c == json.loads(b'{"model":"m","messages":[{"a":1},{"b":[2]},3],"o":2}')
+    d, _ = parser.load(b'{"messages":[{"a":1}],"tools":[{"t":1}],"s":true}', "b")
+    e, _ = parser.load(b'{"messages":[{"a":1},{"c":3}],"tools":[{"t":1}]}', "b")
+    assert e["tools"] is d["tools"] and e["messages"][0] is d["messages"][0]

@@ -138,20 +138,22 @@ def _lines(
 
 
 # -- OpenAI Chat Completions chunks --------------------------------------------------
+# The records hold nothing that refers back to them, so the cycle collector does not
+# track them (``gc=False``): thousands are made per session.
 
 
-class ChatFunction(msgspec.Struct):
+class ChatFunction(msgspec.Struct, gc=False):
     name: str | None = None
     arguments: str | None = None
 
 
-class ChatToolFragment(msgspec.Struct):
+class ChatToolFragment(msgspec.Struct, gc=False):
     index: int | None = None
     id: str | None = None
     function: ChatFunction | None = None
 
 
-class ChatDelta(msgspec.Struct):
+class ChatDelta(msgspec.Struct, gc=False):
     function_call: msgspec.Raw = msgspec.Raw()
     """The legacy call, which only the general path reads (present: not empty)."""
     content: str | None = None
@@ -161,13 +163,13 @@ class ChatDelta(msgspec.Struct):
     tool_calls: list[ChatToolFragment] | None = None
 
 
-class ChatChoice(msgspec.Struct):
+class ChatChoice(msgspec.Struct, gc=False):
     index: int = 0
     delta: ChatDelta | None = None
     finish_reason: str | None = None
 
 
-class ChatChunk(msgspec.Struct):
+class ChatChunk(msgspec.Struct, gc=False):
     error: msgspec.Raw = msgspec.Raw()
     """An error chunk, which only the general path reads (present: not empty)."""
     id: str | None = None
@@ -183,7 +185,7 @@ CHAT_LINES = msgspec.json.Decoder(ChatChunk)
 # -- Anthropic Messages events -------------------------------------------------------
 
 
-class MessagesDelta(msgspec.Struct):
+class MessagesDelta(msgspec.Struct, gc=False):
     type: str | None = None
     text: str | None = None
     thinking: str | None = None
@@ -191,7 +193,7 @@ class MessagesDelta(msgspec.Struct):
     stop_reason: str | None = None
 
 
-class MessagesEvent(msgspec.Struct):
+class MessagesEvent(msgspec.Struct, gc=False):
     type: str | None = None
     index: int | None = None
     message: dict[str, Any] | None = None

@@ -13,7 +13,8 @@ only the new items and whichever fields around the conversation changed:
   and is followed by ``,`` or ``]`` (so a number there did not grow);
 - the *tail*, from the array's ``]`` to the end, is taken over when the body
   ends with the previous body's; else the new items and the tail are parsed as
-  one object, the tail's members standing beside the new items.
+  one object, the tail's members standing beside the new items (a member whose
+  text recurs keeps its value: the tool schemas, when a flag after them changed).
 
 Each of those pieces is valid JSON on its own exactly when the body is, and
 parses to what ``json.loads`` gives the body for it (msgspec's values are
@@ -43,7 +44,17 @@ _MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
 class Layout:
     """Where a parsed body's pieces are, and their values, for the next body's reuse."""
 
-    __slots__ = ("body", "head", "head_values", "items", "kept", "start", "tail", "tail_values")
+    __slots__ = (
+        "body",
+        "head",
+        "head_values",
+        "items",
+        "kept",
+        "start",
+        "tail",
+        "tail_raws",
+        "tail_values",
+    )
 
     def __init__(
         self,
@@ -55,6 +66,7 @@ class Layout:
         items: list[Any],
         tail: int,
         tail_values: dict[str, Any],
+        tail_raws: dict[str, bytes],
     ) -> None:
         self.body = body
         self.head = head  # body[:head] is "{" and the head's members, with its last comma
@@ -64,6 +76,7 @@ class Layout:
         self.items = items
         self.tail = tail  # offset of the array's "]": body[tail:] is the tail
         self.tail_values = tail_values
+        self.tail_raws = tail_raws  # each tail member's text
 
 
 class Key:
@@ -149,7 +162,7 @@ def _rest(
     if tail >= 0 and last is not None:
         new_text = data[resume:tail]
         new = fast(b"[" + new_text + b"]") if new_text.strip(_WS) else []
-        tail_values = last.tail_values
+        tail_values, tail_raws = last.tail_values, last.tail_raws
     else:
         members = _MEMBERS.decode(key.prefix + data[resume:])
         raw = bytes(members.pop(key.name))
@@ -159,7 +172,14 @@ def _rest(
         if not data.startswith(memoryview(raw)[1:], resume) or key.again.search(data, tail):
             return None
         new = fast(raw)
-        tail_values = {name: fast(value) for name, value in members.items()}
+        tail_raws = {name: bytes(value) for name, value in members.items()}
+        seen = last.tail_raws if last is not None else {}
+        tail_values = {
+            name: last.tail_values[name]
+            if last is not None and seen.get(name) == text
+            else fast(text)
+            for name, text in tail_raws.items()
+        }
     if type(new) is not list or (comma and not new):  # "[..., ]" is not JSON
         return None
     whole = items + new if items else new
@@ -171,4 +191,4 @@ def _rest(
     out = dict(head_values)
     out[key.name] = whole
     out.update(tail_values)
-    return out, Layout(data, head, head_values, start, kept, whole, tail, tail_values)
+    return out, Layout(data, head, head_values, start, kept, whole, tail, tail_values, tail_raws)
