@@ -11,6 +11,7 @@ The encoding is byte-exact.  See docs/format.md, "Compact exchanges".
 
 from __future__ import annotations
 
+from itertools import chain
 from operator import add
 from typing import Any
 
@@ -63,6 +64,10 @@ def encode_chunks(body: bytes, sizes: list[int]) -> tuple[bytes, Columns]:
     return b"".join(parts), (pre, suf, mid)
 
 
+_LIST = frozenset({list})
+_INT = frozenset({int})
+
+
 def _ints(value: Any, what: str) -> list[int]:
     if type(value) is not list or (value and set(map(type, value)) != {int}):
         raise ValueError(f"compact exchange: {what} is not a list of ints")
@@ -76,10 +81,12 @@ class StoredChunks:
 
     def __init__(self, new: bytes, pre: Any, suf: Any, mid: Any, steps: Any) -> None:
         self._new = new
-        self._pre = _ints(pre, "'pre'")
-        self._suf = _ints(suf, "'suf'")
-        self._mid = _ints(mid, "'mid'")
-        self.steps = _ints(steps, "'steps'")
+        columns = (pre, suf, mid, steps)
+        # The usual: four lists of ints, checked in one pass; else the first bad one named.
+        if not (set(map(type, columns)) == _LIST and set(map(type, chain(*columns))) <= _INT):
+            for value, what in zip(columns, ("'pre'", "'suf'", "'mid'", "'steps'"), strict=True):
+                _ints(value, what)
+        self._pre, self._suf, self._mid, self.steps = pre, suf, mid, steps
         if not len(self._pre) == len(self._suf) == len(self._mid) == len(self.steps):
             raise ValueError("compact exchange: the chunk columns differ in length")
         if self._pre and min(min(self._pre), min(self._suf), min(self._mid)) < 0:

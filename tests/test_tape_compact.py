@@ -164,6 +164,8 @@ DAMAGED = {
         "chunk columns differ in length",
     ),
     "chunk column that is not ints": (_stored([], [b"a", [0], [0], [1.0], [0]]), "'mid' is not"),
+    "chunk column that is not a list": (_stored([], [b"a", [0], 0, [1], [0]]), "'suf' is not"),
+    "time steps that are not ints": (_stored([], [b"a", [0], [0], [1], [True]]), "'steps' is not"),
     "new bytes that do not add up": (
         _stored([], [b"ab", [0], [0], [1], [5]]),
         "do not add up",
