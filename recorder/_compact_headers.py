@@ -150,31 +150,12 @@ class HeaderTable:
         pairs, text = self.pairs(stored, length)
         return [list(pair) for pair in pairs], text
 
-    def _entries(self, stored: list[int]) -> Headers:
-        """The table's pairs at ``stored``; ``ValueError`` naming the first index past it."""
-        pairs = self._pairs
-        if stored and not 0 <= min(stored) <= max(stored) < len(pairs):
-            bad = next(i for i in stored if not 0 <= i < len(pairs))
-            raise ValueError(f"header refers to table entry {bad} of {len(pairs)}")
-        return tuple(map(pairs.__getitem__, stored))
-
     def pairs(self, stored: Any, length: int) -> tuple[Headers, int]:
         """``decode``'s headers as the pairs an event holds (what a reader builds)."""
         if type(stored) is not list:
             raise ValueError("compact headers are not a list")
         pairs, lens = self._pairs, self._lens
-        kinds = set(map(type, stored))
-        if kinds <= _INT:  # the usual: every header a table entry
-            return self._entries(stored), sum(map(lens.__getitem__, stored))
-        if kinds == _INT_BOOL:  # a request's: table entries and its own content-length
-            types = list(map(type, stored))
-            at = types.index(bool)
-            if stored[at] is True and types.count(bool) == 1:
-                ints = stored[:at] + stored[at + 1 :]
-                entries = self._entries(ints)
-                own = str(length)
-                text = sum(map(lens.__getitem__, ints)) + 14 + len(own)
-                return (*entries[:at], ("content-length", own), *entries[at:]), text
+        # One loop: on lists this short it beats map() passes, which pay a call a header.
         out: list[tuple[str, str]] = []
         text = 0
         for item in stored:
@@ -202,7 +183,3 @@ class HeaderTable:
             text += len(name) + len(value)
             self._add((name, value))
         return tuple(out), text
-
-
-_INT = frozenset({int})
-_INT_BOOL = frozenset({int, bool})
