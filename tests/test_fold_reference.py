@@ -378,8 +378,8 @@ def _framing(body: bytes, rng: random.Random, payload: str, line: str) -> bytes:
         case 3:  # a byte that is not UTF-8, or a line end inside a payload
             at = rng.randrange(len(lines[-1]) + 1)
             lines[-1] = lines[-1][:at] + rng.choice([b"\xff", b"\n", b"\n\n"]) + lines[-1][at:]
-        case _:  # the space after "data:" dropped or doubled
-            lines[-1] = lines[-1].replace(b"data: ", rng.choice([b"data:", b"data:  "]), 1)
+        case _:  # the space after "data:" dropped or doubled, or the field name dropped
+            lines[-1] = lines[-1].replace(b"data: ", rng.choice([b"data:", b"data:  ", b""]), 1)
     events[n] = b"\n".join(lines)
     return b"\n\n".join(events)
 
@@ -462,3 +462,27 @@ def test_a_data_line_in_place_of_the_blank_line_after_an_event_is_read_as_its_ow
     call = ModelCall(api=_anthropic.API)
     assert _anthropic.read_stream_bytes(call, body) is None
     assert _anthropic.read_stream(call, parse_sse(body)).error
+
+
+def test_an_event_whose_data_line_lost_its_field_name_is_read_as_the_reference(
+    streams: list[Exchange],
+) -> None:
+    """A line of bare JSON is a field named by its text, not data: the event it was
+    in has no data, which the byte paths must not read as one."""
+    import attrs
+
+    checked = 0
+    for exchange in streams:
+        assert exchange.response is not None
+        body = exchange.response.body
+        at = body.find(b"\ndata: {", len(body) // 2)  # an event in the middle, not the first
+        if at < 0:
+            continue
+        damaged_body = body[: at + 1] + body[at + len(b"\ndata: ") :]
+        damaged = attrs.evolve(
+            exchange,
+            response=attrs.evolve(exchange.response, chunks=(Chunk(at=0.0, data=damaged_body),)),
+        )
+        assert fold([_header(), damaged]).turns[0].call == ReferenceDecoder().decode(damaged)
+        checked += 1
+    assert checked >= 2

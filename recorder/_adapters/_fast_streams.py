@@ -16,8 +16,6 @@ give a call it equals the general path's (tests/test_fold_reference.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import repeat
-from operator import itemgetter
 from typing import Any
 
 import msgspec
@@ -74,7 +72,7 @@ def batch(
 # event that is not an object) is left to ``parse_sse``.
 
 DONE = b"\n\ndata: [DONE]\n\n"
-_AFTER_DATA = itemgetter(slice(len(b"data: "), None))
+_DATA = b"data: {"
 
 
 def data_events(body: bytes, decoder: msgspec.json.Decoder[Any]) -> list[Any] | None:
@@ -105,16 +103,17 @@ def named_events(
     if len(lines) != 3 * n + 1 or any(lines[2 : 3 * n : 3]) or lines[-1]:
         return None
     heads = b"\n".join(lines[0 : 3 * n : 3])
-    datas = lines[1 : 3 * n : 3]
-    # No line holds a line end, so this counts the lines that start so.
+    datas = b"\n".join(lines[1 : 3 * n : 3])
+    text = datas.replace(b"\n" + _DATA, b"\n{")
+    # No line holds a line end, so these count the lines that start so.
     if not (
         heads.startswith(b"event: ")
         and heads.count(b"\nevent: ") == n - 1
-        and all(map(bytes.startswith, datas, repeat(b"data: {")))
+        and datas.startswith(_DATA)
+        and len(datas) - len(text) == (len(_DATA) - 1) * (n - 1)
     ):
         return None
-    text = b"\n".join(map(_AFTER_DATA, datas))
-    values = _lines(text, n, decoder, text)
+    values = _lines(memoryview(text)[len(_DATA) - 1 :], n, decoder, text)
     if values is None:
         return None
     # One decode, as parse_sse decodes the whole body (invalid UTF-8 replaced).
