@@ -486,3 +486,35 @@ def test_an_event_whose_data_line_lost_its_field_name_is_read_as_the_reference(
         assert fold([_header(), damaged]).turns[0].call == ReferenceDecoder().decode(damaged)
         checked += 1
     assert checked >= 2
+
+
+def test_a_block_started_again_drops_the_deltas_before_it_as_the_reference_does() -> None:
+    from evaltape.recorder._adapters import _anthropic
+    from evaltape.recorder._adapters._model import ModelCall
+    from evaltape.recorder._adapters._sse import parse_sse
+
+    def event(kind: str, **fields: object) -> bytes:
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, **fields})}\n\n".encode()
+
+    def delta(index: int, kind: str, **fields: object) -> bytes:
+        return event("content_block_delta", index=index, delta={"type": kind, **fields})
+
+    body = b"".join(
+        [
+            event("message_start", message={"id": "m", "model": "c", "usage": {}}),
+            event("content_block_start", index=0, content_block={"type": "text", "text": "a"}),
+            delta(0, "text_delta", text="b"),
+            delta(1, "thinking_delta", thinking="t"),
+            event("content_block_start", index=0, content_block={"type": "text", "text": 5}),
+            delta(0, "text_delta", text="d"),
+            delta(0, "text_delta", text="e"),
+            event("content_block_start", index=1, content_block={"type": "thinking"}),
+            delta(1, "thinking_delta", thinking="u"),
+            event("message_stop"),
+        ]
+    )
+    call = ModelCall(api=_anthropic.API)
+    quick = _anthropic.read_stream_bytes(call, body)
+    assert quick is not None
+    assert quick == _anthropic.read_stream(call, parse_sse(body), batch=False)
+    assert (quick.output_text, quick.thinking) == ("de", "u")

@@ -278,6 +278,9 @@ def _from_events(
     usage: dict[str, Any] | None = None
     blocks: dict[int, dict[str, Any]] = {}
     partial: dict[int, list[str]] = {}
+    # The text and thinking deltas of the block now at each index, joined at the end
+    # (the general walk adds each to the block as it comes: the same strings).
+    added: dict[tuple[int, str], list[str]] = {}
     stop = ""
     stopped = False
     for name, data in zip(names, events, strict=True):
@@ -286,13 +289,14 @@ def _from_events(
         kind = data.type or name
         index = data.index
         if kind == "content_block_delta" and index is not None:
-            block = blocks.setdefault(index, {})
+            if index not in blocks:
+                blocks[index] = {}
             delta = data.delta or _NO_DELTA
             dtype = delta.type
             if dtype == "text_delta":
-                block["text"] = text(block.get("text")) + (delta.text or "")
+                added.setdefault((index, "text"), []).append(delta.text or "")
             elif dtype == "thinking_delta":
-                block["thinking"] = text(block.get("thinking")) + (delta.thinking or "")
+                added.setdefault((index, "thinking"), []).append(delta.thinking or "")
             elif dtype == "input_json_delta":
                 partial.setdefault(index, []).append(delta.partial_json or "")
         elif kind == "message_start":
@@ -300,6 +304,8 @@ def _from_events(
             usage = dict(obj(message.get("usage")))
         elif kind == "content_block_start" and index is not None:
             blocks[index] = dict(data.content_block or {})
+            added.pop((index, "text"), None)
+            added.pop((index, "thinking"), None)
         elif kind == "message_delta":
             stop = (data.delta.stop_reason if data.delta is not None else None) or stop
             updates = {k: v for k, v in (data.usage or {}).items() if v is not None}
@@ -308,5 +314,8 @@ def _from_events(
             stopped = True
         elif kind == "error":
             return None
+    for (index, field), parts in added.items():
+        block = blocks[index]
+        block[field] = text(block.get(field)) + "".join(parts)
     problem = "" if stopped else "stream cut short: it ended before message_stop"
     return _streamed(call, message, usage, blocks, partial, stop, problem)
