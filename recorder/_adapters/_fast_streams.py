@@ -81,12 +81,13 @@ def data_events(body: bytes, decoder: msgspec.json.Decoder[Any]) -> list[Any] | 
     body, or an event the records refuse."""
     if not (body.startswith(b"data: {") and body.endswith(DONE)) or b"\r" in body:
         return None
-    text = body.replace(b"\n\ndata: {", b"\n{")
-    cuts = (len(body) - len(text)) // 7  # each cut drops 7 bytes
-    # Every line end left is one of the cuts' or the [DONE] event's four, so no event
+    pieces = body.split(b"\n\ndata: {")  # (one pass: a replace takes two)
+    cuts = len(pieces) - 1
+    # Every line end is one of the cuts' two or the [DONE] event's four, so no event
     # spans lines or is blank, and none before the last is a [DONE] that ends the stream.
-    if text.count(b"\n") != cuts + 4:
+    if body.count(b"\n") != 2 * cuts + 4:
         return None
+    text = b"\n{".join(pieces)
     return _lines(memoryview(text)[6 : len(text) - len(DONE)], cuts + 1, decoder, body)
 
 
@@ -104,15 +105,16 @@ def named_events(
         return None
     heads = b"\n".join(lines[0 : 3 * n : 3])
     datas = b"\n".join(lines[1 : 3 * n : 3])
-    text = datas.replace(b"\n" + _DATA, b"\n{")
+    pieces = datas.split(b"\n" + _DATA)
     # No line holds a line end, so these count the lines that start so.
     if not (
         heads.startswith(b"event: ")
         and heads.count(b"\nevent: ") == n - 1
         and datas.startswith(_DATA)
-        and len(datas) - len(text) == (len(_DATA) - 1) * (n - 1)
+        and len(pieces) == n
     ):
         return None
+    text = b"\n{".join(pieces)
     values = _lines(memoryview(text)[len(_DATA) - 1 :], n, decoder, text)
     if values is None:
         return None
