@@ -282,6 +282,24 @@ def read_stream_bytes(call: ModelCall, body: bytes) -> ModelCall | None:
     return None if chunks is None else _from_chunks(call, chunks, True, True)
 
 
+def _add_fragments(slots: dict[int, _Slot], fragments: list[fast.ChatToolFragment]) -> None:
+    """Add one chunk's tool call fragments to the calls being reassembled."""
+    for position, fragment in enumerate(fragments):
+        key = fragment.index if fragment.index is not None else position
+        slot = slots.get(key)
+        if slot is None:
+            slot = slots[key] = _Slot()
+        if not slot.id and fragment.id is not None:
+            slot.id = fragment.id
+        function = fragment.function
+        if function is None:
+            slot.arguments.append("")
+            continue
+        if not slot.name and function.name is not None:
+            slot.name = function.name
+        slot.arguments.append(function.arguments or "")
+
+
 def _from_chunks(
     call: ModelCall, chunks: list[fast.ChatChunk], done: bool, complete: bool
 ) -> ModelCall | None:
@@ -308,27 +326,16 @@ def _from_chunks(
             if delta is not None:
                 if delta.function_call:
                     return None
-                if delta.content:
-                    out.append(delta.content)
+                content = delta.content
+                if content:
+                    out.append(content)
                 if delta.refusal:
                     out.append(delta.refusal)
                 reasoning = delta.reasoning_content or delta.reasoning
                 if reasoning:
                     thinking.append(reasoning)
-                for position, fragment in enumerate(delta.tool_calls or ()):
-                    key = fragment.index if fragment.index is not None else position
-                    slot = slots.get(key)
-                    if slot is None:
-                        slot = slots[key] = _Slot()
-                    if not slot.id and fragment.id is not None:
-                        slot.id = fragment.id
-                    function = fragment.function
-                    if function is None:
-                        slot.arguments.append("")
-                        continue
-                    if not slot.name and function.name is not None:
-                        slot.name = function.name
-                    slot.arguments.append(function.arguments or "")
+                if delta.tool_calls:
+                    _add_fragments(slots, delta.tool_calls)
             if choice.finish_reason:
                 finish = choice.finish_reason
     problem = ""
