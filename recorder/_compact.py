@@ -38,8 +38,10 @@ _Answer = tuple[Any, Headers, Any, bytes, StoredChunks, list[int]]
 """A response's parts: status, headers, streamed, body, its chunks' columns, chunk steps."""
 
 
-_REQUEST_SLOTS = tuple(Request.__dict__[n].__set__ for n in ("method", "url", "headers", "body"))
-_EXCHANGE_SLOTS = tuple(
+_SET_METHOD, _SET_URL, _SET_HEADERS, _SET_BODY = (
+    Request.__dict__[n].__set__ for n in ("method", "url", "headers", "body")
+)
+_SET_AT, _SET_DURATION, _SET_REQUEST, _SET_RESPONSE, _SET_ERROR = (
     Exchange.__dict__[n].__set__ for n in ("at", "duration", "request", "response", "error")
 )
 
@@ -69,8 +71,10 @@ def exchange_of(
             raise TypeError(f"field 'error' holds {type(error).__name__}")
         failure = None if error is None else _error_from(error)
         built = _new(Request)
-        for put, value in zip(_REQUEST_SLOTS, (method, url, headers, body), strict=True):
-            put(built, value)
+        _SET_METHOD(built, method)
+        _SET_URL(built, url)
+        _SET_HEADERS(built, headers)
+        _SET_BODY(built, body)
         answer = None
         if response is not None:
             status, r_headers, streamed, r_body, stored, steps = response
@@ -94,8 +98,11 @@ def exchange_of(
     except (TypeError, ValueError) as exc:
         raise TapeError(f"malformed 'exchange' event: {exc}") from exc
     exchange = _new(Exchange)
-    for put, value in zip(_EXCHANGE_SLOTS, (at, duration, built, answer, failure), strict=True):
-        put(exchange, value)
+    _SET_AT(exchange, at)
+    _SET_DURATION(exchange, duration)
+    _SET_REQUEST(exchange, built)
+    _SET_RESPONSE(exchange, answer)
+    _SET_ERROR(exchange, failure)
     return exchange
 
 

@@ -206,6 +206,7 @@ class DeltaDecoder:
 
     def __init__(self) -> None:
         self._recent: deque[bytes] = deque(maxlen=KEEP)
+        self._checked: tuple[list[int], bytes, bytes] | None = None  # ``size``'s last
 
     def base_length(self, back: int) -> int:
         """Length of the ``back``-th most recent body; ``ValueError`` if there is none."""
@@ -237,15 +238,19 @@ class DeltaDecoder:
         raises ``ValueError`` if the reference is impossible."""
         if ref is None:
             return len(middle)
-        self._base(ref, middle)
+        self._checked = (ref, middle, self._base(ref, middle))
         return ref[1] + len(middle) + ref[2] + sum(ref[5::3])
 
     def decode(self, ref: list[int] | None, middle: bytes) -> bytes:
         """Rebuild a body; raises ``ValueError`` if the reference is impossible."""
+        checked, self._checked = self._checked, None
         if ref is None:
             body = middle
         else:
-            base = self._base(ref, middle)
+            if checked is not None and checked[0] is ref and checked[1] is middle:
+                base = checked[2]  # what ``size`` just checked, with nothing appended since
+            else:
+                base = self._base(ref, middle)
             prefix, suffix = ref[1], ref[2]
             view = memoryview(base)
             parts: list[bytes | memoryview] = [view[:prefix]]
