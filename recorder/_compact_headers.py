@@ -92,17 +92,23 @@ MAX_TABLE = 4096
 """Most pairs a session's table holds; later new pairs are stored without being added."""
 
 
+_STATIC_LENS = [len(name) + len(value) for name, value in STATIC]
+_STATIC_INDEX: dict[tuple[str, str], int] = {}
+_STATIC_NAMES: dict[str, int] = {}
+for _i, _pair in enumerate(STATIC):
+    _STATIC_INDEX.setdefault(_pair, _i)
+    _STATIC_NAMES.setdefault(_pair[0], _i)
+del _i, _pair
+
+
 class HeaderTable:
     """One session's table; the writer and the reader each keep one, in step."""
 
     def __init__(self) -> None:
         self._pairs: list[tuple[str, str]] = list(STATIC)
-        self._lens = [len(name) + len(value) for name, value in STATIC]
-        self._index: dict[tuple[str, str], int] = {}
-        self._names: dict[str, int] = {}
-        for i, pair in enumerate(STATIC):
-            self._index.setdefault(pair, i)
-            self._names.setdefault(pair[0], i)
+        self._lens = list(_STATIC_LENS)
+        self._index = dict(_STATIC_INDEX)
+        self._names = dict(_STATIC_NAMES)
 
     def mark(self) -> int:
         """A point to go back to with ``rollback`` (an event that was not written)."""
@@ -158,10 +164,11 @@ class HeaderTable:
         # One loop: on lists this short it beats map() passes, which pay a call a header.
         out: list[tuple[str, str]] = []
         text = 0
+        known = len(pairs)
         for item in stored:
             if type(item) is int:
-                if not 0 <= item < len(pairs):
-                    raise ValueError(f"header refers to table entry {item} of {len(pairs)}")
+                if not 0 <= item < known:
+                    raise ValueError(f"header refers to table entry {item} of {known}")
                 out.append(pairs[item])
                 text += lens[item]
                 continue
@@ -182,4 +189,5 @@ class HeaderTable:
             out.append((name, value))
             text += len(name) + len(value)
             self._add((name, value))
+            known = len(pairs)
         return tuple(out), text
