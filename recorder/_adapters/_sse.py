@@ -334,12 +334,17 @@ def text(value: Any) -> str:
 
 def count(value: Any) -> int:
     """``value`` if it is a whole number of tokens, else 0."""
+    if type(value) is int:  # the usual, decided at once
+        return value
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+_NUMBER = (int, float)
 
 
 def usd(value: Any) -> float | None:
     """``value`` as a cost in USD if it is a finite number >= 0, else None (not reported)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if value is None or isinstance(value, bool) or not isinstance(value, _NUMBER):
         return None
     if value != value or value in (float("inf"), float("-inf")) or value < 0:
         return None
