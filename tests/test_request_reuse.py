@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -150,3 +151,36 @@ def test_items_that_recur_are_the_same_objects_in_the_next_body() -> None:
     d, _ = parser.load(b'{"messages":[{"a":1}],"tools":[{"t":1}],"s":true}', "b")
     e, _ = parser.load(b'{"messages":[{"a":1},{"c":3}],"tools":[{"t":1}]}', "b")
     assert e["tools"] is d["tools"] and e["messages"][0] is d["messages"][0]
+
+
+def test_a_session_that_alternates_streaming_takes_over_both_tails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Asking with and without streaming alternates the fields after the conversation;
+    each recurring tail is taken over (parsed once, its values the same objects), and
+    every body still parses as json.loads."""
+    from evaltape.recorder._adapters import _reuse_quick
+
+    parses: list[int] = []
+
+    class Counting:
+        def decode(self, text: bytes) -> Any:
+            parses.append(len(text))
+            return members.decode(text)
+
+    members = _reuse_quick._MEMBERS
+    monkeypatch.setattr(_reuse_quick, "_MEMBERS", Counting())
+    parser = BodyParser("messages")
+    tails = [b',"stream":true,"tools":[{"t":1}]}', b',"tools":[{"t":1}]}']
+    items: list[bytes] = []
+    seen: dict[bytes, Any] = {}
+    for n in range(8):
+        items.append(b'{"n":%d}' % n)
+        tail = tails[n % 3 == 2]
+        body = b'{"model":"m","messages":[' + b",".join(items) + b"]" + tail
+        value, problem = parser.load(body, "b")
+        assert (value, problem) == (json.loads(body), ""), body
+        if tail in seen:
+            assert value["tools"] is seen[tail]
+        seen.setdefault(tail, value["tools"])
+    assert len(parses) == 2  # the first body, and the first without streaming

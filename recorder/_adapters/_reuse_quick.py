@@ -12,9 +12,11 @@ only the new items and whichever fields around the conversation changed:
   over as the very same objects when their text recurs at the array's start
   and is followed by ``,`` or ``]`` (so a number there did not grow);
 - the *tail*, from the array's ``]`` to the end, is taken over when the body
-  ends with the previous body's; else the new items and the tail are parsed as
-  one object, the tail's members standing beside the new items (a member whose
-  text recurs keeps its value: the tool schemas, when a flag after them changed).
+  ends with the previous body's, or with one of the few before it (a session
+  that asks with and without streaming alternates between two); else the new
+  items and the tail are parsed as one object, the tail's members standing
+  beside the new items (a member whose text recurs keeps its value: the tool
+  schemas, when a flag after them changed).
 
 Each of those pieces is valid JSON on its own exactly when the body is, and
 parses to what ``json.loads`` gives the body for it (msgspec's values are
@@ -41,20 +43,26 @@ _COMMA, _CLOSE = ord(","), ord("]")
 _MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 
+RECENT_TAILS = 4
+"""Tails a layout remembers: a session that asks with and without streaming
+alternates between two (``"stream": true`` is among the fields after the conversation)."""
+
+
+class Tail:
+    """A tail's text, its members' values and each member's text."""
+
+    __slots__ = ("raws", "text", "values")
+
+    def __init__(self, text: bytes, values: dict[str, Any], raws: dict[str, bytes]) -> None:
+        self.text = text
+        self.values = values
+        self.raws = raws
+
+
 class Layout:
     """Where a parsed body's pieces are, and their values, for the next body's reuse."""
 
-    __slots__ = (
-        "body",
-        "head",
-        "head_values",
-        "items",
-        "kept",
-        "start",
-        "tail",
-        "tail_raws",
-        "tail_values",
-    )
+    __slots__ = ("body", "head", "head_values", "items", "kept", "start", "tail", "tails")
 
     def __init__(
         self,
@@ -65,8 +73,7 @@ class Layout:
         kept: int,
         items: list[Any],
         tail: int,
-        tail_values: dict[str, Any],
-        tail_raws: dict[str, bytes],
+        tails: tuple[Tail, ...],
     ) -> None:
         self.body = body
         self.head = head  # body[:head] is "{" and the head's members, with its last comma
@@ -75,8 +82,7 @@ class Layout:
         self.kept = kept  # offset just past its last item (start + 1 if it has none)
         self.items = items
         self.tail = tail  # offset of the array's "]": body[tail:] is the tail
-        self.tail_values = tail_values
-        self.tail_raws = tail_raws  # each tail member's text
+        self.tails = tails  # this body's tail first, then the last few other ones
 
 
 class Key:
@@ -85,6 +91,7 @@ class Key:
     def __init__(self, name: str) -> None:
         quoted = msgspec.json.encode(name)
         self.name = name
+        self.quoted = quoted
         self.member = re.compile(re.escape(quoted) + rb"[ \t\n\r]*:[ \t\n\r]*\[")
         self.again = re.compile(re.escape(quoted) + rb"[ \t\n\r]*:")
         self.prefix = b"{" + quoted + b":["
@@ -155,31 +162,33 @@ def _rest(
     """The body from ``resume`` on: the new items (after the comma that follows the
     taken-over ones, if ``comma``), the array's ``]`` and the tail."""
     tail = -1
-    if last is not None:
-        size = len(last.body) - last.tail
-        if len(data) - size >= resume and data.endswith(memoryview(last.body)[last.tail :]):
-            tail = len(data) - size
-    if tail >= 0 and last is not None:
+    found: Tail | None = None
+    for known in last.tails if last is not None else ():
+        size = len(known.text)
+        if len(data) - size >= resume and data.endswith(known.text):
+            tail, found = len(data) - size, known
+            break
+    if found is not None:
         new_text = data[resume:tail]
         new = fast(b"[" + new_text + b"]") if new_text.strip(_WS) else []
-        tail_values, tail_raws = last.tail_values, last.tail_raws
     else:
         members = _MEMBERS.decode(key.prefix + data[resume:])
         raw = bytes(members.pop(key.name))
         tail = resume + len(raw) - 2
         # The value read must be the array at ``resume`` (a value's text has one end),
         # and no member after it may repeat the key (json.loads keeps the last).
-        if not data.startswith(memoryview(raw)[1:], resume) or key.again.search(data, tail):
+        if not data.startswith(memoryview(raw)[1:], resume) or (
+            data.find(key.quoted, tail) >= 0 and key.again.search(data, tail)
+        ):
             return None
         new = fast(raw)
-        tail_raws = {name: bytes(value) for name, value in members.items()}
-        seen = last.tail_raws if last is not None else {}
-        tail_values = {
-            name: last.tail_values[name]
-            if last is not None and seen.get(name) == text
-            else fast(text)
-            for name, text in tail_raws.items()
+        raws = {name: bytes(value) for name, value in members.items()}
+        seen = last.tails[0] if last is not None else Tail(b"", {}, {})
+        values = {
+            name: seen.values[name] if seen.raws.get(name) == text else fast(text)
+            for name, text in raws.items()
         }
+        found = Tail(data[tail:], values, raws)
     if type(new) is not list or (comma and not new):  # "[..., ]" is not JSON
         return None
     whole = items + new if items else new
@@ -190,5 +199,7 @@ def _rest(
         kept = start + 1
     out = dict(head_values)
     out[key.name] = whole
-    out.update(tail_values)
-    return out, Layout(data, head, head_values, start, kept, whole, tail, tail_values, tail_raws)
+    out.update(found.values)
+    others = tuple(t for t in last.tails if t is not found) if last is not None else ()
+    tails = (found, *others[: RECENT_TAILS - 1])
+    return out, Layout(data, head, head_values, start, kept, whole, tail, tails)
