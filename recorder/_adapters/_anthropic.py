@@ -280,7 +280,8 @@ def _from_events(
     partial: dict[int, list[str]] = {}
     # The text and thinking deltas of the block now at each index, joined at the end
     # (the general walk adds each to the block as it comes: the same strings).
-    added: dict[tuple[int, str], list[str]] = {}
+    texts: dict[int, list[str]] = {}
+    thoughts: dict[int, list[str]] = {}
     stop = ""
     stopped = False
     for name, data in zip(names, events, strict=True):
@@ -294,18 +295,27 @@ def _from_events(
             delta = data.delta or _NO_DELTA
             dtype = delta.type
             if dtype == "text_delta":
-                added.setdefault((index, "text"), []).append(delta.text or "")
+                parts = texts.get(index)
+                if parts is None:
+                    parts = texts[index] = []
+                parts.append(delta.text or "")
             elif dtype == "thinking_delta":
-                added.setdefault((index, "thinking"), []).append(delta.thinking or "")
+                parts = thoughts.get(index)
+                if parts is None:
+                    parts = thoughts[index] = []
+                parts.append(delta.thinking or "")
             elif dtype == "input_json_delta":
-                partial.setdefault(index, []).append(delta.partial_json or "")
+                parts = partial.get(index)
+                if parts is None:
+                    parts = partial[index] = []
+                parts.append(delta.partial_json or "")
         elif kind == "message_start":
             message = data.message or {}
             usage = dict(obj(message.get("usage")))
         elif kind == "content_block_start" and index is not None:
             blocks[index] = dict(data.content_block or {})
-            added.pop((index, "text"), None)
-            added.pop((index, "thinking"), None)
+            texts.pop(index, None)
+            thoughts.pop(index, None)
         elif kind == "message_delta":
             stop = (data.delta.stop_reason if data.delta is not None else None) or stop
             updates = {k: v for k, v in (data.usage or {}).items() if v is not None}
@@ -314,8 +324,9 @@ def _from_events(
             stopped = True
         elif kind == "error":
             return None
-    for (index, field), parts in added.items():
-        block = blocks[index]
-        block[field] = text(block.get(field)) + "".join(parts)
+    for field, added in (("text", texts), ("thinking", thoughts)):
+        for index, parts in added.items():
+            block = blocks[index]
+            block[field] = text(block.get(field)) + "".join(parts)
     problem = "" if stopped else "stream cut short: it ended before message_stop"
     return _streamed(call, message, usage, blocks, partial, stop, problem)
