@@ -32,7 +32,7 @@ from evaltape.recorder._adapters._model import (
 from evaltape.recorder._adapters._reuse import BodyParser, Memo
 from evaltape.recorder._adapters._sse import (
     SseStream,
-    decode_content,
+    content,
     error_text,
     header,
     load_json,
@@ -129,16 +129,16 @@ class CallDecoder:
         if url not in self._apis:
             self._apis = {url: _api_by_path(urlsplit(url).path.rstrip("/"))}  # URLs recur in a row
         api = self._apis[url]
-        raw = decode_content(request.body, request.headers)
-        if raw.problem:
-            body, problem = None, raw.problem
+        data, problem = content(request.body, request.headers)
+        if problem:
+            body = None
         elif api is None:
-            body, problem = load_json(raw.data, "request body")
+            body, problem = load_json(data, "request body")
         else:
             parser = self._parsers.get(api)
             if parser is None:
                 parser = self._parsers[api] = BodyParser(_ADAPTERS[api].conversation)
-            body, problem = parser.load(raw.data, "request body")
+            body, problem = parser.load(data, "request body")
         if api is None:
             if not isinstance(body, dict):
                 return None
@@ -192,8 +192,7 @@ def _read_response(
     if response is None:
         return call, None, asked
     kind = header(response.headers, "content-type").lower()
-    decoded = decode_content(response.body, response.headers)
-    data = decoded.data
+    data, undecoded = content(response.body, response.headers)
     streamed = "text/event-stream" in kind or (
         not kind and (asked or data.lstrip().startswith((b"data:", b"event:")))
     )
@@ -206,8 +205,8 @@ def _read_response(
     else:
         value, problem = load_json(data, "response body")
         call = attrs.evolve(call, error=problem) if problem else adapter.read_response(call, value)
-    if decoded.problem:
-        call = attrs.evolve(call, error=decoded.problem)
+    if undecoded:
+        call = attrs.evolve(call, error=undecoded)
     return call, status, streamed
 
 

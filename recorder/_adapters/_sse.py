@@ -74,9 +74,8 @@ _NAME = operator.itemgetter(0)
 
 def header(headers: Headers, name: str) -> str:
     """The value of header ``name`` (lower case); repeated headers joined by ", "."""
-    if name not in map(_NAME, headers):  # the names looked through in C first
-        return ""
-    return ", ".join(v for k, v in headers if k == name)
+    values = [v for k, v in headers if k == name]
+    return values[0] if len(values) == 1 else ", ".join(values)
 
 
 def _zlib(data: bytes, wbits: int, label: str) -> Decoded:
@@ -138,6 +137,15 @@ def _one(data: bytes, coding: str) -> Decoded:
     if coding == "br":
         return _brotli(data)
     return Decoded(data=b"", problem=f"unknown content-encoding {coding!r}")
+
+
+def content(raw: bytes, headers: Headers) -> tuple[bytes, str]:
+    """``decode_content``'s data and problem, without the value around them when the
+    body has no Content-Encoding (the usual)."""
+    if "content-encoding" not in map(_NAME, headers):
+        return raw, ""
+    decoded = decode_content(raw, headers)
+    return decoded.data, decoded.problem
 
 
 def decode_content(raw: bytes, headers: Headers) -> Decoded:
