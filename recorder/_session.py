@@ -203,6 +203,28 @@ def _tool_calls(turns: list[Turn]) -> tuple[ToolCallRecord, ...]:
     return tuple(records)
 
 
+def total_usage(usages: list[Usage]) -> Usage:
+    """``Usage()`` plus each of ``usages`` in turn, added up in one pass: the zero
+    usage reports no cost, so neither does the total."""
+    inputs = outputs = reads = writes = reasoning = 0
+    reported = True
+    for u in usages:
+        inputs += u.input_tokens
+        outputs += u.output_tokens
+        reads += u.cache_read_tokens
+        writes += u.cache_write_tokens
+        reasoning += u.reasoning_tokens
+        reported = reported and u.reported
+    return Usage(
+        input_tokens=inputs,
+        output_tokens=outputs,
+        cache_read_tokens=reads,
+        cache_write_tokens=writes,
+        reasoning_tokens=reasoning,
+        reported=reported,
+    )
+
+
 def fold(events: Iterable[Event]) -> Session:
     """Derive the Session view of one session's events (SessionStarted first).
 
@@ -254,9 +276,7 @@ def fold(events: Iterable[Event]) -> Session:
                 errors.append(Failure(at=event.at, origin="runner", message=message))
         else:
             snapshot = event
-    usage = Usage()
-    for turn in turns:
-        usage += turn.call.usage
+    usage = total_usage([turn.call.usage for turn in turns])
     return Session(
         header=header,
         end=end,

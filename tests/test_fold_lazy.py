@@ -18,8 +18,10 @@ from pathlib import Path
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from evaltape.recorder import Event, ModelCall, Session, TapeReader, fold
+from evaltape.recorder import Event, ModelCall, Session, TapeReader, Usage, fold
 from evaltape.recorder._adapters._model import REQUEST_SIDE
 from evaltape.scoring import Case, make_scorer
 from evaltape.scoring.cases._frozen import FrozenMap
@@ -171,3 +173,28 @@ def test_calls_without_a_response_leave_the_shared_blank_call_as_it_was() -> Non
     assert first.model_requested == "m" and first.status is None
     assert blank("openai.chat") == ModelCall(api="openai.chat")
     assert not _unread(blank("openai.chat"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.builds(
+            Usage,
+            input_tokens=st.integers(0, 10**6),
+            output_tokens=st.integers(0, 10**6),
+            cache_read_tokens=st.integers(0, 10**6),
+            cache_write_tokens=st.integers(0, 10**6),
+            reasoning_tokens=st.integers(0, 10**6),
+            reported=st.booleans(),
+            reported_cost=st.none() | st.floats(0, 10),
+        ),
+        max_size=6,
+    )
+)
+def test_a_sessions_usage_is_the_turns_added_one_by_one(usages: list[Usage]) -> None:
+    from evaltape.recorder._session import total_usage
+
+    expected = Usage()
+    for usage in usages:
+        expected += usage
+    assert total_usage(usages) == expected
