@@ -518,3 +518,39 @@ def test_a_block_started_again_drops_the_deltas_before_it_as_the_reference_does(
     assert quick is not None
     assert quick == _anthropic.read_stream(call, parse_sse(body), batch=False)
     assert (quick.output_text, quick.thinking) == ("de", "u")
+
+
+def test_tool_call_fragments_that_name_the_call_late_or_come_two_at_once() -> None:
+    """A call begun without its id or name takes them from a later fragment, and a chunk
+    with fragments of two calls adds to both: as the general walk reads them."""
+    from evaltape.recorder._adapters import _openai_chat
+    from evaltape.recorder._adapters._model import ModelCall
+    from evaltape.recorder._adapters._sse import parse_sse
+
+    def chunk(*fragments: dict[str, Any]) -> bytes:
+        delta = {"tool_calls": list(fragments)}
+        body = {"id": "c", "model": "m", "choices": [{"index": 0, "delta": delta}]}
+        return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+    body = b"".join(
+        [
+            chunk({"index": 0, "function": {"arguments": '{"a"'}}),
+            chunk({"index": 1, "id": "call_b", "function": {"name": "b", "arguments": ""}}),
+            chunk({"index": 0, "id": "call_a", "function": {"arguments": ": 1"}}),
+            chunk({"index": 0, "function": {"name": "a", "arguments": ""}}),
+            chunk(
+                {"index": 1, "function": {"arguments": '{"b": '}},
+                {"index": 0, "function": {"arguments": "}"}},
+            ),
+            chunk({"index": 1, "function": {"arguments": "2}"}}),
+            b"data: [DONE]\n\n",
+        ]
+    )
+    call = ModelCall(api=_openai_chat.API)
+    quick = _openai_chat.read_stream_bytes(call, body)
+    assert quick is not None
+    assert quick == _openai_chat.read_stream(call, parse_sse(body), batch=False)
+    assert [(t.id, t.name, t.arguments) for t in quick.tool_calls] == [
+        ("call_a", "a", '{"a": 1}'),
+        ("call_b", "b", '{"b": 2}'),
+    ]

@@ -334,8 +334,23 @@ def _from_chunks(
                 reasoning = delta.reasoning_content or delta.reasoning
                 if reasoning:
                     thinking.append(reasoning)
-                if delta.tool_calls:
-                    _add_fragments(slots, delta.tool_calls)
+                fragments = delta.tool_calls
+                if fragments:
+                    first = fragments[0]
+                    function = first.function
+                    slot = slots.get(first.index) if first.index is not None else None
+                    # The usual fragment goes on the arguments of a call already begun
+                    # (what _add_fragments does with it, without the call and the loop).
+                    if (
+                        slot is not None
+                        and len(fragments) == 1
+                        and first.id is None
+                        and function is not None
+                        and function.name is None
+                    ):
+                        slot.arguments.append(function.arguments or "")
+                    else:
+                        _add_fragments(slots, fragments)
             if choice.finish_reason:
                 finish = choice.finish_reason
     problem = ""
