@@ -8,7 +8,7 @@ import zlib
 import attrs
 import zstandard
 
-from evaltape.recorder._adapters._sse import decode_content
+from evaltape.recorder._adapters._encoding import decode_content
 from evaltape.recorder._events import (
     Chunk,
     Headers,

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from evaltape.recorder._adapters import _anthropic, _openai_chat, _openai_responses
+from evaltape.recorder._adapters._encoding import content, header
 from evaltape.recorder._adapters._model import (
     Api,
     Message,
@@ -32,9 +33,7 @@ from evaltape.recorder._adapters._model import (
 from evaltape.recorder._adapters._reuse import BodyParser, Memo
 from evaltape.recorder._adapters._sse import (
     SseStream,
-    content,
     error_text,
-    header,
     load_json,
     obj,
     parse_sse,
