@@ -93,22 +93,26 @@ def test_every_body_of_a_session_parses_as_json_loads(bodies: list[bytes]) -> No
         assert (value, not problem) == (expected, ok), body
 
 
-def test_a_grown_number_is_parsed_again() -> None:
+def _session_parses_as_json_loads(*bodies: bytes) -> None:
+    """Each of ``bodies``, read in order by one parser, gives ``json.loads``'s value."""
     parser = BodyParser("messages")
-    for body in (b'{"messages":[1]}', b'{"messages":[12]}', b'{"messages":[12, 3]}'):
-        assert parser.load(body, "b") == (json.loads(body), "")
+    for body in bodies:
+        assert parser.load(body, "b") == (json.loads(body), ""), body
+
+
+def test_a_grown_number_is_parsed_again() -> None:
+    _session_parses_as_json_loads(
+        b'{"messages":[1]}', b'{"messages":[12]}', b'{"messages":[12, 3]}'
+    )
 
 
 def test_the_key_repeated_after_the_conversation_keeps_the_last_value() -> None:
-    parser = BodyParser("messages")
-    first = b'{"model":"m","messages":[{"a":1}],"tools":[]}'
-    parser.load(first, "b")
-    for body in (
+    _session_parses_as_json_loads(
+        b'{"model":"m","messages":[{"a":1}],"tools":[]}',
         b'{"model":"m","messages":[{"a":1},{"b":2}],"messages":[7]}',
         b'{"model":"m","messages":[{"a":1},{"b":2}],"tools":[],"messages":"x"}',
         b'{"messages":[],"model":"m","messages":[{"a":1}]}',
-    ):
-        assert parser.load(body, "b") == (json.loads(body), "")
+    )
 
 
 def test_a_member_before_the_conversation_needs_its_comma() -> None:
@@ -122,13 +126,11 @@ def test_a_member_before_the_conversation_needs_its_comma() -> None:
 def test_the_key_repeated_in_a_tail_that_recurs_keeps_the_last_value() -> None:
     """The tail is taken over when it recurs; if it repeats the key, its value wins
     even though the conversation before it grew."""
-    parser = BodyParser("messages")
-    for body in (
+    _session_parses_as_json_loads(
         b'{"messages":[1],"messages":[1]}',
         b'{"messages":[1,2],"messages":[1]}',
         b'{"messages":[1,2,3],"messages":[1]}',
-    ):
-        assert parser.load(body, "b") == (json.loads(body), "")
+    )
 
 
 def test_a_trailing_comma_after_the_conversation_is_not_json() -> None:
