@@ -69,7 +69,7 @@ _INT = frozenset({int})
 
 
 def _ints(value: Any, what: str) -> list[int]:
-    if type(value) is not list or (value and set(map(type, value)) != {int}):
+    if type(value) is not list or (value and set(map(type, value)) != _INT):
         raise ValueError(f"compact exchange: {what} is not a list of ints")
     return value
 

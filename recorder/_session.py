@@ -17,7 +17,7 @@ from typing import Literal, TypeAlias
 import attrs
 
 from evaltape.recorder._adapters import CallDecoder
-from evaltape.recorder._adapters._model import Message, ModelCall, ToolCall, Usage
+from evaltape.recorder._adapters._model import Message, ModelCall, ToolCall, Usage, total_usage
 from evaltape.recorder._events import (
     Event,
     Exchange,
@@ -201,28 +201,6 @@ def _tool_calls(turns: list[Turn]) -> tuple[ToolCallRecord, ...]:
             _FIND_SLOT.__set__(record, find)
             records.append(record)
     return tuple(records)
-
-
-def total_usage(usages: list[Usage]) -> Usage:
-    """``Usage()`` plus each of ``usages`` in turn, added up in one pass: the zero
-    usage reports no cost, so neither does the total."""
-    inputs = outputs = reads = writes = reasoning = 0
-    reported = True
-    for u in usages:
-        inputs += u.input_tokens
-        outputs += u.output_tokens
-        reads += u.cache_read_tokens
-        writes += u.cache_write_tokens
-        reasoning += u.reasoning_tokens
-        reported = reported and u.reported
-    return Usage(
-        input_tokens=inputs,
-        output_tokens=outputs,
-        cache_read_tokens=reads,
-        cache_write_tokens=writes,
-        reasoning_tokens=reasoning,
-        reported=reported,
-    )
 
 
 def fold(events: Iterable[Event]) -> Session:

@@ -192,7 +192,7 @@ def test_calls_without_a_response_leave_the_shared_blank_call_as_it_was() -> Non
     )
 )
 def test_a_sessions_usage_is_the_turns_added_one_by_one(usages: list[Usage]) -> None:
-    from evaltape.recorder._session import total_usage
+    from evaltape.recorder._adapters._model import total_usage
 
     expected = Usage()
     for usage in usages:

@@ -151,8 +151,9 @@ class CallDecoder:
         memo = self._memos.get(api)
         if memo is None:
             memo = self._memos[api] = Memo()
-        call, status, streamed = _read_response(blank(adapter.api), exchange, adapter, streamed)
-        if call is blank(adapter.api):  # (the shared blank value is never changed)
+        start = blank(adapter.api)
+        call, status, streamed = _read_response(start, exchange, adapter, streamed)
+        if call is start:  # (the shared blank value is never changed)
             call = ModelCall(api=adapter.api)
         if exchange.error is not None:
             failure = f"{exchange.error.type}: {exchange.error.message}"

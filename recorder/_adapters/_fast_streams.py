@@ -79,16 +79,16 @@ def data_events(body: bytes, decoder: msgspec.json.Decoder[Any]) -> list[Any] | 
     """The events of a body of one-line ``data: {...}`` events closed by ``data: [DONE]``
     and nothing after it, decoded by ``decoder`` (one record type); None for any other
     body, or an event the records refuse."""
-    if not (body.startswith(b"data: {") and body.endswith(DONE)) or b"\r" in body:
+    if not (body.startswith(_DATA) and body.endswith(DONE)) or b"\r" in body:
         return None
-    pieces = body.split(b"\n\ndata: {")  # (one pass: a replace takes two)
+    pieces = body.split(b"\n\n" + _DATA)  # (one pass: a replace takes two)
     cuts = len(pieces) - 1
     # Every line end is one of the cuts' two or the [DONE] event's four, so no event
     # spans lines or is blank, and none before the last is a [DONE] that ends the stream.
     if body.count(b"\n") != 2 * cuts + 4:
         return None
     text = b"\n{".join(pieces)
-    return _lines(memoryview(text)[6 : len(text) - len(DONE)], cuts + 1, decoder, body)
+    return _lines(memoryview(text)[len(_DATA) - 1 : len(text) - len(DONE)], cuts + 1, decoder, body)
 
 
 def named_events(

@@ -81,6 +81,28 @@ NO_USAGE = Usage(reported=False)
 """``Usage.unknown()``, shared: a frozen value, so one serves every call that reported none."""
 
 
+def total_usage(usages: list[Usage]) -> Usage:
+    """``Usage()`` plus each of ``usages`` in turn, added up in one pass: the zero
+    usage reports no cost, so neither does the total."""
+    inputs = outputs = reads = writes = reasoning = 0
+    reported = True
+    for u in usages:
+        inputs += u.input_tokens
+        outputs += u.output_tokens
+        reads += u.cache_read_tokens
+        writes += u.cache_write_tokens
+        reasoning += u.reasoning_tokens
+        reported = reported and u.reported
+    return Usage(
+        input_tokens=inputs,
+        output_tokens=outputs,
+        cache_read_tokens=reads,
+        cache_write_tokens=writes,
+        reasoning_tokens=reasoning,
+        reported=reported,
+    )
+
+
 @attrs.frozen(kw_only=True)
 class ToolCall:
     """A tool call the model asked for."""
