@@ -1,10 +1,10 @@
-"""The compact stored form of an exchange (event kind ``exchange2``, tape format 1.1).
+"""The compact stored form of an exchange (event kinds ``exchange3`` and ``exchange2``).
 
 The plain ``exchange`` map (``_codec.py``) stays what every other part of
 evaltape sees; this module turns it into a smaller stored map and back (and a
 reader's stored map straight into its ``Exchange``, ``exchange_of``):
 
-    {"k": "exchange2", "x": [at, duration, q, r, error]}
+    {"k": "exchange3", "x": [at, duration, q, r, error]}
     q = [method, url, headers, body, base]
     r = nil | [status, headers, streamed, new bytes, pre, suf, mid, steps]
     error = nil | the plain error map
@@ -12,8 +12,10 @@ reader's stored map straight into its ``Exchange``, ``exchange_of``):
 ``headers`` refer to the session's header table (``_compact_headers.py``),
 ``body``/``base`` are a request-body delta whose reference may go on with copies
 from inside its base (``_delta.py``), and the response's chunks are stored as
-columns, each chunk relative to the one before (``_compact_chunks.py``).  A
-reader that predates format 1.1 skips these events as an unknown kind.  See
+columns, each chunk relative to the one before (``_compact_chunks.py``).  In
+``exchange3`` (format 1.2) ``at`` and ``duration`` are whole microseconds as ints
+(floats, seconds, for a time that is not); ``exchange2`` (format 1.1) holds them
+as the plain map does.  A reader that predates a kind skips it as unknown.  See
 docs/format.md, "Compact exchanges".
 """
 
@@ -30,8 +32,29 @@ from evaltape.recorder._delta import DeltaDecoder, DeltaEncoder
 from evaltape.recorder._errors import TapeError
 from evaltape.recorder._events import Exchange, Request, Response
 
-KIND = "exchange2"
-"""The stored kind tag of a compact exchange."""
+KIND = "exchange3"
+"""The stored kind tag of a compact exchange as this writer stores it."""
+KINDS = frozenset({KIND, "exchange2"})
+"""The kinds a reader reads as compact exchanges (``exchange2``: format 1.1)."""
+_US_LIMIT = 2**53
+"""Microsecond counts below this are exact as floats."""
+
+
+def stored_time(seconds: Any) -> Any:
+    """A time as ``exchange3`` stores it: whole microseconds as an int when ``seconds``
+    is a float that many microseconds give back exactly (as every time the recorder
+    rounds), else ``seconds`` as it is."""
+    if type(seconds) is float and -_US_LIMIT < seconds * 1_000_000 < _US_LIMIT:
+        micros = round(seconds * 1_000_000)
+        if micros / 1_000_000 == seconds:
+            return micros
+    return seconds
+
+
+def _seconds(stored: Any) -> Any:
+    """The time an ``exchange3`` slot holds: an int counts microseconds."""
+    return stored / 1_000_000 if type(stored) is int else stored
+
 
 Plain = dict[str, Any]
 _Answer = tuple[Any, Headers, Any, bytes, StoredChunks, list[int]]
@@ -133,7 +156,8 @@ class CompactEncoder:
             extra += len(r["body"]) - len(new) + _header_text(r["headers"])
             r_headers = self.headers.encode(r["headers"], len(r["body"]))
             stored_r = [r["status"], r_headers, r["streamed"], new, pre, suf, mid, r["steps_us"]]
-        x = [plain["at"], plain["duration"], stored_q, stored_r, plain["error"]]
+        at, duration = stored_time(plain["at"]), stored_time(plain["duration"])
+        x = [at, duration, stored_q, stored_r, plain["error"]]
         return {"k": KIND, "x": x}, extra
 
 
@@ -190,6 +214,8 @@ class CompactDecoder:
         self, stored: Plain, packed: int, delta: DeltaDecoder, charge: Callable[[int], None]
     ) -> tuple[Any, Any, tuple[Any, Any, Headers, bytes], _Answer | None, Any]:
         at, duration, q, r, error = _list(stored.get("x"), 5, "'x'")
+        if stored["k"] == KIND:
+            at, duration = _seconds(at), _seconds(duration)
         method, url, q_headers, middle, ref = _list(q, 5, "'q'")
         if type(middle) is not bytes:
             raise ValueError("compact exchange: the request body is not bytes")

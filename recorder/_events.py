@@ -207,10 +207,12 @@ class Exchange:
 
     kind: ClassVar[str] = "exchange"
 
-    at: float
-    """Seconds since the session started, when the request was sent."""
-    duration: float
-    """Seconds from sending the request to the end of the response."""
+    at: float = attrs.field(converter=_microseconds)
+    """Seconds since the session started, when the request was sent, rounded to whole
+    microseconds."""
+    duration: float = attrs.field(converter=_microseconds)
+    """Seconds from sending the request to the end of the response, rounded to whole
+    microseconds."""
     request: Request
     """The request."""
     response: Response | None = None

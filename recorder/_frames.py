@@ -16,7 +16,7 @@ MAGIC = b"\x89EVTAPE\n"
 FORMAT_MAJOR = 1
 """Readers refuse files with a greater major version."""
 
-FORMAT_MINOR = 1
+FORMAT_MINOR = 2
 """Readers accept greater minor versions, skipping unknown event kinds."""
 
 SYNC = b"\xf0\x9f\x93\xbc"

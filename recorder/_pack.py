@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import msgpack
 
 from evaltape.recorder._codec import Plain
-from evaltape.recorder._compact import KIND, CompactDecoder, CompactEncoder
+from evaltape.recorder._compact import KINDS, CompactDecoder, CompactEncoder
 from evaltape.recorder._delta import DeltaDecoder, DeltaEncoder
 from evaltape.recorder._events import Exchange
 from evaltape.recorder._frames import MAX_EVENT_BYTES
@@ -90,7 +90,7 @@ class Unpacker:
 
     def _unpack(self, data: bytes, compact: Callable[..., T]) -> Plain | T:
         plain = self._load(data)
-        if plain.get("k") == KIND:
+        if type(kind := plain.get("k")) is str and kind in KINDS:
             try:
                 return compact(plain, len(data), self._delta, self._budget.charge)
             except (TypeError, IndexError) as exc:  # a shape the checks did not foresee

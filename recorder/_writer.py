@@ -41,15 +41,33 @@ from evaltape.recorder._pack import Packer
 from evaltape.recorder._version import WRITER
 
 DEFAULT_LEVEL = 9
-"""zstd level of a session written as it goes: its cost comes with every turn and must
-grow no faster than the turns (level 18 is 4-8% smaller but grows faster; a live
-run's sessions, compressed once when they end, take ``LIVE_LEVEL`` in
-``scoring/run/_attempt.py``)."""
+"""zstd level of a session compressed in one go when it ends and not kept for a
+release (a replay attempt's)."""
+
+AS_IT_GOES = {
+    "strategy": zstandard.STRATEGY_LAZY2,
+    "search_log": 6,
+    "min_match": 4,
+    "target_length": 16,
+}
+"""How a writer compresses a session written as it goes: level 9's lazy matching,
+comparing 64 candidates a position instead of 16 and taking matches from 4 bytes
+instead of 5.  Flushed after every event, a 500-turn coding-agent session comes out
+about 2% smaller than at level 9, for about a third more compression time, which grows
+with the turns as level 9's does and holds the same tables.  zstd's optimal parser
+(levels 16 and up) would make it 3-4% smaller than that but costs about 8 times level
+9's per turn and, with its tables out of the cache, grows faster than the turns
+(evals/perf/bench_size_sdk.py, bench_sdk_transport.py; docs/performance.md)."""
 
 
-def stream_params(level: int, table_log: int) -> zstandard.ZstdCompressionParameters:
-    """zstd's parameters for a session written as it goes: ``level`` with the format's
-    largest window and match-finder tables capped at ``table_log`` (``_table_budget.capped``)."""
+def stream_params(level: int | None, table_log: int) -> zstandard.ZstdCompressionParameters:
+    """zstd's parameters for a session written as it goes, with the format's largest
+    window: ``level`` (``None``: ``AS_IT_GOES``) with match-finder tables capped at
+    ``table_log`` (``_table_budget.capped``)."""
+    if level is None:
+        return zstandard.ZstdCompressionParameters(
+            window_log=MAX_WINDOW_LOG, hash_log=table_log, chain_log=table_log, **AS_IT_GOES
+        )
     usual = zstandard.ZstdCompressionParameters.from_level(level, window_log=MAX_WINDOW_LOG)
     return zstandard.ZstdCompressionParameters.from_level(
         level, window_log=MAX_WINDOW_LOG, **_table_budget.capped(usual, table_log)
@@ -118,7 +136,7 @@ class SessionWriter:
         header: SessionStarted,
         *,
         clock: Callable[[], float],
-        level: int = DEFAULT_LEVEL,
+        level: int | None = None,
     ) -> None:
         try:
             self._session = bytes.fromhex(header.session_id)
@@ -254,12 +272,13 @@ def open_session(
     header: SessionStarted,
     *,
     clock: Callable[[], float] | None = None,
-    level: int = DEFAULT_LEVEL,
+    level: int | None = None,
 ) -> SessionWriter:
     """Start a session in the tape at ``path`` (created if missing).
 
     ``clock`` returns seconds since the session started; by default a
-    monotonic clock started now.
+    monotonic clock started now.  ``level`` is a zstd level; by default the
+    writer compresses as ``stream_params`` says for ``None``.
     """
     return SessionWriter(path, header, clock=clock or monotonic_clock(), level=level)
 

@@ -1,4 +1,4 @@
-"""Compact exchanges (tape format 1.1): exact round trips, older tapes, damage and budgets."""
+"""Compact exchanges (tape formats 1.1, 1.2): round trips, older tapes, damage and budgets."""
 
 from __future__ import annotations
 
@@ -70,6 +70,24 @@ def test_sdk_traffic_reads_back_exactly_and_smaller_than_format_1_0(
     assert _exchanges(tmp_path / "old.tape") == (header, exchanges)
     assert _exchanges(tmp_path / "new.tape") == (header, exchanges)
     assert new < 0.97 * old, (new, old)
+
+
+def test_the_writers_own_zstd_parameters_make_sdk_traffic_smaller_than_level_9(
+    sdk_traffic: ModuleType, tmp_path: Path
+) -> None:
+    recorded = tmp_path / "recorded.tape"
+    with sdk_traffic.ModelServer() as server:
+        sdk_traffic.record_session(server, recorded, "anthropic", 0, 12, "streamed", SID)
+    header, exchanges = _exchanges(recorded)
+    sizes = {}
+    for level in (None, 9):
+        path = tmp_path / f"{level}.tape"
+        with open_session(path, header, clock=lambda: 9.0, level=level) as tape:
+            for exchange in exchanges:
+                tape.append(exchange)
+        assert _exchanges(path) == (header, exchanges)
+        sizes[level] = path.stat().st_size
+    assert sizes[None] < 0.995 * sizes[9], sizes
 
 
 def test_a_shipped_tape_reads_as_before_and_takes_compact_sessions(tmp_path: Path) -> None:

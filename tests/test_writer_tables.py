@@ -118,3 +118,24 @@ def test_a_binary_tree_chain_gets_two_entries_a_position_and_whole_sessions_are_
             own.hash_log,
             own.chain_log,
         )
+
+
+def _held(params: zstandard.ZstdCompressionParameters) -> int:
+    """Bytes a compressor with ``params`` holds once its stream has started."""
+    compressor = zstandard.ZstdCompressor(compression_params=params)
+    stream = compressor.compressobj()
+    stream.compress(b"x" * 100)
+    stream.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+    return compressor.memory_size()
+
+
+def test_a_writer_searches_further_than_level_9_in_the_tables_level_9_would_hold() -> None:
+    for log in (19, 17):
+        own, level_9 = stream_params(None, log), stream_params(9, log)
+        assert (own.strategy, own.hash_log, own.chain_log) == (
+            level_9.strategy,
+            level_9.hash_log,
+            level_9.chain_log,
+        )
+        assert own.search_log > level_9.search_log and own.min_match < level_9.min_match
+        assert _held(own) == _held(level_9)

@@ -39,14 +39,20 @@ from evaltape.recorder import SessionStarted, open_session
 from evaltape.recorder import _table_budget
 from evals.perf.traffic import agent_session
 writers, folder, tables = int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
-if tables == "usual":  # zstd's own table sizes for the level
+level = None  # the writer's own parameters
+if tables == "usual":  # zstd's own table sizes at level 9
     _table_budget.TABLES = _table_budget.TableBudget(large_log=64, small_log=63)
+    level = 9
 elif tables == "small":  # every writer past the budget
     _table_budget.TABLES = _table_budget.TableBudget(large_writers=0)
 events = agent_session(int(sys.argv[5]), seed=1).exchanges
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 open_ = [
-    open_session(folder / f"{n}.tape", SessionStarted(session_id=f"{n + 1:016x}", started_at=0.0))
+    open_session(
+        folder / f"{n}.tape",
+        SessionStarted(session_id=f"{n + 1:016x}", started_at=0.0),
+        level=level,
+    )
     for n in range(writers)
 ]
 for event in events:

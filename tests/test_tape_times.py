@@ -1,0 +1,108 @@
+"""Exchange times in tape format 1.2: whole microseconds stored as ints, read back exactly."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import msgpack
+import pytest
+import zstandard
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evaltape.recorder import Exchange, Request, SessionStarted, TapeReader, open_session
+from evaltape.recorder._codec import to_plain
+from evaltape.recorder._frames import FLAG_END, FLAG_START, file_header, frame, parse_file_header
+from evaltape.recorder._pack import Packer, Unpacker
+
+SID = "00000000000000d1"
+
+
+def _exchange(at: float, duration: float) -> Exchange:
+    return Exchange(at=at, duration=duration, request=Request(method="POST", url="u", body=b"{}"))
+
+
+def _stored_times(plain: dict[str, object]) -> tuple[object, object, object]:
+    packed = Packer().pack(plain)
+    stored = msgpack.unpackb(packed)
+    back = Unpacker().unpack(packed)
+    assert stored["k"] == "exchange3"
+    return stored["x"][0], stored["x"][1], (back["at"], back["duration"])
+
+
+@given(
+    st.floats(min_value=-1e6, max_value=1e9, allow_nan=False),
+    st.floats(min_value=0, max_value=1e5, allow_nan=False),
+)
+def test_a_recorded_time_is_stored_as_whole_microseconds_and_reads_back_equal(
+    at: float, duration: float
+) -> None:
+    exchange = _exchange(at, duration)
+    assert exchange.at == round(at, 6)  # the precision a tape keeps, as for chunk times
+    stored_at, stored_duration, back = _stored_times(to_plain(exchange))
+    assert type(stored_at) is int and type(stored_duration) is int
+    assert back == (exchange.at, exchange.duration)
+
+
+@pytest.mark.parametrize("value", [0.1234567, 1e300, -1e300, math.inf, 2.0**60])
+def test_a_time_that_is_not_whole_microseconds_is_stored_as_the_float_it_is(value: float) -> None:
+    plain = to_plain(_exchange(0.0, 0.0))
+    plain["at"] = value
+    stored_at, stored_duration, back = _stored_times(plain)
+    assert type(stored_at) is float and stored_at == value and back[0] == value
+    assert stored_duration == 0 and back[1] == 0.0
+
+
+def test_nan_is_kept_as_a_float() -> None:
+    plain = to_plain(_exchange(0.0, 0.0))
+    plain["duration"] = math.nan
+    _, stored_duration, back = _stored_times(plain)
+    assert type(stored_duration) is float and math.isnan(back[1])
+
+
+def _tape(path: Path, stored: dict[str, object]) -> None:
+    """A tape whose one session holds the ``stored`` event, packed as given."""
+    header = to_plain(SessionStarted(session_id=SID, started_at=0.0))
+    end = {"k": "session_ended", "at": 9.0, "status": "completed"}
+    zstd = zstandard.ZstdCompressor(level=3).compressobj()
+    out = [file_header("test 1.2")]
+    events = [header, stored, end]
+    for seq, plain in enumerate(events):
+        raw = msgpack.packb(plain, use_bin_type=True)
+        last = seq == len(events) - 1
+        flush = zstandard.COMPRESSOBJ_FLUSH_FINISH if last else zstandard.COMPRESSOBJ_FLUSH_BLOCK
+        payload = zstd.compress(raw) + zstd.flush(flush)
+        flags = FLAG_START if seq == 0 else FLAG_END if last else 0
+        out.append(frame(flags, bytes.fromhex(SID), seq, len(raw), payload))
+    path.write_bytes(b"".join(out))
+
+
+@pytest.mark.parametrize(
+    ("kind", "at", "duration", "read"),
+    [
+        ("exchange3", 1_500_000, 250, (1.5, 0.00025)),  # ints count microseconds
+        ("exchange3", 1.25, 0.5, (1.25, 0.5)),  # floats count seconds
+        ("exchange2", 3, 2, (3, 2)),  # format 1.1: ints count seconds, as the plain map's
+    ],
+)
+def test_each_compact_kind_reads_its_times_in_its_own_unit(
+    tmp_path: Path, kind: str, at: object, duration: object, read: tuple[float, float]
+) -> None:
+    path = tmp_path / "t.tape"
+    q = ["POST", "u", [], b"{}", None]
+    _tape(path, {"k": kind, "x": [at, duration, q, None, None]})
+    (session,) = TapeReader(path).sessions()
+    (exchange,) = [e for e in session.events if isinstance(e, Exchange)]
+    assert (exchange.at, exchange.duration) == read
+
+
+def test_a_written_tape_says_format_1_2_and_its_exchanges_are_exchange3(tmp_path: Path) -> None:
+    path = tmp_path / "t.tape"
+    exchange = _exchange(12.345678, 0.5)
+    with open_session(path, SessionStarted(session_id=SID, started_at=0.0)) as tape:
+        tape.append(exchange)
+    header = parse_file_header(path.read_bytes())
+    assert header is not None and (header.major, header.minor) == (1, 2)
+    (session,) = TapeReader(path).sessions()
+    assert session.events[1] == exchange
