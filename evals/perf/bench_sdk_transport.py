@@ -7,7 +7,7 @@ exchanges are the N-turn session.  Each exchange is sent again through an
 
 - a bare ``httpx.MockTransport`` serving the recorded bytes (the baseline);
 - ``RecordingTransport`` around that MockTransport, writing a real tape
-  (redaction, delta + msgpack, zstd level 9), with ``default_redactor()`` (each
+  (redaction, delta + msgpack, the writer's zstd parameters), with ``default_redactor()`` (each
   request body scanned from shortly before what changed, in the raw bytes and
   in every secret view; see ``recorder/_redact_delta.py``) and, up to 200
   turns, with the same redactor scanning every body whole (what it did before);
@@ -181,7 +181,8 @@ One 500-turn coding-agent session recorded through the OpenAI SDK
 (`evals/perf/sdk_traffic.py`, mixed traffic); its first N exchanges are the
 N-turn session.  Every exchange is sent again through an `httpx.Client` over a
 bare `httpx.MockTransport` serving the recorded bytes, over `RecordingTransport`
-around it (a real tape: redaction, deltas, zstd level 9, fsync at the end), and
+around it (a real tape: redaction, deltas, the writer's zstd parameters, fsync at the
+end), and
 over a `ReplayTransport` built inside the timing.  CPU time per session, the
 best of the repetitions, measured in rounds that go through every session
 length (so the ratios compare times taken side by side); a session shorter
