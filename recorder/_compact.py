@@ -21,6 +21,7 @@ docs/format.md, "Compact exchanges".
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from itertools import accumulate
 from typing import Any
@@ -46,7 +47,8 @@ def stored_time(seconds: Any) -> Any:
     rounds), else ``seconds`` as it is."""
     if type(seconds) is float and -_US_LIMIT < seconds * 1_000_000 < _US_LIMIT:
         micros = round(seconds * 1_000_000)
-        if micros / 1_000_000 == seconds:
+        # (-0.0 equals 0 but is not what 0 gives back)
+        if micros / 1_000_000 == seconds and (micros or math.copysign(1.0, seconds) > 0):
             return micros
     return seconds
 

@@ -122,8 +122,8 @@ class SessionEnded:
 
 
 def _microseconds(at: float) -> float:
-    """Round a time to whole microseconds, the precision a tape keeps."""
-    return round(float(at), 6)
+    """Round a time to whole microseconds, the precision a tape keeps (-0.0 as 0.0)."""
+    return round(float(at), 6) + 0.0
 
 
 @attrs.frozen(kw_only=True)

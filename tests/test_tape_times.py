@@ -45,12 +45,13 @@ def test_a_recorded_time_is_stored_as_whole_microseconds_and_reads_back_equal(
     assert back == (exchange.at, exchange.duration)
 
 
-@pytest.mark.parametrize("value", [0.1234567, 1e300, -1e300, math.inf, 2.0**60])
+@pytest.mark.parametrize("value", [0.1234567, 1e300, -1e300, math.inf, 2.0**60, -0.0])
 def test_a_time_that_is_not_whole_microseconds_is_stored_as_the_float_it_is(value: float) -> None:
     plain = to_plain(_exchange(0.0, 0.0))
     plain["at"] = value
     stored_at, stored_duration, back = _stored_times(plain)
     assert type(stored_at) is float and stored_at == value and back[0] == value
+    assert math.copysign(1.0, back[0]) == math.copysign(1.0, value)
     assert stored_duration == 0 and back[1] == 0.0
 
 
