@@ -1,4 +1,4 @@
-"""Builders of recorded facts the tests share: exchanges and OpenAI chat turns.
+"""Builders of recorded facts the tests share: exchanges, OpenAI chat turns and tapes.
 
 Values only; nothing here opens a socket.  Tests where the wire matters use
 the 127.0.0.1 servers of ``conftest.py`` instead.
@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgpack
+import zstandard
 
 from evaltape.recorder import (
     Chunk,
@@ -24,6 +26,8 @@ from evaltape.recorder import (
     open_session,
     recording_client,
 )
+from evaltape.recorder._codec import to_plain
+from evaltape.recorder._frames import FLAG_END, FLAG_START, file_header, frame
 
 CHAT_URL = "http://127.0.0.1:9/v1/chat/completions"
 """A Chat Completions URL on a port nothing listens on."""
@@ -110,3 +114,21 @@ def recorded_bodies(
                 client.post("http://127.0.0.1:9/v1/chat/completions", content=body)
     (session,) = TapeReader(tape).sessions()
     return [e.request.body for e in session.events[1:-1]]
+
+
+def stored_tape(path: Path, session_id: str, stored: Sequence[dict[str, object]]) -> None:
+    """A tape whose one session holds the ``stored`` events, msgpack-packed as given
+    (between its start and end), written frame by frame as a writer would."""
+    header = to_plain(SessionStarted(session_id=session_id, started_at=0.0))
+    end = {"k": "session_ended", "at": 9.0, "status": "completed"}
+    zstd = zstandard.ZstdCompressor(level=3).compressobj()
+    out = [file_header("test")]
+    events = [header, *stored, end]
+    for seq, plain in enumerate(events):
+        raw = msgpack.packb(plain, use_bin_type=True)
+        last = seq == len(events) - 1
+        flush = zstandard.COMPRESSOBJ_FLUSH_FINISH if last else zstandard.COMPRESSOBJ_FLUSH_BLOCK
+        payload = zstd.compress(raw) + zstd.flush(flush)
+        flags = FLAG_START if seq == 0 else FLAG_END if last else 0
+        out.append(frame(flags, bytes.fromhex(session_id), seq, len(raw), payload))
+    path.write_bytes(b"".join(out))

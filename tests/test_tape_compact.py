@@ -11,7 +11,7 @@ from typing import Any
 
 import msgpack
 import pytest
-import zstandard
+from builders import stored_tape
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,7 +27,6 @@ from evaltape.recorder import (
     open_session,
 )
 from evaltape.recorder._codec import to_plain
-from evaltape.recorder._frames import FLAG_END, FLAG_START, file_header, frame
 from evaltape.recorder._pack import Packer, Unpacker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,23 +150,6 @@ def test_a_request_whose_best_base_is_the_oldest_kept_body_reads_back() -> None:
     assert refs[-1] is not None and refs[-1][0] == 4
 
 
-def _tape(path: Path, stored: list[dict[str, object]]) -> None:
-    """A tape whose one session holds ``stored`` events, msgpack-packed as given."""
-    header = to_plain(SessionStarted(session_id=SID, started_at=0.0))
-    end = {"k": "session_ended", "at": 1.0, "status": "completed"}
-    zstd = zstandard.ZstdCompressor(level=3).compressobj()
-    out = [file_header("test 1.1")]
-    events = [header, *stored, end]
-    for seq, plain in enumerate(events):
-        raw = msgpack.packb(plain, use_bin_type=True)
-        last = seq == len(events) - 1
-        flush = zstandard.COMPRESSOBJ_FLUSH_FINISH if last else zstandard.COMPRESSOBJ_FLUSH_BLOCK
-        payload = zstd.compress(raw) + zstd.flush(flush)
-        flags = FLAG_START if seq == 0 else FLAG_END if last else 0
-        out.append(frame(flags, bytes.fromhex(SID), seq, len(raw), payload))
-    path.write_bytes(b"".join(out))
-
-
 def _stored(q_headers: list[object], chunks: list[object] | None, ref: object = None) -> dict:
     r = None if chunks is None else [200, [], True, *chunks]  # new, pre, suf, mid, steps
     return {"k": "exchange2", "x": [0.0, 0.0, ["POST", "u", q_headers, b"{}", ref], r, None]}
@@ -212,7 +194,7 @@ def test_damaged_compact_exchanges_are_reported_as_corrupt_at_their_offset(
 ) -> None:
     event, reason = DAMAGED[name]
     path = tmp_path / "bad.tape"
-    _tape(path, [event])
+    stored_tape(path, SID, [event])
     with pytest.raises(CorruptTape) as info:
         list(TapeReader(path).sessions())
     message = str(info.value)

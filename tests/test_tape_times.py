@@ -7,13 +7,13 @@ from pathlib import Path
 
 import msgpack
 import pytest
-import zstandard
+from builders import stored_tape
 from hypothesis import given
 from hypothesis import strategies as st
 
 from evaltape.recorder import Exchange, Request, SessionStarted, TapeReader, open_session
 from evaltape.recorder._codec import to_plain
-from evaltape.recorder._frames import FLAG_END, FLAG_START, file_header, frame, parse_file_header
+from evaltape.recorder._frames import parse_file_header
 from evaltape.recorder._pack import Packer, Unpacker
 
 SID = "00000000000000d1"
@@ -62,23 +62,6 @@ def test_nan_is_kept_as_a_float() -> None:
     assert type(stored_duration) is float and math.isnan(back[1])
 
 
-def _tape(path: Path, stored: dict[str, object]) -> None:
-    """A tape whose one session holds the ``stored`` event, packed as given."""
-    header = to_plain(SessionStarted(session_id=SID, started_at=0.0))
-    end = {"k": "session_ended", "at": 9.0, "status": "completed"}
-    zstd = zstandard.ZstdCompressor(level=3).compressobj()
-    out = [file_header("test 1.2")]
-    events = [header, stored, end]
-    for seq, plain in enumerate(events):
-        raw = msgpack.packb(plain, use_bin_type=True)
-        last = seq == len(events) - 1
-        flush = zstandard.COMPRESSOBJ_FLUSH_FINISH if last else zstandard.COMPRESSOBJ_FLUSH_BLOCK
-        payload = zstd.compress(raw) + zstd.flush(flush)
-        flags = FLAG_START if seq == 0 else FLAG_END if last else 0
-        out.append(frame(flags, bytes.fromhex(SID), seq, len(raw), payload))
-    path.write_bytes(b"".join(out))
-
-
 @pytest.mark.parametrize(
     ("kind", "at", "duration", "read"),
     [
@@ -92,7 +75,7 @@ def test_each_compact_kind_reads_its_times_in_its_own_unit(
 ) -> None:
     path = tmp_path / "t.tape"
     q = ["POST", "u", [], b"{}", None]
-    _tape(path, {"k": kind, "x": [at, duration, q, None, None]})
+    stored_tape(path, SID, [{"k": kind, "x": [at, duration, q, None, None]}])
     (session,) = TapeReader(path).sessions()
     (exchange,) = [e for e in session.events if isinstance(e, Exchange)]
     assert (exchange.at, exchange.duration) == read
