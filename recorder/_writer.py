@@ -53,11 +53,12 @@ AS_IT_GOES = {
 """How a writer compresses a session written as it goes: level 9's lazy matching,
 comparing 64 candidates a position instead of 16 and taking matches from 4 bytes
 instead of 5.  Flushed after every event, a 500-turn coding-agent session comes out
-about 2% smaller than at level 9, for about a third more compression time, which grows
-with the turns as level 9's does and holds the same tables.  zstd's optimal parser
-(levels 16 and up) would make it 3-4% smaller than that but costs about 8 times level
-9's per turn and, with its tables out of the cache, grows faster than the turns
-(evals/perf/bench_size_sdk.py, bench_sdk_transport.py; docs/performance.md)."""
+about 2% smaller than at level 9, for about 1.5 times level 9's compression time (a
+few percent of recording's cost), which grows with the turns about as level 9's does,
+in the same tables.  zstd's optimal parser (btultra) would make it about 1.3% smaller
+again, but costs about 8 times level 9 a turn and, with its tables out of the cache,
+grows faster than the turns (evals/perf/bench_size_sdk.py, bench_sdk_transport.py;
+docs/performance.md, What is left)."""
 
 
 def stream_params(level: int | None, table_log: int) -> zstandard.ZstdCompressionParameters:
