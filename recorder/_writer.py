@@ -42,15 +42,11 @@ from evaltape.recorder._version import WRITER
 
 DEFAULT_LEVEL = 9
 """zstd level of a session compressed in one go when it ends and not kept for a
-release (a replay attempt's)."""
+release (a replay attempt's); a session written as it goes starts from it
+(``AS_IT_GOES``)."""
 
-AS_IT_GOES = {
-    "strategy": zstandard.STRATEGY_LAZY2,
-    "search_log": 6,
-    "min_match": 4,
-    "target_length": 16,
-}
-"""How a writer compresses a session written as it goes: level 9's lazy matching,
+AS_IT_GOES = {"search_log": 6, "min_match": 4}
+"""How a writer compresses a session written as it goes: level 9 (lazy matching),
 comparing 64 candidates a position instead of 16 and taking matches from 4 bytes
 instead of 5.  Flushed after every event, a 500-turn coding-agent session comes out
 about 2% smaller than at level 9, for about 1.5 times level 9's compression time (a
@@ -63,15 +59,13 @@ docs/performance.md, What is left)."""
 
 def stream_params(level: int | None, table_log: int) -> zstandard.ZstdCompressionParameters:
     """zstd's parameters for a session written as it goes, with the format's largest
-    window: ``level`` (``None``: ``AS_IT_GOES``) with match-finder tables capped at
-    ``table_log`` (``_table_budget.capped``)."""
-    if level is None:
-        return zstandard.ZstdCompressionParameters(
-            window_log=MAX_WINDOW_LOG, hash_log=table_log, chain_log=table_log, **AS_IT_GOES
-        )
+    window: ``level`` (``None``: level 9 with ``AS_IT_GOES``) with match-finder tables
+    capped at ``table_log`` (``_table_budget.capped``)."""
+    further = AS_IT_GOES if level is None else {}
+    level = DEFAULT_LEVEL if level is None else level
     usual = zstandard.ZstdCompressionParameters.from_level(level, window_log=MAX_WINDOW_LOG)
     return zstandard.ZstdCompressionParameters.from_level(
-        level, window_log=MAX_WINDOW_LOG, **_table_budget.capped(usual, table_log)
+        level, window_log=MAX_WINDOW_LOG, **_table_budget.capped(usual, table_log), **further
     )
 
 
