@@ -116,19 +116,24 @@ def recorded_bodies(
     return [e.request.body for e in session.events[1:-1]]
 
 
-def stored_tape(path: Path, session_id: str, stored: Sequence[dict[str, object]]) -> None:
-    """A tape whose one session holds the ``stored`` events, msgpack-packed as given
-    (between its start and end), written frame by frame as a writer would."""
-    header = to_plain(SessionStarted(session_id=session_id, started_at=0.0))
-    end = {"k": "session_ended", "at": 9.0, "status": "completed"}
+def packed_tape(path: Path, session_id: str, plains: Sequence[dict[str, object]]) -> None:
+    """A tape whose one session is ``plains``, each msgpack-packed as given (the first
+    flagged as the start, the last as the end), written frame by frame as a writer would."""
     zstd = zstandard.ZstdCompressor(level=3).compressobj()
     out = [file_header("test")]
-    events = [header, *stored, end]
-    for seq, plain in enumerate(events):
+    for seq, plain in enumerate(plains):
         raw = msgpack.packb(plain, use_bin_type=True)
-        last = seq == len(events) - 1
+        last = seq == len(plains) - 1
         flush = zstandard.COMPRESSOBJ_FLUSH_FINISH if last else zstandard.COMPRESSOBJ_FLUSH_BLOCK
         payload = zstd.compress(raw) + zstd.flush(flush)
         flags = FLAG_START if seq == 0 else FLAG_END if last else 0
         out.append(frame(flags, bytes.fromhex(session_id), seq, len(raw), payload))
     path.write_bytes(b"".join(out))
+
+
+def stored_tape(path: Path, session_id: str, stored: Sequence[dict[str, object]]) -> None:
+    """A tape whose one session holds the ``stored`` events, msgpack-packed as given,
+    between its start and end (``packed_tape``)."""
+    header = to_plain(SessionStarted(session_id=session_id, started_at=0.0))
+    end = {"k": "session_ended", "at": 9.0, "status": "completed"}
+    packed_tape(path, session_id, [header, *stored, end])

@@ -13,9 +13,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-import msgpack
 import pytest
-import zstandard
+from builders import packed_tape
 
 from evaltape.recorder import (
     Chunk,
@@ -31,7 +30,7 @@ from evaltape.recorder import (
     read_sessions,
     to_plain,
 )
-from evaltape.recorder._frames import FLAG_END, FLAG_START, SYNC, file_header, frame
+from evaltape.recorder._frames import SYNC, file_header, frame
 
 SID = bytes.fromhex("00000000000000b1")
 BODY = 64 * 1024 * 1024
@@ -57,21 +56,12 @@ def _exchange(body: bytes) -> Exchange:
 
 def _delta_bomb(path: Path, copies: int) -> None:
     """One 64 MiB request body, then ``copies`` empty deltas that each rebuild it whole."""
-    zstd = zstandard.ZstdCompressor(level=3).compressobj()
     plains = [to_plain(_header()), to_plain(_exchange(b" " * BODY))]
     delta = to_plain(_exchange(b""))
     delta["request"] = {**delta["request"], "base": [1, BODY, 0]}
     plains += [delta] * copies
     plains.append({"k": "end", "at": 1.0, "status": "completed", "reason": ""})
-    out = [file_header("hostile 1.0")]
-    for seq, plain in enumerate(plains):
-        raw = msgpack.packb(plain, use_bin_type=True)
-        last = seq == len(plains) - 1
-        flush = zstandard.COMPRESSOBJ_FLUSH_FINISH if last else zstandard.COMPRESSOBJ_FLUSH_BLOCK
-        payload = zstd.compress(raw) + zstd.flush(flush)
-        flags = FLAG_START if seq == 0 else FLAG_END if last else 0
-        out.append(frame(flags, SID, seq, len(raw), payload))
-    path.write_bytes(b"".join(out))
+    packed_tape(path, SID.hex(), plains)
 
 
 def _fake_headers(path: Path, size: int) -> None:
