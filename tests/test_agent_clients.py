@@ -208,13 +208,32 @@ def test_identical_requests_are_served_by_recorded_start_time_not_tape_order() -
         chat_exchange(at, question, {"role": "assistant", "content": f"answer-{n}"}, model="m")
         for n, at in ((2, 0.2), (1, 0.1), (0, 0.0))
     ]
-    tape = ReplayTransport(ended_first, ignore_headers=["accept", "content-type"])
+    arrivals: list[asyncio.Task[Any] | None] = []
 
+    class NotingArrivals(ReplayTransport):
+        """Notes the task of each request as it reaches the tape."""
+
+        async def handle_async_request(self, request: Any) -> Any:
+            arrivals.append(asyncio.current_task())
+            return await super().handle_async_request(request)
+
+    tape = NotingArrivals(ended_first, ignore_headers=["accept", "content-type"])
+
+    # Gather order is not arrival order: a fresh AsyncOpenAI resolves its platform
+    # in a worker thread before its first request, and the three calls resume in the
+    # order those threads finish.  So each answer is checked against the order its
+    # request reached the tape.
     async def ask_three() -> list[str]:
         http = replay_client(tape, async_=True, flavor="httpx2")
         client = openai.AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="k", http_client=http)
-        calls = [client.chat.completions.create(model="m", messages=question) for _ in range(3)]
-        return [str(a.choices[0].message.content) for a in await asyncio.gather(*calls)]
+
+        async def ask() -> tuple[asyncio.Task[Any] | None, str]:
+            answer = await client.chat.completions.create(model="m", messages=question)
+            return asyncio.current_task(), str(answer.choices[0].message.content)
+
+        answers = dict(await asyncio.gather(*(ask() for _ in range(3))))
+        assert len(answers) == len(arrivals) == 3
+        return [answers[task] for task in arrivals]
 
     assert asyncio.run(ask_three()) == ["answer-0", "answer-1", "answer-2"]
     tape.finish()
