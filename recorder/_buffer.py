@@ -24,7 +24,7 @@ from evaltape.recorder._codec import to_plain
 from evaltape.recorder._encode import Packed, encode_frames
 from evaltape.recorder._errors import TapeError
 from evaltape.recorder._events import Event, SessionEnded, SessionStarted, Status
-from evaltape.recorder._frames import FLAG_END, FLAG_START
+from evaltape.recorder._frames import FLAG_END, FLAG_START, full_frames
 from evaltape.recorder._pack import Packer
 from evaltape.recorder._writer import DEFAULT_LEVEL, _check_file, _write_all, monotonic_clock
 
@@ -107,8 +107,10 @@ class SessionBuffer:
 def append_session(path: str | os.PathLike[str], data: bytes) -> None:
     """Append a session's frames (``SessionBuffer.data``) to the tape at ``path``, fsynced.
 
-    The file is created with its header if missing; a file that is not a tape
-    of this major version is refused as ``SessionWriter`` refuses it.
+    The file is created with its header if missing; a file that is not a tape, or of
+    a newer major version, is refused as ``SessionWriter`` refuses it.  The frames are
+    written in one piece, so all but the first are short ones, except in a file of
+    major version 1, which takes them as full frames.
     """
     where = os.fspath(path)
     try:
@@ -118,7 +120,8 @@ def append_session(path: str | os.PathLike[str], data: bytes) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            _write_all(fd, _check_file(fd, where) + data)
+            head, short = _check_file(fd, where)
+            _write_all(fd, head + (data if short else full_frames(data)))
             os.fsync(fd)
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)

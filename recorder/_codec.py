@@ -42,6 +42,9 @@ Plain = dict[str, Any]
 SCHEMA_VERSION = 1
 """Version of the plain event schema written today."""
 
+SCHEMA_OF_MAJOR: Mapping[int, int] = {1: 1, 2: 1}
+"""The plain event schema of each format major version (major 2 changed the frames only)."""
+
 UPGRADES: Mapping[int, Callable[[Plain], Plain]] = {}
 """``UPGRADES[n]`` turns a plain event of schema ``n`` into schema ``n + 1``."""
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import zstandard
 
-from evaltape.recorder._frames import FLAG_END, MAX_WINDOW_LOG, frame
+from evaltape.recorder._frames import FLAG_END, MAX_WINDOW_LOG, frame, short_frame
 from evaltape.recorder._table_budget import LARGE_LOG, capped
 
 Packed = tuple[int, bytes]
@@ -39,7 +39,8 @@ def sized_params(level: int, size: int) -> zstandard.ZstdCompressionParameters:
 
 def encode_frames(session: bytes, events: Sequence[Packed], level: int) -> bytes:
     """The tape frames of ``events`` (from seq 0) of the 8-byte ``session``: one zstd
-    stream, flushed after each event and finished by the event flagged ``FLAG_END``."""
+    stream, flushed after each event and finished by the event flagged ``FLAG_END``.
+    Written in one piece, every frame after the first is a short one where it fits."""
     size = sum(len(raw) for _, raw in events)
     params = sized_params(level, size)
     stream = zstandard.ZstdCompressor(compression_params=params).compressobj()
@@ -52,5 +53,6 @@ def encode_frames(session: bytes, events: Sequence[Packed], level: int) -> bytes
             else zstandard.COMPRESSOBJ_FLUSH_BLOCK
         )
         payload += stream.flush(mode)
-        out += frame(flags, session, seq, len(raw), payload)
+        short = short_frame(flags, len(raw), payload) if seq else None
+        out += short if short is not None else frame(flags, session, seq, len(raw), payload)
     return bytes(out)

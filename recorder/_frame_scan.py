@@ -20,6 +20,9 @@ from evaltape.recorder._frames import (
     FRAME_HEADER_SIZE,
     MAGIC,
     MAX_EVENT_BYTES,
+    SHORT_FRAMES_SINCE,
+    SHORT_HEADER_SIZE,
+    SHORT_SYNC,
     SYNC,
     FileHeader,
     FrameHeader,
@@ -27,6 +30,9 @@ from evaltape.recorder._frames import (
     frame_crc,
     parse_file_header,
     parse_frame_header,
+    parse_short_header,
+    short_crc,
+    short_with_comp_len,
     with_comp_len,
 )
 from evaltape.recorder._tape_notes import NoteLog
@@ -177,29 +183,103 @@ def resync(f: BinaryIO, start: int, budget: ScanBudget | None = None) -> int | N
         pos += len(block) - len(SYNC) + 1
 
 
-def torn_session(f: BinaryIO, offset: int, head: bytes, end: int) -> str | None:
+def torn_session(
+    f: BinaryIO,
+    offset: int,
+    head: bytes,
+    end: int,
+    before: FrameHeader | None,
+    budget: ScanBudget,
+) -> str | None:
     """If the bad frame at ``offset`` is the start of a frame whose writer
     stopped mid-write (the region up to ``end``, the next good frame or the
-    end of the file, is shorter than the frame claims), its session id."""
-    if end - offset < FRAME_HEADER_SIZE:
-        return "" if head[: min(len(SYNC), end - offset)] == SYNC[: end - offset] else None
+    end of the file, is shorter than the frame claims), its session id.
+    ``before`` is the good frame that ends at ``offset`` (a short frame's
+    session), or None."""
+    n = end - offset
+    # (The two syncs share their first three bytes: a region shorter than a sync names
+    # no session.)
+    short = before is not None and n >= len(SHORT_SYNC) and head.startswith(SHORT_SYNC)
+    size = SHORT_HEADER_SIZE if short else FRAME_HEADER_SIZE
+    if n < size:
+        if short and before is not None:
+            return before.session.hex()
+        return "" if head[: min(len(SYNC), n)] == SYNC[:n] else None
     try:
-        fh = parse_frame_header(head)
+        fh = parse_short_header(head, before) if short and before else parse_frame_header(head)
     except ValueError:
         return None
     if (
         fh.comp_len > MAX_EVENT_BYTES
         or fh.raw_len > MAX_EVENT_BYTES
-        or offset + FRAME_HEADER_SIZE + fh.comp_len <= end
+        or offset + size + fh.comp_len <= end
     ):
         return None
     # A damaged length field, not a torn write, if the frame checks with
     # the length the region actually has.
-    fixed = with_comp_len(head, end - offset - FRAME_HEADER_SIZE)
-    f.seek(offset + FRAME_HEADER_SIZE)
-    if frame_crc(fixed, f.read(end - offset - FRAME_HEADER_SIZE)) == fh.crc:
+    fixed = (short_with_comp_len if short else with_comp_len)(head, n - size)
+    f.seek(offset + size)
+    crc = short_crc if short else frame_crc
+    if crc(fixed, f.read(n - size)) == fh.crc:
+        return None
+    # A writer stopped mid-write leaves the start of one frame, and the next writer's
+    # frame is a full one: a short frame that checks inside the region means the bad
+    # frame's length was damaged, and the region holds the frames that followed it.
+    if before is not None and _holds_short_frame(f, offset + 1, end, budget):
         return None
     return fh.session.hex()
+
+
+def _holds_short_frame(f: BinaryIO, start: int, end: int, budget: ScanBudget) -> bool:
+    """Whether a short frame that passes its CRC lies wholly in ``[start, end)``
+    (each candidate's payload charged to ``budget``)."""
+    f.seek(start)
+    region = f.read(end - start) if budget.take(end - start) else b""
+    at = region.find(SHORT_SYNC)
+    while at >= 0:
+        head = region[at : at + SHORT_HEADER_SIZE]
+        if len(head) == SHORT_HEADER_SIZE:
+            fh = parse_short_header(head, None)
+            payload = region[at + SHORT_HEADER_SIZE : at + SHORT_HEADER_SIZE + fh.comp_len]
+            if (
+                len(payload) == fh.comp_len
+                and budget.take(fh.comp_len)
+                and short_crc(head, payload) == fh.crc
+            ):
+                return True
+        at = region.find(SHORT_SYNC, at + 1)
+    return False
+
+
+def _check(
+    f: BinaryIO, offset: int, size: int, head: bytes, before: FrameHeader | None, short: bool
+) -> tuple[FrameHeader | None, int, bytes, str]:
+    """``(header, header size, payload, "")`` of a good frame at ``offset`` (whose first
+    bytes ``head`` were read), else ``(header or None, 0, b"", what is wrong)``."""
+    if short and before is not None and head.startswith(SHORT_SYNC):
+        if len(head) < SHORT_HEADER_SIZE:
+            return None, 0, b"", "file ends inside a frame header"
+        fh = parse_short_header(head, before)
+        hsize, crc = SHORT_HEADER_SIZE, short_crc
+    elif len(head) < FRAME_HEADER_SIZE:
+        return None, 0, b"", "file ends inside a frame header"
+    else:
+        try:
+            fh = parse_frame_header(head)
+        except ValueError:
+            return None, 0, b"", "no frame starts here (bad sync bytes)"
+        hsize, crc = FRAME_HEADER_SIZE, frame_crc
+    if fh.comp_len > MAX_EVENT_BYTES or fh.raw_len > MAX_EVENT_BYTES:
+        limit = f"over the {MAX_EVENT_BYTES}-byte limit"
+        return fh, 0, b"", f"frame claims {max(fh.comp_len, fh.raw_len)} bytes, {limit}"
+    if offset + hsize + fh.comp_len > size:
+        return fh, 0, b"", "frame runs past the end of the file"
+    if hsize != len(head):
+        f.seek(offset + hsize)
+    payload = f.read(fh.comp_len)
+    if crc(head, payload) != fh.crc:
+        return fh, 0, b"", "frame fails its CRC-32"
+    return fh, hsize, payload, ""
 
 
 def frames(
@@ -207,40 +287,30 @@ def frames(
 ) -> Iterator[tuple[int, FrameHeader, bytes]]:
     """Yield (offset, header, payload) for each frame after ``header`` that passes its checks.
 
-    Bad regions are noted; the (session, seq) a refused frame's header
-    names goes into ``suspects`` so that the gap it leaves in its session
-    is not reported a second time.
+    A short frame (format 2) takes its session and seq from the good frame right
+    before it.  Bad regions are noted; the (session, seq) a refused frame's header
+    names goes into ``suspects`` so that the gap it leaves in its session is not
+    reported a second time.
     """
     size = os.fstat(f.fileno()).st_size
     budget = ScanBudget(size)
+    short = header.major >= SHORT_FRAMES_SINCE
     offset = header.size
+    before: FrameHeader | None = None  # the good frame that ends at ``offset``
     f.seek(offset)
     while offset < size:
         head = f.read(FRAME_HEADER_SIZE)
-        bad = ""
-        fh: FrameHeader | None = None
-        if len(head) < FRAME_HEADER_SIZE:
-            bad = "file ends inside a frame header"
-        else:
-            try:
-                fh = parse_frame_header(head)
-            except ValueError:
-                bad = "no frame starts here (bad sync bytes)"
-            else:
-                if fh.comp_len > MAX_EVENT_BYTES or fh.raw_len > MAX_EVENT_BYTES:
-                    bad = (
-                        f"frame claims {max(fh.comp_len, fh.raw_len)} bytes, "
-                        f"over the {MAX_EVENT_BYTES}-byte limit"
-                    )
-                elif offset + FRAME_HEADER_SIZE + fh.comp_len > size:
-                    bad = "frame runs past the end of the file"
-                else:
-                    payload = f.read(fh.comp_len)
-                    if frame_crc(head, payload) == fh.crc:
-                        yield offset, fh, payload
-                        offset += FRAME_HEADER_SIZE + fh.comp_len
-                        continue
-                    bad = "frame fails its CRC-32"
+        fh, hsize, payload, bad = _check(f, offset, size, head, before, short)
+        if not bad:
+            assert fh is not None
+            yield offset, fh, payload
+            offset += hsize + fh.comp_len
+            before = fh
+            continue
+        if short and before is None and head.startswith(SHORT_SYNC):
+            bad = "a short frame follows no readable frame"
+        # A short frame's session is known only from the frame before it, so reading
+        # resumes at the next good full frame.
         nxt = resync(f, offset + 1, budget)
         if budget.spent:
             log.corrupt(
@@ -250,7 +320,7 @@ def frames(
             )
             return
         end = size if nxt is None else nxt
-        torn = torn_session(f, offset, head, end)
+        torn = torn_session(f, offset, head, end, before if short else None, budget)
         if torn is not None:
             what = "file ends" if nxt is None else "a frame appended later starts"
             log.note(
@@ -267,4 +337,5 @@ def frames(
         if nxt is None:
             return
         offset = nxt
+        before = None
         f.seek(offset)

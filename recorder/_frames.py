@@ -7,20 +7,27 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Iterator
 
 import attrs
 
 MAGIC = b"\x89EVTAPE\n"
 """First 8 bytes of every tape file."""
 
-FORMAT_MAJOR = 1
+FORMAT_MAJOR = 2
 """Readers refuse files with a greater major version."""
 
-FORMAT_MINOR = 2
+FORMAT_MINOR = 0
 """Readers accept greater minor versions, skipping unknown event kinds."""
 
+SHORT_FRAMES_SINCE = 2
+"""The first major version whose files may hold short frames."""
+
 SYNC = b"\xf0\x9f\x93\xbc"
-"""Start of every frame (the UTF-8 bytes of the videocassette emoji)."""
+"""Start of every full frame (the UTF-8 bytes of the videocassette emoji)."""
+
+SHORT_SYNC = b"\xf0\x9f\x93\xbd"
+"""Start of every short frame (the UTF-8 bytes of the film projector emoji)."""
 
 FLAG_START = 0x01
 """The frame opens its session's compressed stream (holds SessionStarted)."""
@@ -38,10 +45,19 @@ MAX_WINDOW = 1 << MAX_WINDOW_LOG
 
 _FILE_FIXED = struct.Struct("<8sHHH")  # magic, major, minor, len(writer)
 _FRAME = struct.Struct("<4sB8sIII")  # sync, flags, session, seq, raw_len, comp_len
+_SHORT = struct.Struct("<4sBHBH")  # sync, flags, raw_len (low 16 bits, high 8), comp_len
 _CRC = struct.Struct("<I")
 
 FRAME_HEADER_SIZE = _FRAME.size + _CRC.size
-"""Bytes before a frame's payload: the fixed fields and the CRC-32."""
+"""Bytes before a full frame's payload: the fixed fields and the CRC-32."""
+
+SHORT_HEADER_SIZE = _SHORT.size + _CRC.size
+"""Bytes before a short frame's payload."""
+
+SHORT_MAX_RAW = (1 << 24) - 1
+"""Largest ``raw_len`` a short frame holds (a larger event takes a full frame)."""
+SHORT_MAX_COMP = (1 << 16) - 1
+"""Largest ``comp_len`` a short frame holds."""
 
 
 def file_header(writer: str) -> bytes:
@@ -114,6 +130,8 @@ class FrameHeader:
     """Length of the compressed payload that follows the header."""
     crc: int
     """CRC-32 of the header fields after SYNC, then of the payload."""
+    head: int = 29
+    """Bytes of this header: ``FRAME_HEADER_SIZE``, or ``SHORT_HEADER_SIZE`` for a short frame."""
 
 
 def frame(flags: int, session: bytes, seq: int, raw_len: int, payload: bytes) -> bytes:
@@ -121,6 +139,47 @@ def frame(flags: int, session: bytes, seq: int, raw_len: int, payload: bytes) ->
     head = _FRAME.pack(SYNC, flags, session, seq, raw_len, len(payload))
     crc = zlib.crc32(payload, zlib.crc32(head[len(SYNC) :]))
     return head + _CRC.pack(crc) + payload
+
+
+def short_frame(flags: int, raw_len: int, payload: bytes) -> bytes | None:
+    """The short frame of an event that follows its session's previous frame directly in
+    the file (it names neither session nor seq); None if its lengths need a full frame."""
+    if raw_len > SHORT_MAX_RAW or len(payload) > SHORT_MAX_COMP:
+        return None
+    head = _SHORT.pack(SHORT_SYNC, flags, raw_len & 0xFFFF, raw_len >> 16, len(payload))
+    crc = zlib.crc32(payload, zlib.crc32(head[len(SHORT_SYNC) :]))
+    return head + _CRC.pack(crc) + payload
+
+
+def parse_short_header(data: bytes, before: FrameHeader | None) -> FrameHeader:
+    """Parse ``SHORT_HEADER_SIZE`` bytes of a short frame that directly follows the good
+    frame ``before`` (its session and the next seq; none known if None); ``ValueError``
+    on a bad sync."""
+    sync, flags, low, high, comp_len = _SHORT.unpack_from(data)
+    if sync != SHORT_SYNC:
+        raise ValueError("no short frame starts here")
+    (crc,) = _CRC.unpack_from(data, _SHORT.size)
+    return FrameHeader(
+        flags=flags,
+        session=b"" if before is None else before.session,
+        seq=0 if before is None else before.seq + 1,
+        raw_len=low | high << 16,
+        comp_len=comp_len,
+        crc=crc,
+        head=SHORT_HEADER_SIZE,
+    )
+
+
+def short_crc(header_bytes: bytes, payload: bytes) -> int:
+    """The CRC-32 a short frame with these header bytes and payload must carry."""
+    return zlib.crc32(payload, zlib.crc32(header_bytes[len(SHORT_SYNC) : _SHORT.size]))
+
+
+def short_with_comp_len(header_bytes: bytes, comp_len: int) -> bytes:
+    """Short ``header_bytes`` with the comp_len field replaced (to test a damaged length)."""
+    fields = list(_SHORT.unpack_from(header_bytes))
+    fields[-1] = comp_len
+    return _SHORT.pack(*fields) + header_bytes[_SHORT.size : SHORT_HEADER_SIZE]
 
 
 def parse_frame_header(data: bytes) -> FrameHeader:
@@ -137,6 +196,33 @@ def parse_frame_header(data: bytes) -> FrameHeader:
 def frame_crc(header_bytes: bytes, payload: bytes) -> int:
     """The CRC-32 a frame with these header bytes and payload must carry."""
     return zlib.crc32(payload, zlib.crc32(header_bytes[len(SYNC) : _FRAME.size]))
+
+
+def walk(data: bytes) -> Iterator[tuple[int, int, FrameHeader]]:
+    """``(offset, header size, header)`` of each frame of well-formed ``data`` (whole
+    frames, as a writer builds them, from a full one on); ``ValueError`` if it is not."""
+    pos = 0
+    before: FrameHeader | None = None
+    while pos < len(data):
+        if data.startswith(SHORT_SYNC, pos) and before is not None:
+            size, fh = SHORT_HEADER_SIZE, parse_short_header(data[pos:], before)
+        else:
+            size, fh = FRAME_HEADER_SIZE, parse_frame_header(data[pos : pos + FRAME_HEADER_SIZE])
+        yield pos, size, fh
+        pos += size + fh.comp_len
+        before = fh
+
+
+def full_frames(data: bytes) -> bytes:
+    """Well-formed ``data`` (``walk``) with every short frame written as a full one: the
+    frames a file of major version 1 may take."""
+    if SHORT_SYNC not in data:
+        return data
+    out = bytearray()
+    for pos, size, fh in walk(data):
+        payload = data[pos + size : pos + size + fh.comp_len]
+        out += frame(fh.flags, fh.session, fh.seq, fh.raw_len, payload)
+    return bytes(out)
 
 
 def with_comp_len(header_bytes: bytes, comp_len: int) -> bytes:

@@ -19,15 +19,20 @@ from collections.abc import Callable, Iterator
 import attrs
 import zstandard
 
-from evaltape.recorder._codec import Plain, UnknownEventKind, from_plain, upgrade
+from evaltape.recorder._codec import (
+    SCHEMA_OF_MAJOR,
+    SCHEMA_VERSION,
+    Plain,
+    UnknownEventKind,
+    from_plain,
+    upgrade,
+)
 from evaltape.recorder._errors import TapeError
 from evaltape.recorder._events import Event, Exchange, SessionEnded, SessionStarted
 from evaltape.recorder._frame_scan import Suspects, frames, open_tape, read_file_header
 from evaltape.recorder._frames import (
     FLAG_END,
     FLAG_START,
-    FORMAT_MAJOR,
-    FRAME_HEADER_SIZE,
     MAX_WINDOW,
     FileHeader,
     FrameHeader,
@@ -226,7 +231,8 @@ class TapeReader:
         does not know comes as its tag.  Raises what the first undecodable
         frame raises."""
         assert self.header is not None
-        old_schema = self.header.major if self.header.major < FORMAT_MAJOR else 0
+        schema = SCHEMA_OF_MAJOR.get(self.header.major, SCHEMA_VERSION)
+        old_schema = schema if schema < SCHEMA_VERSION else 0
         dobj = self._dctx.decompressobj()
         blocks = ZstdBlocks()
         unpacker = Unpacker()
@@ -333,7 +339,7 @@ class TapeReader:
                 infos[fh.session] = attrs.evolve(
                     info,
                     frames=info.frames + 1,
-                    size=info.size + FRAME_HEADER_SIZE + fh.comp_len,
+                    size=info.size + fh.head + fh.comp_len,
                     complete=bool(fh.flags & FLAG_END),
                 )
         return list(infos.values())

@@ -1,9 +1,10 @@
 """Rewriting a tape: drop some sessions, add sessions copied from another tape, atomically.
 
 Tapes are append-only, so replacing a session means writing a new file:
-the frames of every kept session are copied byte for byte (each session owns
-its zstd stream, so its frames stay valid in any file), then the frames of
-the added sessions.  The new file is written beside the old one, fsynced and
+the frames of every kept session are copied (each session owns its zstd
+stream, so its frames' payloads stay valid in any file; a frame is written
+short or full as where it lands allows), then the frames of the added
+sessions.  The new file is written beside the old one, fsynced and
 moved over it with ``os.replace``: a crash at any point leaves the old tape
 intact and readable, or the new one complete.
 """
@@ -16,12 +17,35 @@ from pathlib import Path
 
 from evaltape.recorder._errors import TapeError
 from evaltape.recorder._frame_scan import frames, open_tape, read_file_header
-from evaltape.recorder._frames import file_header, frame
+from evaltape.recorder._frames import (
+    FORMAT_MAJOR,
+    SHORT_FRAMES_SINCE,
+    FrameHeader,
+    file_header,
+    frame,
+    short_frame,
+)
 from evaltape.recorder._tape_notes import NoteLog
 from evaltape.recorder._version import WRITER
 
 
-def _frames_of(path: str, keep: Callable[[str], bool]) -> Iterator[bytes]:
+class _Framer:
+    """Frames for the new file, in order: a frame that follows its session's previous
+    one is a short frame, if the file's major version has them."""
+
+    def __init__(self, short: bool) -> None:
+        self._short = short
+        self._last: tuple[bytes, int] | None = None  # (session, seq) of the frame before
+
+    def __call__(self, fh: FrameHeader, payload: bytes) -> bytes:
+        data = None
+        if self._short and self._last == (fh.session, fh.seq - 1):
+            data = short_frame(fh.flags, fh.raw_len, payload)
+        self._last = (fh.session, fh.seq)
+        return data or frame(fh.flags, fh.session, fh.seq, fh.raw_len, payload)
+
+
+def _frames_of(path: str, keep: Callable[[str], bool]) -> Iterator[tuple[FrameHeader, bytes]]:
     """The readable frames of the tape at ``path`` whose session ``keep`` accepts."""
     log = NoteLog(path, strict=False)
     header = read_file_header(log)
@@ -30,17 +54,18 @@ def _frames_of(path: str, keep: Callable[[str], bool]) -> Iterator[bytes]:
     with open_tape(path) as f:
         for _, fh, payload in frames(f, header, log, {}):
             if keep(fh.session.hex()):
-                yield frame(fh.flags, fh.session, fh.seq, fh.raw_len, payload)
+                yield fh, payload
 
 
-def _head(path: str) -> bytes:
-    """The file header of an existing tape, byte for byte; a fresh one if it holds none."""
+def _head(path: str) -> tuple[bytes, int]:
+    """The file header of an existing tape, byte for byte, and its major version; a
+    fresh one if it holds none."""
     log = NoteLog(path, strict=False)
     header = read_file_header(log) if os.path.exists(path) else None
     if header is None:
-        return file_header(WRITER)
+        return file_header(WRITER), FORMAT_MAJOR
     with open_tape(path) as f:
-        return f.read(header.size)
+        return f.read(header.size), header.major
 
 
 def rewrite_tape(
@@ -75,10 +100,12 @@ def rewrite_tape(
         raise TapeError(f"{tmp}: cannot create: {exc.strerror}") from exc
     try:
         with os.fdopen(fd, "wb") as out:
-            out.write(_head(target))
+            head, major = _head(target)
+            out.write(head)
+            framed = _Framer(major >= SHORT_FRAMES_SINCE)
             if os.path.exists(target):
-                for data in _frames_of(target, lambda sid: sid not in gone):
-                    out.write(data)
+                for fh, payload in _frames_of(target, lambda sid: sid not in gone):
+                    out.write(framed(fh, payload))
             if source is not None and added:
                 found: set[str] = set()
 
@@ -88,8 +115,8 @@ def rewrite_tape(
                         return True
                     return False
 
-                for data in _frames_of(os.fspath(source), wanted):
-                    out.write(data)
+                for fh, payload in _frames_of(os.fspath(source), wanted):
+                    out.write(framed(fh, payload))
                 missing = sorted(added - found)
                 if missing:
                     raise TapeError(f"{os.fspath(source)}: no session {', '.join(missing)}")

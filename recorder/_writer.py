@@ -4,8 +4,10 @@ Each session owns a zstd stream; every event is compressed, flushed as one
 frame and written with a single ``write`` on an ``O_APPEND`` descriptor while
 holding an exclusive ``flock`` on the file.  Sessions of several threads or
 processes therefore interleave whole frames and never corrupt each other.  A
-crash loses at most the frame being written; the session's end is fsynced.
-See docs/format.md.
+frame that lands right after its session's previous one is a short frame
+(no session id or seq); a writer knows that under the lock, from where the
+file ends.  A crash loses at most the frame being written; the session's end
+is fsynced.  See docs/format.md.
 """
 
 from __future__ import annotations
@@ -31,11 +33,13 @@ from evaltape.recorder._frames import (
     FORMAT_MAJOR,
     FORMAT_MINOR,
     MAX_WINDOW_LOG,
+    SHORT_FRAMES_SINCE,
     SYNC,
     file_header,
     file_header_size,
     frame,
     parse_file_header,
+    short_frame,
 )
 from evaltape.recorder._pack import Packer
 from evaltape.recorder._version import WRITER
@@ -76,17 +80,19 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def _check_file(fd: int, path: str) -> bytes:
-    """What must precede the first frame this writer appends: the file header
-    if the file holds none yet, else nothing.  Called under the lock.
+def _check_file(fd: int, path: str) -> tuple[bytes, bool]:
+    """What must precede the first frame this writer appends (the file header if the
+    file holds none yet, else nothing), and whether the file may hold short frames
+    (not a tape of major version 1, whose readers know only full ones).  Called under
+    the lock.
 
-    Refuses files that are not tapes of this major version.  A file holding
-    only the start of a header (its first writer died mid-write) holds no
-    event and is emptied.
+    Refuses files that are not tapes, or of a newer major version.  A file holding
+    only the start of a header (its first writer died mid-write) holds no event and
+    is emptied.
     """
     size = os.fstat(fd).st_size
     if size == 0:
-        return file_header(WRITER)
+        return file_header(WRITER), True
     head = os.pread(fd, FILE_FIXED_SIZE, 0)
     if len(head) == FILE_FIXED_SIZE:
         head += os.pread(fd, file_header_size(head) - FILE_FIXED_SIZE, FILE_FIXED_SIZE)
@@ -100,19 +106,14 @@ def _check_file(fd: int, path: str) -> bytes:
         if SYNC in os.pread(fd, 1 << 16, 0):
             raise CorruptTape("file header is damaged; not appending", path=path, offset=0)
         os.ftruncate(fd, 0)
-        return file_header(WRITER)
+        return file_header(WRITER), True
     if header.major > FORMAT_MAJOR:
         raise NewerFormat(
             f"{path}: written by {header.writer} (tape format {header.major}.{header.minor}); "
             f"this evaltape writes format {FORMAT_MAJOR}.{FORMAT_MINOR}; upgrade evaltape "
             "or record into a new file"
         )
-    if header.major < FORMAT_MAJOR:
-        raise TapeError(
-            f"{path}: holds tape format {header.major}.{header.minor}; this evaltape writes "
-            f"format {FORMAT_MAJOR}.{FORMAT_MINOR}; record into a new file"
-        )
-    return b""
+    return b"", header.major >= SHORT_FRAMES_SINCE
 
 
 class SessionWriter:
@@ -153,6 +154,8 @@ class SessionWriter:
         self._packer = Packer()
         self._lock = threading.Lock()
         self._seq = 0
+        self._short = False  # the file may hold short frames
+        self._end = -1  # where this writer's last frame ends in the file
         self._ended = False
         self._failed = ""
         try:
@@ -193,15 +196,24 @@ class SessionWriter:
             payload += stream.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH)
         else:
             payload += stream.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
-        data = frame(flags, self._session, self._seq, len(raw), payload)
         # From here the compressed stream counts this frame as written: if
         # the write fails the session cannot go on.
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
+                data = None
                 if self._seq == 0:
-                    data = _check_file(self._fd, self.path) + data
-                _write_all(self._fd, data)
+                    head, self._short = _check_file(self._fd, self.path)
+                    at = os.lseek(self._fd, 0, os.SEEK_END) + len(head)
+                else:
+                    head = b""
+                    at = os.lseek(self._fd, 0, os.SEEK_END)
+                    if self._short and at == self._end:  # right after this session's last
+                        data = short_frame(flags, len(raw), payload)
+                if data is None:
+                    data = frame(flags, self._session, self._seq, len(raw), payload)
+                _write_all(self._fd, head + data)
+                self._end = at + len(data)
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
         except OSError as exc:

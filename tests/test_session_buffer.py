@@ -28,7 +28,7 @@ from evaltape.recorder import (
     append_session,
     open_session,
 )
-from evaltape.recorder._frames import FRAME_HEADER_SIZE, MAX_WINDOW, parse_frame_header
+from evaltape.recorder._frames import FRAME_HEADER_SIZE, MAX_WINDOW, parse_frame_header, walk
 
 HEADER = SessionStarted(session_id="00000000000000aa", started_at=1e9, case_id="c1")
 
@@ -55,11 +55,7 @@ def _read(path: Path) -> list[tuple[tuple[Event, ...], bool]]:
 
 
 def _frame_ends(data: bytes, start: int) -> list[int]:
-    ends, pos = [], start
-    while pos < len(data):
-        pos += FRAME_HEADER_SIZE + parse_frame_header(data[pos:]).comp_len
-        ends.append(pos)
-    return ends
+    return [start + pos + size + fh.comp_len for pos, size, fh in walk(data[start:])]
 
 
 def test_a_buffered_session_reads_back_as_the_same_session_written_event_by_event(

@@ -159,7 +159,7 @@ def _file_header(major: int, minor: int, writer: bytes) -> bytes:
 
 def test_a_tape_from_a_newer_major_version_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "future.tape"
-    path.write_bytes(_file_header(2, 0, b"evaltape 9.1.0") + b"\xf0\x9f\x93\xbc" + b"?" * 40)
+    path.write_bytes(_file_header(3, 0, b"evaltape 9.1.0") + b"\xf0\x9f\x93\xbc" + b"?" * 40)
     with pytest.raises(NewerFormat) as info:
         TapeReader(path, strict=False)
     assert "written by evaltape 9.1.0" in str(info.value)

@@ -81,12 +81,12 @@ def test_each_compact_kind_reads_its_times_in_its_own_unit(
     assert (exchange.at, exchange.duration) == read
 
 
-def test_a_written_tape_says_format_1_2_and_its_exchanges_are_exchange3(tmp_path: Path) -> None:
+def test_a_written_tape_says_format_2_0_and_its_exchanges_are_exchange3(tmp_path: Path) -> None:
     path = tmp_path / "t.tape"
     exchange = _exchange(12.345678, 0.5)
     with open_session(path, SessionStarted(session_id=SID, started_at=0.0)) as tape:
         tape.append(exchange)
     header = parse_file_header(path.read_bytes())
-    assert header is not None and (header.major, header.minor) == (1, 2)
+    assert header is not None and (header.major, header.minor) == (2, 0)
     (session,) = TapeReader(path).sessions()
     assert session.events[1] == exchange
