@@ -22,6 +22,7 @@ from evaltape.recorder._frames import (
     MAX_EVENT_BYTES,
     SHORT_FRAMES_SINCE,
     SHORT_HEADER_SIZE,
+    SHORT_MAX_COMP,
     SHORT_SYNC,
     SYNC,
     FileHeader,
@@ -195,12 +196,17 @@ def torn_session(
     stopped mid-write (the region up to ``end``, the next good frame or the
     end of the file, is shorter than the frame claims), its session id.
     ``before`` is the good frame that ends at ``offset`` (a short frame's
-    session), or None."""
+    session) in a file that may hold short frames, else None."""
     n = end - offset
     # (The two syncs share their first three bytes: a region shorter than a sync names
     # no session.)
     short = before is not None and n >= len(SHORT_SYNC) and head.startswith(SHORT_SYNC)
     size = SHORT_HEADER_SIZE if short else FRAME_HEADER_SIZE
+    if before is not None and not short and n >= SHORT_HEADER_SIZE and head.startswith(SYNC):
+        # A short frame whose sync was damaged into the full one's is corrupt.
+        f.seek(offset + len(SYNC))
+        if _starts_short(SHORT_SYNC + f.read(min(n, SHORT_HEADER_SIZE + SHORT_MAX_COMP) - 4)):
+            return None
     if n < size:
         if short and before is not None:
             return before.session.hex()
@@ -219,22 +225,30 @@ def torn_session(
     # the length the region actually has.
     fixed = (short_with_comp_len if short else with_comp_len)(head, n - size)
     f.seek(offset + size)
+    rest = f.read(n - size)
     crc = short_crc if short else frame_crc
-    if crc(fixed, f.read(n - size)) == fh.crc:
+    if crc(fixed, rest) == fh.crc:
         return None
     # A writer stopped mid-write leaves the start of one frame, and the next writer's
     # frame is a full one: a short frame that checks inside the region means the bad
     # frame's length was damaged, and the region holds the frames that followed it.
-    if before is not None and _holds_short_frame(f, offset + 1, end, budget):
+    if before is not None and _holds_short_frame(rest, budget):
         return None
     return fh.session.hex()
 
 
-def _holds_short_frame(f: BinaryIO, start: int, end: int, budget: ScanBudget) -> bool:
-    """Whether a short frame that passes its CRC lies wholly in ``[start, end)``
-    (each candidate's payload charged to ``budget``)."""
-    f.seek(start)
-    region = f.read(end - start) if budget.take(end - start) else b""
+def _starts_short(data: bytes) -> bool:
+    """Whether ``data`` starts with a whole short frame that passes its CRC."""
+    if len(data) < SHORT_HEADER_SIZE:
+        return False
+    fh = parse_short_header(data, None)
+    payload = data[SHORT_HEADER_SIZE : SHORT_HEADER_SIZE + fh.comp_len]
+    return len(payload) == fh.comp_len and short_crc(data, payload) == fh.crc
+
+
+def _holds_short_frame(region: bytes, budget: ScanBudget) -> bool:
+    """Whether a short frame that passes its CRC lies wholly in ``region`` (each
+    candidate's payload charged to ``budget``)."""
     at = region.find(SHORT_SYNC)
     while at >= 0:
         head = region[at : at + SHORT_HEADER_SIZE]

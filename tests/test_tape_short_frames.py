@@ -7,7 +7,10 @@ import struct
 import zlib
 from pathlib import Path
 
+import pytest
+
 from evaltape.recorder import (
+    CorruptTape,
     HarnessEvent,
     SessionStarted,
     TapeReader,
@@ -15,7 +18,7 @@ from evaltape.recorder import (
     rewrite_tape,
 )
 from evaltape.recorder._buffer import SessionBuffer, append_session
-from evaltape.recorder._frames import MAGIC
+from evaltape.recorder._frames import MAGIC, short_frame
 
 FULL_SYNC, SHORT_SYNC = b"\xf0\x9f\x93\xbc", b"\xf0\x9f\x93\xbd"
 A, B, C = "00000000000000a1", "00000000000000b2", "00000000000000c3"
@@ -181,3 +184,27 @@ def test_a_short_frame_with_no_frame_before_it_is_corruption(tmp_path: Path) -> 
     assert list(reader.sessions()) == []
     (note,) = reader.notes
     assert note.kind == "corrupt" and "a short frame follows no readable frame" in note.message
+
+
+def test_a_short_frame_whose_sync_reads_as_a_full_one_is_corruption(tmp_path: Path) -> None:
+    """Damaged into the full sync, a short frame's bytes read as a full header; here one
+    that claims more bytes than the file has, as a torn write's would.  The frame still
+    checks as the short frame it was, so the region is corrupt, not a torn write."""
+    path = tmp_path / "t.tape"
+    writer = open_session(path, _start(A), clock=lambda: 9.0)
+    writer.append(_events(1)[0])
+    # Read as a full header: raw_len from payload bytes 3-6, comp_len from 7-10 (4096).
+    payload = bytes(7) + (4096).to_bytes(4, "little") + bytes(29)
+    crafted = short_frame(0, 64, payload)
+    assert crafted is not None
+    at = path.stat().st_size
+    data = path.read_bytes() + crafted
+    damaged = data[: at + 3] + b"\xbc" + data[at + 4 :]  # BD -> BC
+    path.write_bytes(damaged)
+    with pytest.raises(CorruptTape, match=rf"byte {at}: "):
+        list(TapeReader(path).sessions())
+    reader = TapeReader(path, strict=False)
+    (session,) = reader.sessions()
+    assert [n.kind for n in reader.notes if n.kind != "incomplete"] == ["corrupt"]
+    assert session.events == (_start(A), _events(1)[0])
+    writer.end()
