@@ -288,9 +288,14 @@ def _check(
         return fh, 0, b"", f"frame claims {max(fh.comp_len, fh.raw_len)} bytes, {limit}"
     if offset + hsize + fh.comp_len > size:
         return fh, 0, b"", "frame runs past the end of the file"
-    if hsize != len(head):
-        f.seek(offset + hsize)
-    payload = f.read(fh.comp_len)
+    ahead = len(head) - hsize  # payload bytes read with the header (a short one's)
+    if not ahead:
+        payload = f.read(fh.comp_len)
+    elif fh.comp_len >= ahead:
+        payload = head[hsize:] + f.read(fh.comp_len - ahead)
+    else:
+        payload = head[hsize : hsize + fh.comp_len]
+        f.seek(offset + hsize + fh.comp_len)
     if crc(head, payload) != fh.crc:
         return fh, 0, b"", "frame fails its CRC-32"
     return fh, hsize, payload, ""

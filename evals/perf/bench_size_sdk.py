@@ -5,7 +5,7 @@ Records one coding-agent session per API (openai, anthropic) and traffic kind
 ``recording_client`` (``sdk_traffic.py``), for the most turns asked; the
 shorter sessions are its first N exchanges.  Each is stored five ways:
 
-- the tape as ``recording_client`` writes it (format 1.2, compact exchanges, each
+- the tape as ``recording_client`` writes it (format 2.0, compact exchanges, each
   event on disk as it comes, with the writer's zstd parameters);
 - the tape as a live run writes it: the session kept in memory and compressed
   when it ends, at the runner's ``LIVE_LEVEL``;
@@ -178,15 +178,12 @@ def parts(header: SessionStarted, exchanges: list[Exchange], folder: Path) -> di
     """
     tape = tape_size(header, exchanges, folder)
     data = (folder / "session.tape").read_bytes()
-    offset = _frames.file_header_size(data[: _frames.FILE_FIXED_SIZE])
-    framing = offset
+    start = _frames.file_header_size(data[: _frames.FILE_FIXED_SIZE])
+    framing = start
     payloads = []
-    while offset < len(data):
-        head = _frames.parse_frame_header(data[offset : offset + _frames.FRAME_HEADER_SIZE])
-        offset += _frames.FRAME_HEADER_SIZE
-        payloads.append(data[offset : offset + head.comp_len])
-        offset += head.comp_len
-        framing += _frames.FRAME_HEADER_SIZE
+    for offset, size, head in _frames.walk(data[start:]):
+        payloads.append(data[start + offset + size : start + offset + size + head.comp_len])
+        framing += size
     stream = b"".join(payloads)
     raw = zstandard.ZstdDecompressor().decompressobj().decompress(stream)
     writer = stream_params(None, _table_budget.LARGE_LOG)
@@ -286,7 +283,7 @@ def render(rows: list[Row], found: dict[str, int], command: str) -> str:
         "prompt, 0.5-4 KB tool results of real text, SSE at 1-4 tokens per chunk, parallel",
         "tool calls on every fifth turn; *mixed* asks for every 4th turn without streaming).",
         "The shorter sessions are the first turns of the longest one. Each is stored as",
-        "`recording_client` writes it (*tape 1.2*: format 1.2, each event on disk as it",
+        "`recording_client` writes it (*tape 2.0*: format 2.0, each event on disk as it",
         "comes, with the writer's zstd parameters, `AS_IT_GOES`), as a live run writes it",
         "(*live run*: the session",
         f"kept in memory and compressed when it ends, at level {LIVE_LEVEL}, the runner's",
@@ -305,7 +302,7 @@ def render(rows: list[Row], found: dict[str, int], command: str) -> str:
         f"Machine: {machine()}; inspect-ai {inspect_ai.__version__}; zstandard "
         f"{zstandard.__version__}.",
         "",
-        "| API | traffic | turns | tape 1.2 | live run | tape 1.0 | Inspect .eval | floor "
+        "| API | traffic | turns | tape 2.0 | live run | tape 1.0 | Inspect .eval | floor "
         "| tape / Inspect | tape / floor | live / floor | 1.0 / floor | met (tape) "
         "| met (live run) |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
@@ -340,7 +337,10 @@ def render(rows: list[Row], found: dict[str, int], command: str) -> str:
         "int of at most 5 bytes where a float took 9), and the writer searches further",
         "than level 9 (`AS_IT_GOES` in `recorder/_writer.py`: 64 candidates a position",
         "instead of 16, matches from 4 bytes) in the same tables, for about 1.5 times",
-        "level 9's compression time.",
+        "level 9's compression time. Format 2.0 frames an event that follows its",
+        "session's previous one in the file in a 14-byte short frame instead of a",
+        "29-byte full one (docs/format.md, *Frames*): a session written alone is one",
+        "full frame and then short ones.",
         "",
         *render_parts(max(r.turns for r in rows), found),
         "",
