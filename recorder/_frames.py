@@ -130,7 +130,7 @@ class FrameHeader:
     """Length of the compressed payload that follows the header."""
     crc: int
     """CRC-32 of the header fields after SYNC, then of the payload."""
-    head: int = 29
+    head: int = FRAME_HEADER_SIZE
     """Bytes of this header: ``FRAME_HEADER_SIZE``, or ``SHORT_HEADER_SIZE`` for a short frame."""
 
 

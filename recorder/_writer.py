@@ -113,6 +113,12 @@ def _check_file(fd: int, path: str) -> tuple[bytes, bool]:
             f"this evaltape writes format {FORMAT_MAJOR}.{FORMAT_MINOR}; upgrade evaltape "
             "or record into a new file"
         )
+    if header.major < 1:
+        raise CorruptTape(
+            f"file header names format {header.major}, which is none; not appending",
+            path=path,
+            offset=0,
+        )
     return b"", header.major >= SHORT_FRAMES_SINCE
 
 

@@ -208,3 +208,11 @@ def test_a_short_frame_whose_sync_reads_as_a_full_one_is_corruption(tmp_path: Pa
     assert [n.kind for n in reader.notes if n.kind != "incomplete"] == ["corrupt"]
     assert session.events == (_start(A), _events(1)[0])
     writer.end()
+
+
+def test_a_tape_whose_header_names_format_0_is_not_appended_to(tmp_path: Path) -> None:
+    path = tmp_path / "zero.tape"
+    path.write_bytes(_header(0, 3))
+    with pytest.raises(CorruptTape, match="names format 0, which is none; not appending"):
+        open_session(path, _start(A), clock=lambda: 9.0)
+    assert path.read_bytes() == _header(0, 3)
