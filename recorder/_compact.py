@@ -1,6 +1,6 @@
 """The compact stored form of an exchange (event kinds ``exchange3`` and ``exchange2``).
 
-The plain ``exchange`` map (``_codec.py``) stays what every other part of
+The plain ``exchange`` map (``_codec.py``, ``_plain_exchange.py``) stays what every other part of
 evaltape sees; this module turns it into a smaller stored map and back (and a
 reader's stored map straight into its ``Exchange``, ``exchange_of``):
 
@@ -26,12 +26,13 @@ from collections.abc import Callable
 from itertools import accumulate
 from typing import Any
 
-from evaltape.recorder._codec import _NUMBER, _RESPONSE_SLOTS, _build_chunks, _error_from, _new
 from evaltape.recorder._compact_chunks import StoredChunks, encode_chunks
 from evaltape.recorder._compact_headers import Headers, HeaderTable
 from evaltape.recorder._delta import DeltaDecoder, DeltaEncoder
 from evaltape.recorder._errors import TapeError
 from evaltape.recorder._events import Exchange, Request, Response
+from evaltape.recorder._plain_exchange import _RESPONSE_SLOTS, _build_chunks, _error_from, _new
+from evaltape.recorder._plain_fields import _NUMBER
 
 KIND = "exchange3"
 """The stored kind tag of a compact exchange as this writer stores it."""

@@ -11,12 +11,12 @@ from typing import Any, TypeVar
 
 import msgpack
 
-from evaltape.recorder._codec import Plain
 from evaltape.recorder._compact import KINDS, CompactDecoder, CompactEncoder
 from evaltape.recorder._delta import DeltaDecoder, DeltaEncoder
 from evaltape.recorder._events import Exchange
 from evaltape.recorder._frames import MAX_EVENT_BYTES
 from evaltape.recorder._limits import END_RESERVE, DecodeBudget, compress_bound
+from evaltape.recorder._plain_fields import Plain
 
 T = TypeVar("T")
 

@@ -22,7 +22,6 @@ import zstandard
 from evaltape.recorder._codec import (
     SCHEMA_OF_MAJOR,
     SCHEMA_VERSION,
-    Plain,
     UnknownEventKind,
     from_plain,
     upgrade,
@@ -39,6 +38,7 @@ from evaltape.recorder._frames import (
     ZstdBlocks,
 )
 from evaltape.recorder._pack import Unpacker
+from evaltape.recorder._plain_fields import Plain
 from evaltape.recorder._tape_notes import Note, NoteLog
 
 MAX_OPEN_SESSIONS = 1024
