@@ -59,12 +59,18 @@ def _start(sid: str) -> SessionStarted:
     return SessionStarted(session_id=sid, started_at=0.0)
 
 
+def _record(path: Path, sid: str, n: int) -> bytes:
+    """Session ``sid`` with ``n`` events (``_events``) appended to ``path``, written alone;
+    the file's bytes after it."""
+    with open_session(path, _start(sid), clock=lambda: 9.0) as tape:
+        for event in _events(n):
+            tape.append(event)
+    return path.read_bytes()
+
+
 def test_a_session_written_alone_takes_short_frames_after_its_first(tmp_path: Path) -> None:
     path = tmp_path / "t.tape"
-    with open_session(path, _start(A), clock=lambda: 9.0) as tape:
-        for event in _events(5):
-            tape.append(event)
-    data = path.read_bytes()
+    data = _record(path, A, 5)
     assert struct.unpack_from("<HH", data, 8) == (2, 0)
     assert _layout(data) == [("full", A)] + [("short", A)] * 6
     (session,) = TapeReader(path).sessions()
@@ -91,9 +97,7 @@ def test_a_frame_after_another_sessions_frame_is_a_full_one(tmp_path: Path) -> N
 def test_a_format_1_tape_takes_only_full_frames_and_keeps_its_version(tmp_path: Path) -> None:
     path = tmp_path / "old.tape"
     path.write_bytes(_header(1, 2))
-    with open_session(path, _start(A), clock=lambda: 9.0) as tape:
-        for event in _events(3):
-            tape.append(event)
+    _record(path, A, 3)
     buffer = SessionBuffer(_start(B), clock=lambda: 9.0)
     for event in _events(2):
         buffer.append(event)
@@ -135,10 +139,7 @@ def test_a_rewrite_frames_each_session_as_where_it_lands_allows(tmp_path: Path) 
 
 def test_a_short_frame_cut_short_then_appended_to_is_a_truncation(tmp_path: Path) -> None:
     path = tmp_path / "t.tape"
-    with open_session(path, _start(A), clock=lambda: 9.0) as tape:
-        for event in _events(3):
-            tape.append(event)
-    data = path.read_bytes()
+    data = _record(path, A, 3)
     last = data.rindex(SHORT_SYNC)  # the end frame, a short one
     for into in (1, 5, 13, 20):
         path.write_bytes(data[: last + into])
@@ -158,10 +159,7 @@ def test_a_damaged_length_before_short_frames_is_corruption_not_a_torn_write(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "t.tape"
-    with open_session(path, _start(A), clock=lambda: 9.0) as tape:
-        for event in _events(4):
-            tape.append(event)
-    data = bytearray(path.read_bytes())
+    data = bytearray(_record(path, A, 4))
     first = data.index(SHORT_SYNC)
     data[first + 9] ^= 0x40  # comp_len's high byte: the frame claims 16 KiB more
     path.write_bytes(bytes(data))
@@ -174,9 +172,7 @@ def test_a_damaged_length_before_short_frames_is_corruption_not_a_torn_write(
 
 def test_a_short_frame_with_no_frame_before_it_is_corruption(tmp_path: Path) -> None:
     path = tmp_path / "t.tape"
-    with open_session(path, _start(A), clock=lambda: 9.0) as tape:
-        tape.append(_events(1)[0])
-    data = path.read_bytes()
+    data = _record(path, A, 1)
     (n,) = struct.unpack_from("<H", data, 12)
     first_short = data.index(SHORT_SYNC)
     path.write_bytes(data[: 18 + n] + data[first_short:])  # the start frame taken out
