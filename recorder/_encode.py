@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import zstandard
 
-from evaltape.recorder._frames import FLAG_END, MAX_WINDOW_LOG, frame, short_frame
+from evaltape.recorder._frames import FLAG_END, MAX_WINDOW_LOG, frame_as
 from evaltape.recorder._table_budget import LARGE_LOG, capped
 
 Packed = tuple[int, bytes]
@@ -53,6 +53,5 @@ def encode_frames(session: bytes, events: Sequence[Packed], level: int) -> bytes
             else zstandard.COMPRESSOBJ_FLUSH_BLOCK
         )
         payload += stream.flush(mode)
-        short = short_frame(flags, len(raw), payload) if seq else None
-        out += short if short is not None else frame(flags, session, seq, len(raw), payload)
+        out += frame_as(seq > 0, flags, session, seq, len(raw), payload)
     return bytes(out)

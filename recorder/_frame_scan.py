@@ -237,30 +237,27 @@ def torn_session(
     return fh.session.hex()
 
 
-def _starts_short(data: bytes) -> bool:
-    """Whether ``data`` starts with a whole short frame that passes its CRC."""
+def _starts_short(data: bytes | memoryview, budget: ScanBudget | None = None) -> bool:
+    """Whether ``data`` starts with a whole short frame that passes its CRC (its payload
+    charged to ``budget``, if given)."""
     if len(data) < SHORT_HEADER_SIZE:
         return False
-    fh = parse_short_header(data, None)
+    head = bytes(data[:SHORT_HEADER_SIZE])
+    fh = parse_short_header(head, None)
     payload = data[SHORT_HEADER_SIZE : SHORT_HEADER_SIZE + fh.comp_len]
-    return len(payload) == fh.comp_len and short_crc(data, payload) == fh.crc
+    if len(payload) != fh.comp_len or (budget is not None and not budget.take(fh.comp_len)):
+        return False
+    return short_crc(head, payload) == fh.crc
 
 
 def _holds_short_frame(region: bytes, budget: ScanBudget) -> bool:
     """Whether a short frame that passes its CRC lies wholly in ``region`` (each
     candidate's payload charged to ``budget``)."""
+    view = memoryview(region)
     at = region.find(SHORT_SYNC)
     while at >= 0:
-        head = region[at : at + SHORT_HEADER_SIZE]
-        if len(head) == SHORT_HEADER_SIZE:
-            fh = parse_short_header(head, None)
-            payload = region[at + SHORT_HEADER_SIZE : at + SHORT_HEADER_SIZE + fh.comp_len]
-            if (
-                len(payload) == fh.comp_len
-                and budget.take(fh.comp_len)
-                and short_crc(head, payload) == fh.crc
-            ):
-                return True
+        if _starts_short(view[at:], budget):
+            return True
         at = region.find(SHORT_SYNC, at + 1)
     return False
 

@@ -151,6 +151,16 @@ def short_frame(flags: int, raw_len: int, payload: bytes) -> bytes | None:
     return head + _CRC.pack(crc) + payload
 
 
+def frame_as(
+    short: bool, flags: int, session: bytes, seq: int, raw_len: int, payload: bytes
+) -> bytes:
+    """An event's frame: a short one if ``short`` (it directly follows its session's
+    previous frame, in a file that may hold short frames) and its lengths fit, else a
+    full one."""
+    data = short_frame(flags, raw_len, payload) if short else None
+    return frame(flags, session, seq, raw_len, payload) if data is None else data
+
+
 def parse_short_header(data: bytes, before: FrameHeader | None) -> FrameHeader:
     """Parse ``SHORT_HEADER_SIZE`` bytes of a short frame that directly follows the good
     frame ``before`` (its session and the next seq; none known if None); ``ValueError``
@@ -170,7 +180,7 @@ def parse_short_header(data: bytes, before: FrameHeader | None) -> FrameHeader:
     )
 
 
-def short_crc(header_bytes: bytes, payload: bytes) -> int:
+def short_crc(header_bytes: bytes, payload: bytes | memoryview) -> int:
     """The CRC-32 a short frame with these header bytes and payload must carry."""
     return zlib.crc32(payload, zlib.crc32(header_bytes[len(SHORT_SYNC) : _SHORT.size]))
 
@@ -193,7 +203,7 @@ def parse_frame_header(data: bytes) -> FrameHeader:
     )
 
 
-def frame_crc(header_bytes: bytes, payload: bytes) -> int:
+def frame_crc(header_bytes: bytes, payload: bytes | memoryview) -> int:
     """The CRC-32 a frame with these header bytes and payload must carry."""
     return zlib.crc32(payload, zlib.crc32(header_bytes[len(SYNC) : _FRAME.size]))
 

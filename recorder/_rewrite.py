@@ -22,8 +22,7 @@ from evaltape.recorder._frames import (
     SHORT_FRAMES_SINCE,
     FrameHeader,
     file_header,
-    frame,
-    short_frame,
+    frame_as,
 )
 from evaltape.recorder._tape_notes import NoteLog
 from evaltape.recorder._version import WRITER
@@ -38,11 +37,9 @@ class _Framer:
         self._last: tuple[bytes, int] | None = None  # (session, seq) of the frame before
 
     def __call__(self, fh: FrameHeader, payload: bytes) -> bytes:
-        data = None
-        if self._short and self._last == (fh.session, fh.seq - 1):
-            data = short_frame(fh.flags, fh.raw_len, payload)
+        follows = self._short and self._last == (fh.session, fh.seq - 1)
         self._last = (fh.session, fh.seq)
-        return data or frame(fh.flags, fh.session, fh.seq, fh.raw_len, payload)
+        return frame_as(follows, fh.flags, fh.session, fh.seq, fh.raw_len, payload)
 
 
 def _frames_of(path: str, keep: Callable[[str], bool]) -> Iterator[tuple[FrameHeader, bytes]]:

@@ -37,9 +37,8 @@ from evaltape.recorder._frames import (
     SYNC,
     file_header,
     file_header_size,
-    frame,
+    frame_as,
     parse_file_header,
-    short_frame,
 )
 from evaltape.recorder._pack import Packer
 from evaltape.recorder._version import WRITER
@@ -207,17 +206,13 @@ class SessionWriter:
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
-                data = None
+                head = b""
                 if self._seq == 0:
                     head, self._short = _check_file(self._fd, self.path)
-                    at = os.lseek(self._fd, 0, os.SEEK_END) + len(head)
-                else:
-                    head = b""
-                    at = os.lseek(self._fd, 0, os.SEEK_END)
-                    if self._short and at == self._end:  # right after this session's last
-                        data = short_frame(flags, len(raw), payload)
-                if data is None:
-                    data = frame(flags, self._session, self._seq, len(raw), payload)
+                at = os.lseek(self._fd, 0, os.SEEK_END) + len(head)
+                # Short if the file ends where this writer's last frame did.
+                follows = self._seq > 0 and self._short and at == self._end
+                data = frame_as(follows, flags, self._session, self._seq, len(raw), payload)
                 _write_all(self._fd, head + data)
                 self._end = at + len(data)
             finally:
