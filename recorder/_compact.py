@@ -31,22 +31,26 @@ from evaltape.recorder._compact_headers import Headers, HeaderTable
 from evaltape.recorder._delta import DeltaDecoder, DeltaEncoder
 from evaltape.recorder._errors import TapeError
 from evaltape.recorder._events import Exchange, Request, Response
-from evaltape.recorder._plain_exchange import _RESPONSE_SLOTS, _build_chunks, _error_from, _new
-from evaltape.recorder._plain_fields import _NUMBER
+from evaltape.recorder._plain_exchange import (
+    _EXACT,
+    _RESPONSE_SLOTS,
+    _build_chunks,
+    _error_from,
+    _new,
+)
+from evaltape.recorder._plain_fields import _NUMBER, Plain
 
 KIND = "exchange3"
 """The stored kind tag of a compact exchange as this writer stores it."""
 KINDS = frozenset({KIND, "exchange2"})
 """The kinds a reader reads as compact exchanges (``exchange2``: format 1.1)."""
-_US_LIMIT = 2**53
-"""Microsecond counts below this are exact as floats."""
 
 
 def stored_time(seconds: Any) -> Any:
     """A time as ``exchange3`` stores it: whole microseconds as an int when ``seconds``
     is a float that many microseconds give back exactly (as every time the recorder
     rounds), else ``seconds`` as it is."""
-    if type(seconds) is float and -_US_LIMIT < seconds * 1_000_000 < _US_LIMIT:
+    if type(seconds) is float and -_EXACT < seconds * 1_000_000 < _EXACT:
         micros = round(seconds * 1_000_000)
         # (-0.0 equals 0 but is not what 0 gives back)
         if micros / 1_000_000 == seconds and (micros or math.copysign(1.0, seconds) > 0):
@@ -59,7 +63,6 @@ def _seconds(stored: Any) -> Any:
     return stored / 1_000_000 if type(stored) is int else stored
 
 
-Plain = dict[str, Any]
 _Answer = tuple[Any, Headers, Any, bytes, StoredChunks, list[int]]
 """A response's parts: status, headers, streamed, body, its chunks' columns, chunk steps."""
 

@@ -108,6 +108,7 @@ def _build_chunks(body: bytes, ends: list[int], nows: list[int]) -> tuple[Chunk,
 
 
 _EXACT = 2**53
+"""Microsecond counts below this are exact as floats."""
 _new = object.__new__
 _set_at = Chunk.__dict__["at"].__set__
 _set_data = Chunk.__dict__["data"].__set__
