@@ -28,7 +28,7 @@ from typing import Any
 
 from evaltape.recorder._compact_chunks import StoredChunks, encode_chunks
 from evaltape.recorder._compact_headers import Headers, HeaderTable
-from evaltape.recorder._delta import DeltaDecoder, DeltaEncoder
+from evaltape.recorder._delta import DeltaBody, DeltaDecoder, DeltaEncoder, bytes_of
 from evaltape.recorder._errors import TapeError
 from evaltape.recorder._events import Exchange, Request, Response
 from evaltape.recorder._plain_exchange import (
@@ -67,8 +67,8 @@ _Answer = tuple[Any, Headers, Any, bytes, StoredChunks, list[int]]
 """A response's parts: status, headers, streamed, body, its chunks' columns, chunk steps."""
 
 
-_SET_METHOD, _SET_URL, _SET_HEADERS, _SET_BODY = (
-    Request.__dict__[n].__set__ for n in ("method", "url", "headers", "body")
+_SET_METHOD, _SET_URL, _SET_HEADERS, _SET_BODY, _SET_LAZY = (
+    Request.__dict__[n].__set__ for n in ("method", "url", "headers", "body", "_lazy")
 )
 _SET_AT, _SET_DURATION, _SET_REQUEST, _SET_RESPONSE, _SET_ERROR = (
     Exchange.__dict__[n].__set__ for n in ("at", "duration", "request", "response", "error")
@@ -78,7 +78,7 @@ _SET_AT, _SET_DURATION, _SET_REQUEST, _SET_RESPONSE, _SET_ERROR = (
 def exchange_of(
     at: Any,
     duration: Any,
-    request: tuple[Any, Any, Headers, bytes],
+    request: tuple[Any, Any, Headers, bytes | DeltaBody],
     response: _Answer | None,
     error: Any,
 ) -> Exchange:
@@ -103,7 +103,11 @@ def exchange_of(
         _SET_METHOD(built, method)
         _SET_URL(built, url)
         _SET_HEADERS(built, headers)
-        _SET_BODY(built, body)
+        if type(body) is bytes:
+            _SET_BODY(built, body)
+            _SET_LAZY(built, None)
+        else:  # a delta, built when first asked for
+            _SET_LAZY(built, body)
         answer = None
         if response is not None:
             status, r_headers, streamed, r_body, stored, steps = response
@@ -188,7 +192,7 @@ class CompactDecoder:
         at, duration, q, r, error = self._parts(stored, packed, delta, charge)
         method, url, headers, body = q
         request = {"method": method, "url": url, "headers": [list(h) for h in headers]}
-        request["body"] = body
+        request["body"] = bytes_of(body)
         response = None
         if r is not None:
             status, r_headers, streamed, r_body, columns, steps = r
@@ -218,7 +222,7 @@ class CompactDecoder:
 
     def _parts(
         self, stored: Plain, packed: int, delta: DeltaDecoder, charge: Callable[[int], None]
-    ) -> tuple[Any, Any, tuple[Any, Any, Headers, bytes], _Answer | None, Any]:
+    ) -> tuple[Any, Any, tuple[Any, Any, Headers, bytes | DeltaBody], _Answer | None, Any]:
         at, duration, q, r, error = _list(stored.get("x"), 5, "'x'")
         if stored["k"] == KIND:
             at, duration = _seconds(at), _seconds(duration)
@@ -243,7 +247,7 @@ class CompactDecoder:
             r_pairs, text = self.headers.pairs(r_headers, chunks.size)
             size += chunks.size - len(new) + text
         charge(size)
-        request = (method, url, headers, delta.decode(ref, middle))
+        request = (method, url, headers, delta.decode_lazy(ref, middle))
         if chunks is None:
             return at, duration, request, None, error
         answer = (status, r_pairs, streamed, chunks.body(), chunks, chunks.steps)

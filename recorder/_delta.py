@@ -201,12 +201,80 @@ class DeltaEncoder:
         return best, middle_of(body, best)
 
 
+class DeltaBody:
+    """A body stored as a delta, rebuilt only when first asked for (``built``).
+
+    ``base`` is the body it refers to (bytes, or another ``DeltaBody``; None
+    once built, so a session's bodies do not hold each other) and ``ref`` its
+    reference, checked by the reader: ``[back, prefix, suffix]`` and any
+    copies.  A reader that knows what changed (the request parse, for the
+    conversation's new items) reads ``middle`` without building the body.
+    """
+
+    __slots__ = ("_built", "base", "middle", "ref", "size")
+
+    def __init__(self, base: bytes | DeltaBody, ref: list[int], middle: bytes, size: int) -> None:
+        self.base: bytes | DeltaBody | None = base
+        self.ref = ref
+        self.middle = middle
+        self.size = size
+        """Length of the body."""
+        self._built: bytes | None = None
+
+    def __len__(self) -> int:
+        return self.size
+
+    def built(self) -> bytes:
+        """The body's bytes (built once; a chain of unbuilt bases is built oldest first,
+        without recursion)."""
+        body = self._built
+        if body is not None:
+            return body
+        with _building:  # (threads may ask for bodies of one chain at once)
+            chain = [self]
+            base = self.base
+            while isinstance(base, DeltaBody) and base._built is None:
+                chain.append(base)
+                base = base.base
+            for node in reversed(chain):  # each base is built by the time it is used
+                if node._built is None:
+                    base = node.base
+                    assert base is not None
+                    node._built = _rebuild(bytes_of(base), node.ref, node.middle)
+                    node.base = None
+            body = self._built
+        assert body is not None
+        return body
+
+
+_building = threading.Lock()
+
+
+def bytes_of(body: bytes | DeltaBody) -> bytes:
+    """The bytes of a body ``DeltaDecoder.decode_lazy`` gave."""
+    return body if isinstance(body, bytes) else body.built()
+
+
+def _rebuild(base: bytes, ref: list[int], middle: bytes) -> bytes:
+    """``base[:prefix]``, the new bytes and copies, ``base[len(base) - suffix:]``."""
+    prefix, suffix = ref[1], ref[2]
+    view = memoryview(base)
+    parts: list[bytes | memoryview] = [view[:prefix]]
+    at = 0
+    for i in range(3, len(ref), 3):
+        literal, begin, length = ref[i : i + 3]
+        parts += (middle[at : at + literal], view[begin : begin + length])
+        at += literal
+    parts += (middle[at:] if at else middle, view[len(base) - suffix :])
+    return b"".join(parts)
+
+
 class DeltaDecoder:
     """Per-session state on the reading side; mirrors ``DeltaEncoder``."""
 
     def __init__(self) -> None:
-        self._recent: deque[bytes] = deque(maxlen=KEEP)
-        self._checked: tuple[list[int], bytes, bytes] | None = None  # ``size``'s last
+        self._recent: deque[bytes | DeltaBody] = deque(maxlen=KEEP)
+        self._checked: tuple[list[int], bytes, bytes | DeltaBody] | None = None  # ``size``'s last
 
     def base_length(self, back: int) -> int:
         """Length of the ``back``-th most recent body; ``ValueError`` if there is none."""
@@ -214,7 +282,7 @@ class DeltaDecoder:
             raise ValueError(f"delta refers to body -{back}, only {len(self._recent)} known")
         return len(self._recent[-back])
 
-    def _base(self, ref: list[int], middle: bytes) -> bytes:
+    def _base(self, ref: list[int], middle: bytes) -> bytes | DeltaBody:
         back, prefix, suffix = ref[:3]
         if not 1 <= back <= len(self._recent):
             raise ValueError(f"delta refers to body -{back}, only {len(self._recent)} known")
@@ -243,7 +311,13 @@ class DeltaDecoder:
 
     def decode(self, ref: list[int] | None, middle: bytes) -> bytes:
         """Rebuild a body; raises ``ValueError`` if the reference is impossible."""
+        return bytes_of(self.decode_lazy(ref, middle))
+
+    def decode_lazy(self, ref: list[int] | None, middle: bytes) -> bytes | DeltaBody:
+        """``decode``'s body, as a ``DeltaBody`` to build when asked for if it is a delta;
+        raises ``ValueError`` if the reference is impossible."""
         checked, self._checked = self._checked, None
+        body: bytes | DeltaBody
         if ref is None:
             body = middle
         else:
@@ -251,15 +325,7 @@ class DeltaDecoder:
                 base = checked[2]  # what ``size`` just checked, with nothing appended since
             else:
                 base = self._base(ref, middle)
-            prefix, suffix = ref[1], ref[2]
-            view = memoryview(base)
-            parts: list[bytes | memoryview] = [view[:prefix]]
-            at = 0
-            for i in range(3, len(ref), 3):
-                literal, begin, length = ref[i : i + 3]
-                parts += (middle[at : at + literal], view[begin : begin + length])
-                at += literal
-            parts += (middle[at:] if at else middle, view[len(base) - suffix :])
-            body = b"".join(parts)
+            size = ref[1] + len(middle) + ref[2] + sum(ref[5::3])
+            body = DeltaBody(base, ref, middle, size)
         self._recent.append(body)
         return body

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import ClassVar, TypeAlias
+from typing import ClassVar, Protocol, TypeAlias
 
 import attrs
 
@@ -136,6 +136,14 @@ class Chunk:
     """Raw bytes, still content-encoded as sent on the wire."""
 
 
+class LazyBody(Protocol):
+    """A body built when first asked for."""
+
+    def built(self) -> bytes:
+        """The body's bytes."""
+        ...
+
+
 @attrs.frozen(kw_only=True)
 class Request:
     """An HTTP request as sent, secrets already redacted."""
@@ -148,6 +156,28 @@ class Request:
     """Headers in wire order, names lower-cased."""
     body: bytes = b""
     """Body bytes exactly as sent."""
+    _lazy: LazyBody | None = attrs.field(default=None, init=False, eq=False, hash=False, repr=False)
+    """For a request read from a tape before its body was asked for: what builds it
+    (a body stored as a delta, ``_delta.DeltaBody``); None once built.  Last, so
+    whatever reads every field reads ``body`` first."""
+
+    def __getattr__(self, name: str) -> object:
+        # Only reached when a slot is unset: ``body`` of a tape-read request.
+        if name != "body":
+            raise AttributeError(name)
+        lazy = object.__getattribute__(self, "_lazy")
+        if lazy is None:  # built by another thread since, or never given
+            return object.__getattribute__(self, "body")
+        body = lazy.built()
+        object.__setattr__(self, "body", body)
+        object.__setattr__(self, "_lazy", None)
+        return body
+
+
+def unbuilt_body(request: Request) -> LazyBody | None:
+    """What builds ``request.body`` if nothing has asked for it yet, else None."""
+    lazy: LazyBody | None = object.__getattribute__(request, "_lazy")
+    return lazy
 
 
 @attrs.frozen(kw_only=True)
@@ -170,9 +200,11 @@ class Response:
 
     def __getattr__(self, name: str) -> object:
         # Only reached when a slot is unset: ``chunks`` of a tape-read response.
-        packed = object.__getattribute__(self, "_packed") if name == "chunks" else None
-        if packed is None:
+        if name != "chunks":
             raise AttributeError(name)
+        packed = object.__getattribute__(self, "_packed")
+        if packed is None:  # built by another thread since, or never given
+            return object.__getattribute__(self, "chunks")
         chunks = packed[1]()
         object.__setattr__(self, "chunks", chunks)
         object.__setattr__(self, "_packed", None)

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from evaltape.recorder._adapters import _anthropic, _openai_chat, _openai_responses
-from evaltape.recorder._adapters._encoding import content, header
+from evaltape.recorder._adapters._encoding import content, encoded, header
 from evaltape.recorder._adapters._model import (
     Api,
     Message,
@@ -38,12 +38,17 @@ from evaltape.recorder._adapters._sse import (
     obj,
     parse_sse,
 )
-from evaltape.recorder._events import Exchange
+from evaltape.recorder._delta import DeltaBody
+from evaltape.recorder._events import Exchange, Request, unbuilt_body
 
 _Request: TypeAlias = tuple[
-    Callable[[dict[str, Any], Memo[Any]], ModelCall], dict[str, Any], Memo[Any]
+    Callable[[dict[str, Any], Memo[Any]], ModelCall], "dict[str, Any] | Request", Memo[Any], str
 ]
-"""A call's request reader, body and the session's memo for its API."""
+"""A call's request reader, body (or the request, if its body is parsed only when
+needed), the session's memo for its API, and the API."""
+
+_FOLLOWED: dict[str, Any] = {}
+"""Stands for a request body ``CallDecoder._follows`` knows to be a JSON object."""
 
 
 def _no_fast_path(call: ModelCall, body: bytes) -> None:
@@ -113,6 +118,7 @@ class CallDecoder:
 
     def __init__(self) -> None:
         self._parsers: dict[str, BodyParser] = {}
+        self._fill_parsers: dict[str, BodyParser] = {}  # for the bodies ``_follows`` skipped
         self._memos: dict[str, Memo[Any]] = {}
         self._apis: dict[str, str | None] = {}
         self._requests: list[_Request | None] = []  # what each call's request side needs
@@ -128,16 +134,14 @@ class CallDecoder:
         if url not in self._apis:
             self._apis = {url: _api_by_path(urlsplit(url).path.rstrip("/"))}  # URLs recur in a row
         api = self._apis[url]
-        data, problem = content(request.body, request.headers)
-        if problem:
-            body = None
-        elif api is None:
-            body, problem = load_json(data, "request body")
+        lazy = unbuilt_body(request)
+        # What a later delta names as its base: the unbuilt body, else its bytes.
+        token = lazy if isinstance(lazy, DeltaBody) else request.body
+        body: Any
+        if api is not None and self._checks(api, exchange, token):
+            body, problem = _FOLLOWED, ""  # a dict: parsed when its request side is read
         else:
-            parser = self._parsers.get(api)
-            if parser is None:
-                parser = self._parsers[api] = BodyParser(_ADAPTERS[api].conversation)
-            body, problem = parser.load(data, "request body")
+            body, problem = self._load(api, request, token)
         if api is None:
             if not isinstance(body, dict):
                 return None
@@ -147,7 +151,7 @@ class CallDecoder:
         adapter = _ADAPTERS[api]
         if not isinstance(body, dict):
             problem = problem or "request body is not a JSON object"
-        streamed = isinstance(body, dict) and body.get("stream") is True
+        streamed = isinstance(body, dict) and body.get("stream") is True  # (not read if followed)
         memo = self._memos.get(api)
         if memo is None:
             memo = self._memos[api] = Memo()
@@ -164,9 +168,46 @@ class CallDecoder:
         # change), so what the transport adds is set on it, and the request side (the
         # conversation normalized, the tools offered) is left to be read when first
         # asked for: scoring a trajectory or an answer never asks.
-        self._requests.append((adapter.read_request, obj(body), memo))
+        pending = request if body is _FOLLOWED else obj(body)
+        self._requests.append((adapter.read_request, pending, memo, adapter.api))
         fill = functools.partial(self._fill, len(self._requests) - 1)
         return request_pending(call, fill, status=status, streamed=streamed, error=error)
+
+    def _parser(self, api: str) -> BodyParser:
+        parser = self._parsers.get(api)
+        if parser is None:
+            parser = self._parsers[api] = BodyParser(_ADAPTERS[api].conversation)
+        return parser
+
+    def _checks(self, api: str, exchange: Exchange, token: bytes | DeltaBody) -> bool:
+        """True if the request body (``token``: its bytes, or the delta that builds it)
+        is one ``json.loads`` reads as an object, decided from what changed since an
+        earlier body (``BodyParser.follows``, without building it, else
+        ``BodyParser.checks``): then it is parsed only when its request side is read.
+        Its ``stream`` flag is not known then, so the response must say whether it
+        streamed (a Content-Type)."""
+        request, response = exchange.request, exchange.response
+        if encoded(request.headers):
+            return False
+        if response is None or not header(response.headers, "content-type"):
+            return False
+        parser = self._parser(api)
+        if not isinstance(token, DeltaBody):
+            return parser.checks(token, request.body)
+        base = token.base  # (None once built)
+        if base is not None and parser.follows(token, base, token.ref, token.middle):
+            return True
+        return parser.checks(token, request.body, base)
+
+    def _load(self, api: str | None, request: Request, token: bytes | DeltaBody) -> tuple[Any, str]:
+        """The request body parsed (``load_json``'s value and problem); ``token`` is
+        what a later delta names it as."""
+        data, problem = content(request.body, request.headers)
+        if problem:
+            return None, problem
+        if api is None:
+            return load_json(data, "request body")
+        return self._parser(api).load(data, "request body", token)
 
     def _fill(self, index: int, call: ModelCall) -> None:
         """Set ``call``'s request side: that of this decoder's ``index``-th call, with
@@ -175,7 +216,12 @@ class CallDecoder:
             while len(self._filled) <= index:
                 pending = self._requests[len(self._filled)]
                 assert pending is not None  # (cleared only once filled)
-                read, body, memo = pending
+                read, body, memo, api = pending
+                if isinstance(body, Request):  # followed (valid, not encoded): parsed now
+                    parser = self._fill_parsers.get(api)
+                    if parser is None:
+                        parser = self._fill_parsers[api] = BodyParser(_ADAPTERS[api].conversation)
+                    body = obj(parser.load(body.body, "request body")[0])
                 request = read(body, memo)
                 self._filled.append(
                     (request.model_requested, request.input_messages, request.tools_offered)

@@ -101,6 +101,11 @@ def _one(data: bytes, coding: str) -> Decoded:
     return Decoded(data=b"", problem=f"unknown content-encoding {coding!r}")
 
 
+def encoded(headers: Headers) -> bool:
+    """True if the headers name a Content-Encoding (``content`` then decodes the body)."""
+    return "content-encoding" in map(_NAME, headers)
+
+
 def content(raw: bytes, headers: Headers) -> tuple[bytes, str]:
     """``decode_content``'s data and problem, without the value around them when the
     body has no Content-Encoding (the usual)."""
