@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ import attrs
 import pytest
 from _fold_reference import CallDecoder as ReferenceDecoder
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_request_reuse import _sessions as _body_sessions
 
 from evaltape.recorder import (
@@ -36,7 +38,8 @@ from evaltape.recorder import (
     open_session,
 )
 from evaltape.recorder._adapters._reuse import BodyParser
-from evaltape.recorder._delta import DeltaDecoder
+from evaltape.recorder._adapters._reuse_check import Chain, check, follow
+from evaltape.recorder._delta import DeltaBody, DeltaDecoder
 from evaltape.recorder._events import unbuilt_body
 
 _URL = "http://127.0.0.1:9/v1/chat/completions"
@@ -236,6 +239,77 @@ def test_the_fold_of_sessions_that_toggle_streaming_checks_every_body(
     assert len(loads) == len(bodies)
 
 
+_TOOLS = (
+    b'"tools":[{"type":"function","function":{"name":"t","description":"' + b"d" * 200 + b'"}}]'
+)
+
+
+def _item(n: int) -> bytes:
+    return b'{"role":"user","content":"' + (b"message %d " % n) * 30 + b'"}'
+
+
+def _toggling(n: int, head: bytes, tail: bytes) -> bytes:
+    """A body of ``n`` items whose fields before and after them are ``head``/``tail``."""
+    return head + b",".join(_item(i) for i in range(n)) + tail
+
+
+_ON_HEAD, _OFF_HEAD = b'{"model":"m","stream":true,"messages":[', b'{"model":"m","messages":['
+_MODEL = b'],"model":"' + b"m" * 80 + b'",'
+_ON_TAIL, _OFF_TAIL = _MODEL + b'"stream":true,' + _TOOLS + b"}", _MODEL + _TOOLS + b"}"
+
+_TOGGLES = {
+    "the head": [(_ON_HEAD, _OFF_TAIL), (_OFF_HEAD, _OFF_TAIL)],
+    "the tail": [(_OFF_HEAD, _ON_TAIL), (_OFF_HEAD, _OFF_TAIL)],
+}
+_TOGGLE_DAMAGE = {
+    "none": (None, None),
+    "a head member that is not JSON": (b'{"model":"m","stream":tru,"messages":[', None),
+    "a head member with invalid UTF-8": (b'{"model":"m\xff","stream":true,"messages":[', None),
+    "a head with the key twice": (b'{"messages":[],"stream":true,"messages":[', None),
+    "a head member json.loads reads and msgspec does not": (
+        b'{"model":"m","stream":NaN,"messages":[',
+        None,
+    ),
+    "a tail that does not close": (None, _MODEL + b'"stream":true,' + _TOOLS),
+    "a tail with the key again": (None, _MODEL + b'"stream":true,"messages":[],' + _TOOLS + b"}"),
+    "a tail member with a number past the digit limit": (
+        None,
+        _MODEL + b'"seed":' + b"9" * 4400 + b"," + _TOOLS + b"}",
+    ),
+    "a tail member json.loads reads and msgspec does not": (
+        None,
+        _MODEL + b'"stream":Infinity,' + _TOOLS + b"}",
+    ),
+}
+
+
+def test_deltas_with_copies_are_checked_without_building_them_and_as_json_loads_reads_them(
+    tmp_path: Path,
+) -> None:
+    """Requests that add or drop a field before or after the conversation (``stream``)
+    are stored as deltas with copies from their base; the fold checks them from their
+    pieces, the changed fields included, without building them."""
+    for where, (on, off) in _TOGGLES.items():
+        for what, (bad_head, bad_tail) in _TOGGLE_DAMAGE.items():
+            shapes = [on, off, on, off, on, on, off]
+            bodies = [_toggling(n + 1, *shape) for n, shape in enumerate(shapes)]
+            if bad_head is not None or bad_tail is not None:
+                bodies[4] = _toggling(5, bad_head or on[0], bad_tail or on[1])
+            events = _taped(tmp_path, bodies)
+            requests = _requests(events)
+            copies = [
+                r
+                for r in requests
+                if isinstance(lazy := unbuilt_body(r), DeltaBody) and len(lazy.ref) > 3
+            ]
+            assert copies, (where, what)  # the writer did store copies
+            got = [t.call for t in fold(events).turns]
+            if what == "none":
+                assert all(unbuilt_body(r) is not None for r in requests[1:]), where
+            assert got == _reference(events), (where, what)
+            assert [c.error == "" for c in got] == list(map(_valid, bodies)), (where, what)
+
+
 # -- the lazy body --------------------------------------------------------------------
 
 
@@ -279,3 +353,108 @@ def test_a_long_chain_of_unbuilt_deltas_builds_without_recursion() -> None:
         expected = expected[:100] + b"%d" % n + expected[len(expected) - 100 :]
     assert not isinstance(body, bytes)
     assert body.built() == expected
+
+
+# -- any delta, as a damaged or forged tape may hold ----------------------------------
+
+
+def _chain_fields(chain: Chain) -> tuple[Any, ...]:
+    return (chain.head, chain.start, chain.kept, chain.tail, chain.length, chain.opening)
+
+
+_BASES = (
+    _toggling(3, _ON_HEAD, _ON_TAIL),
+    _toggling(3, _ON_HEAD, b" \n " + _ON_TAIL),  # whitespace the chain does not keep
+)
+_BASE = _BASES[0]
+_PIECES = [
+    b"",
+    b",",
+    b" ",
+    b"]",
+    b"}",
+    b'"',
+    b"\xff",
+    b'"stream":true,',
+    b'"messages":[',
+    b'{"messages":[',
+    b"," + _item(7),
+    b"," + _item(8)[:-2],
+    _item(9),
+    _MODEL,
+    b"]," + _TOOLS + b"}",
+    _TOOLS + b"}",
+    b'"}',
+]
+
+
+@st.composite
+def _deltas(draw: st.DrawFn) -> DeltaBody:
+    """A delta of one of ``_BASES``: a prefix, copies from anywhere in it, new bytes
+    between, a suffix, each cut where the draw says (mostly at the base's own seams)."""
+    base = draw(st.sampled_from(_BASES))
+    seams = sorted({0, len(base)} | {m.start() for m in re.finditer(rb'[\[\]{},"\s]', base)})
+    offset = st.sampled_from(seams) | st.integers(0, len(base))
+    prefix = draw(offset)
+    suffix = len(base) - draw(st.sampled_from([s for s in seams if s >= prefix]))
+    ref = [1, prefix, suffix]
+    middle = b""
+    for _ in range(draw(st.integers(1, 3))):
+        literal = b"".join(draw(st.lists(st.sampled_from(_PIECES), max_size=3)))
+        begin = draw(offset)
+        end = draw(st.sampled_from([s for s in seams if s >= begin]) | st.just(len(base)))
+        ref += [len(literal), begin, end - begin]
+        middle += literal
+    middle += b"".join(draw(st.lists(st.sampled_from(_PIECES), max_size=3)))
+    size = prefix + len(middle) + suffix + sum(ref[5::3])
+    return DeltaBody(base, ref, middle, size)
+
+
+def _followed_as_checked(body: DeltaBody) -> bool:
+    """Whether ``follow`` took ``body`` (a delta of bytes); asserts that it did so only for
+    a body ``json.loads`` reads as an object, with the pieces where ``check`` finds them."""
+    key = BodyParser("messages")._quick_key
+    assert isinstance(body.base, bytes)
+    chain = check(key, body.base, body.base, None)
+    assert chain is not None
+    found = follow(key, chain, body)
+    data = body.built()
+    if found is not None:
+        assert isinstance(json.loads(data), dict), data
+        again = check(key, data, data, None)
+        assert again is not None and _chain_fields(found) == _chain_fields(again), data
+    return found is not None
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_deltas())
+def test_a_delta_with_copies_is_followed_only_where_its_body_is_valid(body: DeltaBody) -> None:
+    """Whatever a delta's pieces, ``follow`` calls its body valid only if ``json.loads``
+    reads it as an object, and then places its pieces where ``check`` finds them in the
+    built bytes."""
+    _followed_as_checked(body)
+
+
+def test_forged_deltas_are_followed_or_refused_as_their_bytes_say() -> None:
+    """Deltas the property above may rarely draw, each aimed at one thing ``follow`` must
+    not take from the base without having kept it."""
+    base, spaced = _BASES
+    start, kept = base.index(b"["), base.index(b"]," + _MODEL[2:])
+    tail = len(base) - kept
+    grown = [1, 14, tail, 0, 28, kept - 28]  # the head's stream flag dropped
+    assert _followed_as_checked(DeltaBody(base, grown, b"," + _item(3), 0))
+    # The last item's closing bytes replaced by two others.
+    cut = DeltaBody(base, [*grown[:5], kept - 30], b"XY," + _item(3), 0)
+    assert not _followed_as_checked(cut) and not _valid(cut.built())
+    # A new item copied from the base's second one (the chain keeps only the last bytes).
+    second = base.index(b"},") + 1  # its comma
+    copied = [*grown, 0, second, base.index(b"},", second) + 1 - second]
+    assert _valid(DeltaBody(base, copied, b"", 0).built())
+    assert not _followed_as_checked(DeltaBody(base, copied, b"", 0))
+    # A piece of the items put before the conversation.
+    moved = [1, 14, tail, 0, start + 5, 10, *grown[3:]]
+    assert not _followed_as_checked(DeltaBody(base, moved, b"", 0))
+    # The whitespace between the last item and "]", which the chain does not keep.
+    spaced_tail = len(spaced) - spaced.index(b"]," + _MODEL[2:])
+    whole = [1, len(spaced) - spaced_tail, spaced_tail, 0, 0, 0]
+    assert not _followed_as_checked(DeltaBody(spaced, whole, b"", 0))

@@ -195,7 +195,7 @@ class CallDecoder:
         if not isinstance(token, DeltaBody):
             return parser.checks(token, request.body)
         base = token.base  # (None once built)
-        if base is not None and parser.follows(token, base, token.ref, token.middle):
+        if base is not None and parser.follows(token, base):
             return True
         return parser.checks(token, request.body, base)
 

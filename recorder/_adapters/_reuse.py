@@ -27,7 +27,7 @@ from collections.abc import Callable
 from itertools import accumulate, takewhile
 from typing import Any, Generic, TypeVar
 
-from evaltape.recorder._adapters._reuse_check import Chain, check, follow
+from evaltape.recorder._adapters._reuse_check import ENDING, Chain, check, follow
 from evaltape.recorder._adapters._reuse_quick import Key, Layout, quick
 from evaltape.recorder._adapters._sse import load_json
 from evaltape.recorder._delta import DeltaBody
@@ -148,7 +148,11 @@ class BodyParser:
                 if token is not None:
                     tails = tuple(t.text for t in layout.tails)
                     start, kept, tail = layout.start, layout.kept, layout.tail
-                    self._keep(Chain(token, layout.head, start, kept, tail, len(data), tails))
+                    opening, ending = data[: start + 1], data[max(start + 1, kept - ENDING) : kept]
+                    head, length = layout.head, len(data)
+                    self._keep(
+                        Chain(token, head, start, kept, tail, length, opening, ending, tails)
+                    )
                 return value, ""
             self._layout = None
             try:
@@ -160,17 +164,13 @@ class BodyParser:
         self._text, self._values, self._tail = "", {}, None
         return load_json(data, what)
 
-    def follows(
-        self, token: DeltaBody, base: bytes | DeltaBody, ref: list[int], middle: bytes
-    ) -> bool:
-        """True if the body ``token``, stored as ``ref`` (``[back, prefix, suffix]``) and
-        ``middle`` against ``base``, is one of the last few bodies loaded or checked with
-        new conversation items, and ``json.loads`` reads it (``_reuse_check.follow``);
+    def follows(self, token: DeltaBody, base: bytes | DeltaBody) -> bool:
+        """True if the body ``token``, a delta of ``base``, is one of the last few bodies
+        loaded or checked with new conversation items (its fields around them changed,
+        for a delta with copies), and ``json.loads`` reads it (``_reuse_check.follow``);
         a later body may then be checked against it.  False if it must be built."""
-        if len(ref) != 3:
-            return False
         chain = self._chain_of(base)
-        found = None if chain is None else follow(chain, token, ref[1], ref[2], middle)
+        found = None if chain is None else follow(self._quick_key, chain, token)
         if found is not None:
             self._keep(found)
         return found is not None

@@ -35,6 +35,9 @@ from evaltape.recorder._adapters._reuse_quick import _MEMBERS, _NOT_WS, _WS, REC
 from evaltape.recorder._delta import DeltaBody, bytes_of
 
 _COMMA, _CLOSE = ord(","), ord("]")
+ENDING = 64
+"""Bytes a chain keeps of its items' end: a delta with copies often takes the end of the
+last item from the base's suffix, after the new bytes."""
 _RAW_ITEMS = msgspec.json.Decoder(list[msgspec.Raw])
 _RAW_OBJECT = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
@@ -43,7 +46,17 @@ class Chain:
     """A checked body's pieces, and the body as the tape knows it (``token``: bytes, or
     the ``DeltaBody`` a later delta names as its base)."""
 
-    __slots__ = ("head", "kept", "length", "start", "tail", "tails", "token")
+    __slots__ = (
+        "ending",
+        "head",
+        "kept",
+        "length",
+        "opening",
+        "start",
+        "tail",
+        "tails",
+        "token",
+    )
 
     def __init__(
         self,
@@ -53,6 +66,8 @@ class Chain:
         kept: int,
         tail: int,
         length: int,
+        opening: bytes,
+        ending: bytes,
         tails: tuple[bytes, ...],
     ) -> None:
         self.token = token
@@ -61,28 +76,134 @@ class Chain:
         self.kept = kept  # offset just past its last item (start + 1 if it has none)
         self.tail = tail  # offset of its "]": body[tail:] is tails[0]
         self.length = length
+        self.opening = opening  # body[: start + 1]: the members before the array, and "["
+        self.ending = ending  # body[kept - len(ending) : kept]: the items' last few bytes
         self.tails = tails  # this body's tail text first, then the last few other ones
 
 
-def follow(
-    chain: Chain, token: bytes | DeltaBody, prefix: int, suffix: int, middle: bytes
-) -> Chain | None:
-    """The chain of the body ``token``, stored as ``chain``'s body's first ``prefix``
-    and last ``suffix`` bytes with ``middle`` between, if it is that body with new
-    conversation items and valid; None where it must be built and checked."""
+def follow(key: Key, chain: Chain, token: DeltaBody) -> Chain | None:
+    """The chain of the body ``token``, a delta of ``chain``'s body, if it is that body
+    with new conversation items (and its fields around them changed, for a delta with
+    copies), and valid; None where it must be built and checked."""
+    ref, middle = token.ref, token.middle
+    if len(ref) > 3:
+        try:
+            return _follow_pieces(key, chain, token)
+        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+            return None
+    prefix, suffix = ref[1], ref[2]
     after = chain.length - suffix
     if prefix < chain.kept or after > chain.tail:
         return None
     # base[kept:prefix] and base[after:tail] lie between the last item and "]": whitespace.
-    kept = chain.kept
+    kept, ending = chain.kept, chain.ending
     items = middle.strip(_WS)
     if items:
         if not _valid_items(items, kept > chain.start + 1):
             return None
         kept = prefix + len(middle.rstrip(_WS))
+        new = middle.rstrip(_WS)  # (after base[kept:prefix], whitespace not kept)
+        ending = (ending + new if prefix == chain.kept else new)[-ENDING:]
     shift = prefix + len(middle) - after
     tail, length = chain.tail + shift, chain.length + shift
-    return Chain(token, chain.head, chain.start, kept, tail, length, chain.tails)
+    opening = chain.opening
+    return Chain(token, chain.head, chain.start, kept, tail, length, opening, ending, chain.tails)
+
+
+def _follow_pieces(key: Key, chain: Chain, token: DeltaBody) -> Chain | None:
+    """``follow`` for a delta with copies: the body's pieces are the base's (by offset)
+    and the new bytes.  One base piece must hold the conversation from its ``[`` to
+    near its last item's end, the rest of which must come next; the pieces before it
+    are the members before the array, taken from the base's ``opening`` and checked
+    where they changed; those after it are new items and a tail, taken from the base's
+    item ending and tail text, and checked as ``check`` checks them."""
+    ref, middle = token.ref, token.middle
+    pieces: list[tuple[bool, int, int]] = [(True, 0, ref[1])]  # (from the base, start, end)
+    at = 0
+    for i in range(3, len(ref), 3):
+        literal, begin, length = ref[i : i + 3]
+        pieces += ((False, at, at + literal), (True, begin, begin + length))
+        at += literal
+    pieces += ((False, at, len(middle)), (True, chain.length - ref[2], chain.length))
+    pieces = [p for p in pieces if p[1] < p[2]]
+    lowest = chain.kept - len(chain.ending)  # the base's item bytes the chain keeps
+    block = next(
+        (n for n, (base, x, y) in enumerate(pieces) if base and x <= chain.start < y >= lowest),
+        None,
+    )
+    if block is None:
+        return None
+    _, x, y = pieces[block]
+    # The opening: what comes before the block, and the block up to "[".
+    parts: list[bytes] = []
+    for base, a, b in pieces[:block]:
+        if base and b > chain.start + 1:
+            return None
+        parts.append(chain.opening[a:b] if base else middle[a:b])
+    opening, head = chain.opening, chain.head
+    if parts or x:
+        opening = b"".join(parts) + chain.opening[x:]
+        found = key.member.search(opening)
+        if found is None or found.end() != len(opening):
+            return None
+        before = opening[: found.start()].rstrip(_WS)
+        if before == b"{":
+            head = 1
+        elif before.endswith(b",") and _valid_object(before[:-1] + b"}"):
+            head = len(before)
+        else:
+            return None
+    start = len(opening) - 1
+    end = start + chain.kept - chain.start  # just past the last taken-over item
+    # The rest: the block past the last item, and the pieces after the block.
+    beyond = [(True, chain.kept, y)] if y > chain.kept else []
+    found_parts = [
+        _base_bytes(chain, a, b) if base else middle[a:b]
+        for base, a, b in [*beyond, *pieces[block + 1 :]]
+    ]
+    if None in found_parts:
+        return None
+    rest = b"".join(part for part in found_parts if part is not None)
+    if y < chain.kept:  # the last item's end must come next
+        missing = _base_bytes(chain, y, chain.kept)
+        if missing is None or not rest.startswith(missing):
+            return None
+        rest = rest[len(missing) :]
+    resume, comma = 0, False
+    if chain.kept > chain.start + 1:
+        after = _after_items(rest, 0)
+        if after is None:
+            return None
+        resume, comma = after
+    ended = _rest(key, rest, resume, comma, chain)
+    if ended is None:
+        return None
+    tail, text = ended
+    kept = tail  # just past the last new item, if any
+    while kept > resume and rest[kept - 1] in _WS:
+        kept -= 1
+    ending = (chain.ending + rest[:kept])[-ENDING:] if kept > resume else chain.ending
+    kept = end + kept if kept > resume else end
+    length = end + len(rest)
+    tails = _tails(text, chain)
+    return Chain(token, head, start, kept, end + tail, length, opening, ending, tails)
+
+
+def _base_bytes(chain: Chain, a: int, b: int) -> bytes | None:
+    """``base[a:b]`` from what the chain keeps of its body (the items' ending, the tail's
+    text), or None if it does not keep them all."""
+    out = b""
+    if a < chain.kept:
+        lowest = chain.kept - len(chain.ending)
+        if a < lowest:
+            return None
+        out = chain.ending[a - lowest : min(b, chain.kept) - lowest]
+        a = chain.kept
+    if a < b:
+        if a < chain.tail and chain.kept < chain.tail:  # whitespace the chain does not keep
+            return None
+        out += chain.tails[0][a - chain.tail : b - chain.tail]
+    return out
 
 
 def check(key: Key, token: bytes | DeltaBody, data: bytes, last: Chain | None) -> Chain | None:
@@ -111,54 +232,73 @@ def _check(key: Key, token: bytes | DeltaBody, data: bytes, last: Chain | None) 
             return None
     else:
         return None
-    resume = start + 1  # where the text after the taken-over items resumes
-    comma = False
+    resume, comma = start + 1, False  # where the text after the taken-over items resumes
     if (
         last is not None
         and last.kept > last.start + 1
         and data.startswith(memoryview(base)[last.start : last.kept], start)
     ):
-        end = start + last.kept - last.start
-        after = _NOT_WS.search(data, end)
+        after = _after_items(data, start + last.kept - last.start)
         if after is None:
             return None
-        mark = data[after.start()]
-        if mark == _COMMA:
-            comma, resume = True, after.start() + 1
-        elif mark == _CLOSE:
-            resume = end
-        else:  # a number that grew, or anything else
-            return None
-    tail = -1
-    known = b""
-    for known in last.tails if last is not None else ():
-        if len(data) - len(known) >= resume and data.endswith(known):
-            tail = len(data) - len(known)
-            break
-    if tail >= 0:
-        text = known
-        items = data[resume:tail].strip(_WS)
-        if (items or comma) and not _valid_items(b"," + items if comma else items, comma):
-            return None
-    else:
-        # The new items and the tail's members, skipped in one parse (``_reuse_quick``).
-        rest = data[resume:]
-        members = _MEMBERS.decode(key.prefix + rest)
-        raw = bytes(members.pop(key.name))
-        tail = resume + len(raw) - 2
-        if not data.startswith(memoryview(raw)[1:], resume) or (
-            data.find(key.quoted, tail) >= 0 and key.again.search(data, tail)
-        ):
-            return None
-        if (comma and not _RAW_ITEMS.decode(raw)) or huge_int(rest):
-            return None
-        rest.decode("utf-8", "surrogatepass")
-        text = data[tail:]
+        resume, comma = after
+    ended = _rest(key, data, resume, comma, last)
+    if ended is None:
+        return None
+    tail, text = ended
     kept = tail
     while data[kept - 1] in _WS:  # (stops at the "[" of an empty array)
         kept -= 1
+    tails = _tails(text, last)
+    opening, ending = data[: start + 1], data[max(start + 1, kept - ENDING) : kept]
+    return Chain(token, head, start, kept, tail, len(data), opening, ending, tails)
+
+
+def _after_items(data: bytes, end: int) -> tuple[int, bool] | None:
+    """Where new items start after items that end at ``end``, and whether a comma came
+    first; None if anything but a comma or the array's ``]`` follows them."""
+    after = _NOT_WS.search(data, end)
+    if after is None:
+        return None
+    mark = data[after.start()]
+    if mark == _COMMA:
+        return after.start() + 1, True
+    if mark == _CLOSE:
+        return end, False
+    return None  # a number that grew, or anything else
+
+
+def _rest(
+    key: Key, data: bytes, resume: int, comma: bool, last: Chain | None
+) -> tuple[int, bytes] | None:
+    """``(offset of the array's "]", the tail's text)`` if ``data[resume:]`` is valid new
+    items (after a comma if ``comma``) and a tail, one seen lately or members that
+    parse; else None."""
+    for known in last.tails if last is not None else ():
+        tail = len(data) - len(known)
+        if tail >= resume and data.endswith(known):
+            items = data[resume:tail].strip(_WS)
+            if (items or comma) and not _valid_items(b"," + items if comma else items, comma):
+                return None
+            return tail, known
+    # The new items and the tail's members, skipped in one parse (``_reuse_quick``).
+    rest = data[resume:]
+    members = _MEMBERS.decode(key.prefix + rest)
+    raw = bytes(members.pop(key.name))
+    tail = resume + len(raw) - 2
+    if not data.startswith(memoryview(raw)[1:], resume) or (
+        data.find(key.quoted, tail) >= 0 and key.again.search(data, tail)
+    ):
+        return None
+    if (comma and not _RAW_ITEMS.decode(raw)) or huge_int(rest):
+        return None
+    rest.decode("utf-8", "surrogatepass")
+    return tail, data[tail:]
+
+
+def _tails(text: bytes, last: Chain | None) -> tuple[bytes, ...]:
     others = tuple(t for t in last.tails if t != text) if last is not None else ()
-    return Chain(token, head, start, kept, tail, len(data), (text, *others[: RECENT_TAILS - 1]))
+    return (text, *others[: RECENT_TAILS - 1])
 
 
 def _valid_items(items: bytes, comma: bool) -> bool:
