@@ -176,7 +176,10 @@ class Request:
 
 def unbuilt_body(request: Request) -> LazyBody | None:
     """What builds ``request.body`` if nothing has asked for it yet, else None."""
-    lazy: LazyBody | None = object.__getattribute__(request, "_lazy")
+    try:
+        lazy: LazyBody | None = object.__getattribute__(request, "_lazy")
+    except AttributeError:  # (unpickled from a version without the slot)
+        return None
     return lazy
 
 

@@ -196,12 +196,11 @@ def test_a_new_tail_is_valid_exactly_when_json_loads_reads_the_body(tmp_path: Pa
 def test_every_body_of_a_session_is_checked_as_json_loads_reads_it(bodies: list[bytes]) -> None:
     """The bodies of ``test_request_reuse`` (growing, edited, shrinking, numbers that
     grow, keys repeated around the conversation, broken endings), checked in order by
-    one parser: a body it calls valid is a JSON object, and the plain grown ones it
-    calls valid without a parse."""
+    one parser's chains: a body they call valid is a JSON object."""
     parser = BodyParser("messages")
     last: bytes | None = None
     for body in bodies:
-        if parser.checks(body, body, last):
+        if parser.chains.checks(body, body, last):
             assert isinstance(json.loads(body), dict), body
         else:
             parser.load(body, "request body", body)
@@ -211,7 +210,7 @@ def test_every_body_of_a_session_is_checked_as_json_loads_reads_it(bodies: list[
 def test_bodies_that_only_grow_are_all_checked_without_a_parse() -> None:
     parser = BodyParser("messages")
     bodies = [_messages(n) for n in range(1, 6)]
-    assert all(parser.checks(b, b) for b in bodies)
+    assert all(parser.chains.checks(b, b) for b in bodies)
 
 
 def test_the_fold_of_sessions_that_toggle_streaming_checks_every_body(

@@ -48,7 +48,7 @@ _Request: TypeAlias = tuple[
 needed), the session's memo for its API, and the API."""
 
 _FOLLOWED: dict[str, Any] = {}
-"""Stands for a request body ``CallDecoder._follows`` knows to be a JSON object."""
+"""Stands for a request body ``CallDecoder._checks`` found to be a JSON object."""
 
 
 def _no_fast_path(call: ModelCall, body: bytes) -> None:
@@ -118,7 +118,7 @@ class CallDecoder:
 
     def __init__(self) -> None:
         self._parsers: dict[str, BodyParser] = {}
-        self._fill_parsers: dict[str, BodyParser] = {}  # for the bodies ``_follows`` skipped
+        self._fill_parsers: dict[str, BodyParser] = {}  # for the bodies ``_checks`` did not parse
         self._memos: dict[str, Memo[Any]] = {}
         self._apis: dict[str, str | None] = {}
         self._requests: list[_Request | None] = []  # what each call's request side needs
@@ -182,8 +182,8 @@ class CallDecoder:
     def _checks(self, api: str, exchange: Exchange, token: bytes | DeltaBody) -> bool:
         """True if the request body (``token``: its bytes, or the delta that builds it)
         is one ``json.loads`` reads as an object, decided from what changed since an
-        earlier body (``BodyParser.follows``, without building it, else
-        ``BodyParser.checks``): then it is parsed only when its request side is read.
+        earlier body (``Chains.follows``, without building it, else
+        ``Chains.checks``): then it is parsed only when its request side is read.
         Its ``stream`` flag is not known then, so the response must say whether it
         streamed (a Content-Type)."""
         request, response = exchange.request, exchange.response
@@ -191,13 +191,13 @@ class CallDecoder:
             return False
         if response is None or not header(response.headers, "content-type"):
             return False
-        parser = self._parser(api)
+        chains = self._parser(api).chains
         if not isinstance(token, DeltaBody):
-            return parser.checks(token, request.body)
+            return chains.checks(token, request.body)
         base = token.base  # (None once built)
-        if base is not None and parser.follows(token, base):
+        if base is not None and chains.follows(token, base):
             return True
-        return parser.checks(token, request.body, base)
+        return chains.checks(token, request.body, base)
 
     def _load(self, api: str | None, request: Request, token: bytes | DeltaBody) -> tuple[Any, str]:
         """The request body parsed (``load_json``'s value and problem); ``token`` is

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from itertools import accumulate, takewhile
 from typing import Any, Generic, TypeVar
 
-from evaltape.recorder._adapters._reuse_check import ENDING, Chain, check, follow
+from evaltape.recorder._adapters._reuse_check import Chains
 from evaltape.recorder._adapters._reuse_quick import Key, Layout, quick
 from evaltape.recorder._adapters._sse import load_json
 from evaltape.recorder._delta import DeltaBody
@@ -35,9 +35,6 @@ from evaltape.recorder._delta import DeltaBody
 T = TypeVar("T")
 U = TypeVar("U")
 V = TypeVar("V")
-
-CHAINS = 4
-"""Bodies a parser remembers for ``follows``: the tape's delta names one of the last few."""
 
 _WS = re.compile(r"[ \t\n\r]*")  # the whitespace JSON allows, as json.decoder skips it
 _DECODER = json.JSONDecoder()
@@ -125,7 +122,8 @@ class BodyParser:
         self._key = key
         self._quick_key = Key(key)
         self._layout: Layout | None = None  # the previous body's, for ``quick``
-        self._chains: list[Chain] = []  # the last few bodies', for ``follows``
+        self.chains = Chains(self._quick_key)
+        """The last few bodies loaded (with a token) or checked: ``_reuse_check``."""
         self._last: _Walk | None = None
         self._text = ""
         self._values: dict[str, tuple[int, int, Any]] = {}  # name -> (start, end, value)
@@ -137,8 +135,8 @@ class BodyParser:
         self, data: bytes, what: str, token: bytes | DeltaBody | None = None
     ) -> tuple[Any, str]:
         """``(value, "")`` or ``(None, problem)``, as ``load_json(data, what)``.
-        ``token``: what a later body stored as a delta of this one names as its base
-        (``follows``)."""
+        ``token``: what a later body stored as a delta of this one names as its base;
+        given, the body's chain is kept for ``chains``."""
         # json.loads reads bytes starting with "{" and a non-NUL byte as UTF-8.
         if data[:1] == b"{" and data[1:2] != b"\x00":
             got = quick(self._quick_key, data, self._layout)
@@ -146,13 +144,7 @@ class BodyParser:
                 value, layout = got
                 self._layout = layout
                 if token is not None:
-                    tails = tuple(t.text for t in layout.tails)
-                    start, kept, tail = layout.start, layout.kept, layout.tail
-                    opening, ending = data[: start + 1], data[max(start + 1, kept - ENDING) : kept]
-                    head, length = layout.head, len(data)
-                    self._keep(
-                        Chain(token, head, start, kept, tail, length, opening, ending, tails)
-                    )
+                    self.chains.loaded(token, data, layout)
                 return value, ""
             self._layout = None
             try:
@@ -163,41 +155,6 @@ class BodyParser:
         self._last = None
         self._text, self._values, self._tail = "", {}, None
         return load_json(data, what)
-
-    def follows(self, token: DeltaBody, base: bytes | DeltaBody) -> bool:
-        """True if the body ``token``, a delta of ``base``, is one of the last few bodies
-        loaded or checked with new conversation items (its fields around them changed,
-        for a delta with copies), and ``json.loads`` reads it (``_reuse_check.follow``);
-        a later body may then be checked against it.  False if it must be built."""
-        chain = self._chain_of(base)
-        found = None if chain is None else follow(self._quick_key, chain, token)
-        if found is not None:
-            self._keep(found)
-        return found is not None
-
-    def checks(
-        self, token: bytes | DeltaBody, data: bytes, base: bytes | DeltaBody | None = None
-    ) -> bool:
-        """True if ``json.loads`` reads ``data`` as an object, decided against one of the
-        last few bodies loaded or checked (``base``'s, else the last) with only what
-        changed checked (``_reuse_check.check``); a later body may then be checked
-        against it.  False if it must be loaded."""
-        if data[:1] != b"{" or data[1:2] == b"\x00":
-            return False
-        last = self._chain_of(base) or (self._chains[-1] if self._chains else None)
-        found = check(self._quick_key, token, data, last)
-        if found is not None:
-            self._keep(found)
-        return found is not None
-
-    def _chain_of(self, token: bytes | DeltaBody | None) -> Chain | None:
-        for chain in self._chains:
-            if chain.token is token:
-                return chain
-        return None
-
-    def _keep(self, chain: Chain) -> None:
-        self._chains = [*self._chains[1 - CHAINS :], chain]
 
     def _same(self, name: str, s: str, pos: int) -> tuple[Any, int] | None:
         """The previous body's value of ``name`` if its text recurs at ``pos``."""

@@ -12,7 +12,10 @@ its tail starts, and the tail texts seen lately):
   the base's last conversation item and whose suffix covers the base's tail,
   is the base with ``middle`` (and only whitespace) where the items end.  It is
   valid exactly when ``middle`` holds nothing, or a comma and new items that
-  parse; the body is never built.
+  parse; the body is never built.  A delta with copies from its base (a field
+  dropped or added around the conversation) is followed from its pieces when
+  a copy holds the conversation and the others come from what the chain keeps
+  of the base: its opening up to ``[``, its items' last bytes, its tail.
 - ``check``: any other body, from its bytes, as ``_reuse_quick.quick`` walks it
   (the head and the conversation's leading items recurring, a tail seen lately
   or members that parse), with the new parts checked instead of parsed.
@@ -31,7 +34,14 @@ from __future__ import annotations
 import msgspec
 
 from evaltape.recorder._adapters._json_fast import huge_int
-from evaltape.recorder._adapters._reuse_quick import _MEMBERS, _NOT_WS, _WS, RECENT_TAILS, Key
+from evaltape.recorder._adapters._reuse_quick import (
+    _MEMBERS,
+    _NOT_WS,
+    _WS,
+    RECENT_TAILS,
+    Key,
+    Layout,
+)
 from evaltape.recorder._delta import DeltaBody, bytes_of
 
 _COMMA, _CLOSE = ord(","), ord("]")
@@ -40,6 +50,60 @@ ENDING = 64
 last item from the base's suffix, after the new bytes."""
 _RAW_ITEMS = msgspec.json.Decoder(list[msgspec.Raw])
 _RAW_OBJECT = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+class Chains:
+    """The chains of the last few bodies of one API that a session's parser loaded or
+    checked: the tape's deltas name one of the last few bodies as their base."""
+
+    KEEP = 4
+
+    def __init__(self, key: Key) -> None:
+        self._key = key
+        self._chains: list[Chain] = []
+
+    def loaded(self, token: bytes | DeltaBody, data: bytes, layout: Layout) -> None:
+        """Keep the chain of a body ``_reuse_quick.quick`` parsed."""
+        start, kept = layout.start, layout.kept
+        opening, ending = data[: start + 1], data[max(start + 1, kept - ENDING) : kept]
+        tails = tuple(t.text for t in layout.tails)
+        head, tail, length = layout.head, layout.tail, len(data)
+        self._keep(Chain(token, head, start, kept, tail, length, opening, ending, tails))
+
+    def follows(self, token: DeltaBody, base: bytes | DeltaBody) -> bool:
+        """True if the body ``token``, a delta of ``base``, is one of the last few bodies
+        with new conversation items (its fields around them changed, for a delta with
+        copies), and ``json.loads`` reads it (``follow``); a later body may then be
+        checked against it.  False if it must be built."""
+        chain = self._of(base)
+        found = None if chain is None else follow(self._key, chain, token)
+        if found is not None:
+            self._keep(found)
+        return found is not None
+
+    def checks(
+        self, token: bytes | DeltaBody, data: bytes, base: bytes | DeltaBody | None = None
+    ) -> bool:
+        """True if ``json.loads`` reads ``data`` as an object, decided against one of the
+        last few bodies (``base``'s, else the last) with only what changed checked
+        (``check``); a later body may then be checked against it.  False if it must be
+        loaded."""
+        if data[:1] != b"{" or data[1:2] == b"\x00":  # (json.loads: then not UTF-8)
+            return False
+        last = self._of(base) or (self._chains[-1] if self._chains else None)
+        found = check(self._key, token, data, last)
+        if found is not None:
+            self._keep(found)
+        return found is not None
+
+    def _of(self, token: bytes | DeltaBody | None) -> Chain | None:
+        for chain in self._chains:
+            if chain.token is token:
+                return chain
+        return None
+
+    def _keep(self, chain: Chain) -> None:
+        self._chains = [*self._chains[1 - self.KEEP :], chain]
 
 
 class Chain:
