@@ -83,7 +83,8 @@ def exchange_of(
     error: Any,
 ) -> Exchange:
     """The exchange of parts a reader has already checked (headers as pairs of str, bodies
-    as bytes, chunk columns and steps as ints adding up), checking the rest as
+    as bytes, or a request body as the ``DeltaBody`` its ``Request.body`` is built from
+    when first read, chunk columns and steps as ints adding up), checking the rest as
     ``from_plain`` does, with its wording.  ``response`` is ``(status, headers, streamed,
     body, stored columns, steps_us)``; its chunks are built only when asked for, as
     ``from_plain`` builds them."""
