@@ -210,13 +210,10 @@ def _follow_pieces(key: Key, chain: Chain, token: DeltaBody) -> Chain | None:
         found = key.member.search(opening)
         if found is None or found.end() != len(opening):
             return None
-        before = opening[: found.start()].rstrip(_WS)
-        if before == b"{":
-            head = 1
-        elif before.endswith(b",") and _valid_object(before[:-1] + b"}"):
-            head = len(before)
-        else:
+        checked = _head(opening[: found.start()].rstrip(_WS))
+        if checked is None:
             return None
+        head = checked
     start = len(opening) - 1
     end = start + chain.kept - chain.start  # just past the last taken-over item
     # The rest: the block past the last item, and the pieces after the block.
@@ -233,24 +230,13 @@ def _follow_pieces(key: Key, chain: Chain, token: DeltaBody) -> Chain | None:
         if missing is None or not rest.startswith(missing):
             return None
         rest = rest[len(missing) :]
-    resume, comma = 0, False
-    if chain.kept > chain.start + 1:
-        after = _after_items(rest, 0)
-        if after is None:
-            return None
-        resume, comma = after
-    ended = _rest(key, rest, resume, comma, chain)
+    ended = _items_end(key, rest, 0, chain.kept > chain.start + 1, chain)
     if ended is None:
         return None
-    tail, text = ended
-    kept = tail  # just past the last new item, if any
-    while kept > resume and rest[kept - 1] in _WS:
-        kept -= 1
-    ending = (chain.ending + rest[:kept])[-ENDING:] if kept > resume else chain.ending
-    kept = end + kept if kept > resume else end
-    length = end + len(rest)
-    tails = _tails(text, chain)
-    return Chain(token, head, start, kept, end + tail, length, opening, ending, tails)
+    kept, tail, text = ended  # (in rest, which starts just past the base's last item)
+    ending = (chain.ending + rest[:kept])[-ENDING:]
+    kept, tail, length = end + kept, end + tail, end + len(rest)
+    return Chain(token, head, start, kept, tail, length, opening, ending, _tails(text, chain))
 
 
 def _base_bytes(chain: Chain, a: int, b: int) -> bytes | None:
@@ -287,49 +273,60 @@ def _check(key: Key, token: bytes | DeltaBody, data: bytes, last: Chain | None) 
     start = found.end() - 1
     before = data[: found.start()].rstrip(_WS)
     base = bytes_of(last.token) if last is not None else b""
-    if before == b"{":
-        head = 1
-    elif before.endswith(b","):
-        head = len(before)
-        same = last is not None and last.head == head and data.startswith(memoryview(base)[:head])
-        if not same and not _valid_object(before[:-1] + b"}"):
-            return None
-    else:
+    head = len(before)
+    same = last is not None and last.head == head and data.startswith(memoryview(base)[:head])
+    if not same and _head(before) is None:
         return None
-    resume, comma = start + 1, False  # where the text after the taken-over items resumes
-    if (
+    taken = (  # the last body's items recur at the array's start
         last is not None
         and last.kept > last.start + 1
         and data.startswith(memoryview(base)[last.start : last.kept], start)
-    ):
-        after = _after_items(data, start + last.kept - last.start)
-        if after is None:
-            return None
-        resume, comma = after
-    ended = _rest(key, data, resume, comma, last)
+    )
+    at = start + last.kept - last.start if taken and last is not None else start + 1
+    ended = _items_end(key, data, at, taken, last)
     if ended is None:
         return None
-    tail, text = ended
-    kept = tail
-    while data[kept - 1] in _WS:  # (stops at the "[" of an empty array)
-        kept -= 1
+    kept, tail, text = ended
     tails = _tails(text, last)
     opening, ending = data[: start + 1], data[max(start + 1, kept - ENDING) : kept]
     return Chain(token, head, start, kept, tail, len(data), opening, ending, tails)
 
 
-def _after_items(data: bytes, end: int) -> tuple[int, bool] | None:
-    """Where new items start after items that end at ``end``, and whether a comma came
-    first; None if anything but a comma or the array's ``]`` follows them."""
-    after = _NOT_WS.search(data, end)
-    if after is None:
+def _head(before: bytes) -> int | None:
+    """The length of ``before``, the text before a body's conversation key ("{" and the
+    members before it, with their comma), if ``json.loads`` reads those members."""
+    if before == b"{":
+        return 1
+    if before.endswith(b",") and _valid_object(before[:-1] + b"}"):
+        return len(before)
+    return None
+
+
+def _items_end(
+    key: Key, data: bytes, at: int, taken: bool, last: Chain | None
+) -> tuple[int, int, bytes] | None:
+    """``(kept, tail, tail text)``: where ``data``'s conversation items end and its tail
+    starts, if what follows ``at`` is valid new items and a tail; else None.  ``at`` is
+    just past items taken over as checked (``taken``: new ones then need a comma
+    first), else just past the array's ``[``."""
+    resume, comma = at, False
+    if taken:
+        after = _NOT_WS.search(data, at)
+        if after is None:
+            return None
+        mark = data[after.start()]
+        if mark == _COMMA:
+            resume, comma = after.start() + 1, True
+        elif mark != _CLOSE:  # a number that grew, or anything else
+            return None
+    ended = _rest(key, data, resume, comma, last)
+    if ended is None:
         return None
-    mark = data[after.start()]
-    if mark == _COMMA:
-        return after.start() + 1, True
-    if mark == _CLOSE:
-        return end, False
-    return None  # a number that grew, or anything else
+    tail, text = ended
+    kept = tail  # just past the last new item, else ``at`` (no new items: resume == at)
+    while kept > resume and data[kept - 1] in _WS:
+        kept -= 1
+    return kept, tail, text
 
 
 def _rest(
