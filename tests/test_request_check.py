@@ -159,8 +159,11 @@ _NEW_ITEMS = {
 def test_new_items_are_valid_exactly_when_json_loads_reads_the_body(tmp_path: Path) -> None:
     head = b'{"model":"m","messages":[{"role":"user","content":"' + b"x" * 300 + b'"}'
     tail = b'],"tools":[{"type":"function","function":{"name":"t"}}]}'
-    for what, items in _NEW_ITEMS.items():
-        bodies = [head + tail, head + b"," + items + tail, head + tail]
+    cases = [(what, b"," + items) for what, items in _NEW_ITEMS.items()]
+    cases += [("an item with no comma before it", b' {"role":"user","content":"b"}')]
+    cases += [("a number grown onto the last item", b"5")]
+    for what, new in cases:
+        bodies = [head + tail, head + new + tail, head + tail]
         events = _taped(tmp_path, bodies)
         got = [t.call for t in fold(events).turns]
         assert got == _reference(events), what
