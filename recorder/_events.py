@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import ClassVar, Protocol, TypeAlias
+from typing import Any, ClassVar, Protocol, TypeAlias
 
 import attrs
 
@@ -136,6 +136,23 @@ class Chunk:
     """Raw bytes, still content-encoded as sent on the wire."""
 
 
+def _built_once(
+    event: object, name: str, field: str, pending: str, build: Callable[[Any], object]
+) -> object:
+    """``__getattr__`` of an event whose ``field`` a reader left unset: ``build`` it from
+    the ``pending`` slot the first time it is read, then clear that slot (reading every
+    field, as equality and pickling do, reads ``field`` first: it comes before)."""
+    if name != field:
+        raise AttributeError(name)
+    source = object.__getattribute__(event, pending)
+    if source is None:  # built by another thread since, or never given
+        return object.__getattribute__(event, field)
+    value = build(source)
+    object.__setattr__(event, field, value)
+    object.__setattr__(event, pending, None)
+    return value
+
+
 class LazyBody(Protocol):
     """A body built when first asked for."""
 
@@ -163,15 +180,7 @@ class Request:
 
     def __getattr__(self, name: str) -> object:
         # Only reached when a slot is unset: ``body`` of a tape-read request.
-        if name != "body":
-            raise AttributeError(name)
-        lazy = object.__getattribute__(self, "_lazy")
-        if lazy is None:  # built by another thread since, or never given
-            return object.__getattribute__(self, "body")
-        body = lazy.built()
-        object.__setattr__(self, "body", body)
-        object.__setattr__(self, "_lazy", None)
-        return body
+        return _built_once(self, name, "body", "_lazy", lambda lazy: lazy.built())
 
 
 def unbuilt_body(request: Request) -> LazyBody | None:
@@ -203,15 +212,7 @@ class Response:
 
     def __getattr__(self, name: str) -> object:
         # Only reached when a slot is unset: ``chunks`` of a tape-read response.
-        if name != "chunks":
-            raise AttributeError(name)
-        packed = object.__getattribute__(self, "_packed")
-        if packed is None:  # built by another thread since, or never given
-            return object.__getattribute__(self, "chunks")
-        chunks = packed[1]()
-        object.__setattr__(self, "chunks", chunks)
-        object.__setattr__(self, "_packed", None)
-        return chunks
+        return _built_once(self, name, "chunks", "_packed", lambda packed: packed[1]())
 
     @property
     def body(self) -> bytes:
