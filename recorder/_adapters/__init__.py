@@ -138,7 +138,9 @@ class CallDecoder:
         # What a later delta names as its base: the unbuilt body, else its bytes.
         token = lazy if isinstance(lazy, DeltaBody) else request.body
         body: Any
-        if api is not None and self._checks(api, exchange, token):
+        response = exchange.response
+        kind = "" if response is None else header(response.headers, "content-type").lower()
+        if api is not None and kind and self._checks(api, request, token):
             body, problem = _FOLLOWED, ""  # a dict: parsed when its request side is read
         else:
             body, problem = self._load(api, request, token)
@@ -156,7 +158,7 @@ class CallDecoder:
         if memo is None:
             memo = self._memos[api] = Memo()
         start = blank(adapter.api)
-        call, status, streamed = _read_response(start, exchange, adapter, streamed)
+        call, status, streamed = _read_response(start, exchange, kind, adapter, streamed)
         if call is start:  # (the shared blank value is never changed)
             call = ModelCall(api=adapter.api)
         if exchange.error is not None:
@@ -179,17 +181,14 @@ class CallDecoder:
             parser = self._parsers[api] = BodyParser(_ADAPTERS[api].conversation)
         return parser
 
-    def _checks(self, api: str, exchange: Exchange, token: bytes | DeltaBody) -> bool:
+    def _checks(self, api: str, request: Request, token: bytes | DeltaBody) -> bool:
         """True if the request body (``token``: its bytes, or the delta that builds it)
         is one ``json.loads`` reads as an object, decided from what changed since an
         earlier body (``Chains.follows``, without building it, else
         ``Chains.checks``): then it is parsed only when its request side is read.
-        Its ``stream`` flag is not known then, so the response must say whether it
-        streamed (a Content-Type)."""
-        request, response = exchange.request, exchange.response
+        Its ``stream`` flag is not known then, so the caller asks only when the
+        response says whether it streamed (a Content-Type)."""
         if encoded(request.headers):
-            return False
-        if response is None or not header(response.headers, "content-type"):
             return False
         chains = self._parser(api).chains
         if not isinstance(token, DeltaBody):
@@ -231,13 +230,13 @@ class CallDecoder:
 
 
 def _read_response(
-    call: ModelCall, exchange: Exchange, adapter: _Adapter, asked: bool
+    call: ModelCall, exchange: Exchange, kind: str, adapter: _Adapter, asked: bool
 ) -> tuple[ModelCall, int | None, bool]:
-    """The call with what the response says, and the response's status and streaming."""
+    """The call with what the response says, and the response's status and streaming;
+    ``kind`` is its Content-Type, lower case ("" if none)."""
     response = exchange.response
     if response is None:
         return call, None, asked
-    kind = header(response.headers, "content-type").lower()
     data, undecoded = content(response.body, response.headers)
     streamed = "text/event-stream" in kind or (
         not kind and (asked or data.lstrip().startswith((b"data:", b"event:")))
