@@ -255,6 +255,11 @@ def bytes_of(body: bytes | DeltaBody) -> bytes:
     return body if isinstance(body, bytes) else body.built()
 
 
+def _size(ref: list[int], middle: bytes) -> int:
+    """Length of the body a checked reference and its new bytes stand for."""
+    return ref[1] + len(middle) + ref[2] + sum(ref[5::3])
+
+
 def _rebuild(base: bytes, ref: list[int], middle: bytes) -> bytes:
     """``base[:prefix]``, the new bytes and copies, ``base[len(base) - suffix:]``."""
     prefix, suffix = ref[1], ref[2]
@@ -307,7 +312,7 @@ class DeltaDecoder:
         if ref is None:
             return len(middle)
         self._checked = (ref, middle, self._base(ref, middle))
-        return ref[1] + len(middle) + ref[2] + sum(ref[5::3])
+        return _size(ref, middle)
 
     def decode(self, ref: list[int] | None, middle: bytes) -> bytes:
         """Rebuild a body; raises ``ValueError`` if the reference is impossible."""
@@ -325,7 +330,6 @@ class DeltaDecoder:
                 base = checked[2]  # what ``size`` just checked, with nothing appended since
             else:
                 base = self._base(ref, middle)
-            size = ref[1] + len(middle) + ref[2] + sum(ref[5::3])
-            body = DeltaBody(base, ref, middle, size)
+            body = DeltaBody(base, ref, middle, _size(ref, middle))
         self._recent.append(body)
         return body
