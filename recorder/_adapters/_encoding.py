@@ -109,7 +109,7 @@ def encoded(headers: Headers) -> bool:
 def content(raw: bytes, headers: Headers) -> tuple[bytes, str]:
     """``decode_content``'s data and problem, without the value around them when the
     body has no Content-Encoding (the usual)."""
-    if "content-encoding" not in map(_NAME, headers):
+    if not encoded(headers):
         return raw, ""
     decoded = decode_content(raw, headers)
     return decoded.data, decoded.problem
@@ -117,7 +117,7 @@ def content(raw: bytes, headers: Headers) -> tuple[bytes, str]:
 
 def decode_content(raw: bytes, headers: Headers) -> Decoded:
     """Undo the response's Content-Encoding (gzip, deflate, zstd; br if brotli is installed)."""
-    if "content-encoding" not in map(_NAME, headers):
+    if not encoded(headers):
         return Decoded(data=raw)  # what the loop below gives for no encoding
     codings = [c.strip().lower() for c in header(headers, "content-encoding").split(",")]
     out = Decoded(data=raw)
