@@ -50,6 +50,8 @@ ENDING = 64
 last item from the base's suffix, after the new bytes."""
 _RAW_ITEMS = msgspec.json.Decoder(list[msgspec.Raw])
 _RAW_OBJECT = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_RAW = msgspec.json.Decoder(msgspec.Raw)
+"""Checks a whole text by skipping it, keeping nothing."""
 
 
 class Chains:
@@ -365,13 +367,13 @@ def _tails(text: bytes, last: Chain | None) -> tuple[bytes, ...]:
 def _valid_items(items: bytes, comma: bool) -> bool:
     """True if ``items`` (stripped, not empty) are conversation items ``json.loads``
     reads: one or more values, after a comma if ``comma`` (items came before)."""
-    if comma:
-        if items[:1] != b",":
-            return False
-        items = b"0" + items  # "[0,new...]": a valid item before, for the comma
+    if comma and items[:1] != b",":
+        return False
+    # "[0,new...]": a valid item before, for the comma (one copy of the items)
     try:
-        _RAW_ITEMS.decode(b"[" + items + b"]")
-        items.decode("utf-8", "surrogatepass")
+        _RAW.decode(b"".join((b"[0" if comma else b"[", items, b"]")))
+        if not items.isascii():  # (ASCII is UTF-8)
+            items.decode("utf-8", "surrogatepass")
     except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
         return False
     return not huge_int(items)
@@ -381,7 +383,8 @@ def _valid_object(text: bytes) -> bool:
     """True if ``text`` is a JSON object ``json.loads`` reads."""
     try:
         _RAW_OBJECT.decode(text)
-        text.decode("utf-8", "surrogatepass")
+        if not text.isascii():
+            text.decode("utf-8", "surrogatepass")
     except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
         return False
     return not huge_int(text)
