@@ -38,7 +38,7 @@ from evaltape.recorder import (
     open_session,
 )
 from evaltape.recorder._adapters._reuse import BodyParser
-from evaltape.recorder._adapters._reuse_check import Chain, check, follow
+from evaltape.recorder._adapters._reuse_check import Chain, _pieces, _usual, check, follow
 from evaltape.recorder._delta import DeltaBody, DeltaDecoder
 from evaltape.recorder._events import unbuilt_body
 
@@ -460,3 +460,55 @@ def test_forged_deltas_are_followed_or_refused_as_their_bytes_say() -> None:
     spaced_tail = len(spaced) - spaced.index(b"]," + _MODEL[2:])
     whole = [1, len(spaced) - spaced_tail, spaced_tail, 0, 0, 0]
     assert not _followed_as_checked(DeltaBody(spaced, whole, b"", 0))
+
+
+def test_the_usual_toggle_deltas_are_read_as_the_general_piece_walk_reads_them() -> None:
+    """``_usual`` reads the one-copy deltas of sessions that toggle a field before or after
+    the conversation with less work than ``_pieces``; over every such delta of the two
+    bases, cut at each offset near their seams (opening, last item, whitespace, tail), it
+    gives exactly what ``_pieces`` gives, or leaves the delta to it."""
+    key = BodyParser("messages")._quick_key
+    taken = 0
+    for base in _BASES:
+        chain = check(key, base, base, None)
+        assert chain is not None
+        near = {
+            n + d
+            for n in (0, chain.start, chain.kept, chain.tail, len(base), 13, 14, 28)
+            for d in (-2, -1, 0, 1, 2)
+            if 0 <= n + d <= len(base)
+        }
+        for prefix in sorted(near):
+            for begin in sorted(near):
+                for end in sorted(n for n in near if n >= begin):
+                    for after in sorted(n for n in near if n >= prefix):
+                        for literal, rest in ((b"", b"," + _item(5)), (b'"stream":true,', b"")):
+                            ref = [1, prefix, len(base) - after, len(literal), begin, end - begin]
+                            middle = literal + rest
+                            fast = _usual(key, chain, ref, middle)
+                            if fast is not None:
+                                taken += 1
+                                assert fast == _pieces(key, chain, ref, middle), (base, ref)
+    assert taken > 100  # (the grid does reach the usual shapes)
+
+
+def test_forged_one_copy_deltas_are_refused_where_the_chain_lacks_their_bytes() -> None:
+    """One-copy deltas of the usual shape that reach into bytes the chain does not keep,
+    or that cut the opening, are not followed."""
+    base, spaced = _BASES
+    kept = base.index(b"]," + _MODEL[2:])
+    tail = len(base) - kept
+    # The opening cut: the body starts inside the base's head, and is not JSON.
+    cut_head = DeltaBody(base, [1, 0, tail, 0, 1, kept - 1], b"," + _item(3), 0)
+    assert not _followed_as_checked(cut_head) and not _valid(cut_head.built())
+    # A copy that runs past the last item into the tail: followed, and placed right.
+    past = DeltaBody(base, [1, 0, tail - 2, 0, 0, kept + 2], b"", 0)
+    assert _followed_as_checked(past) and _valid(past.built())
+    # The whitespace between the spaced base's last item and "]", copied or in the suffix.
+    s_kept, s_tail = spaced.index(b" \n "), spaced.index(b"]," + _MODEL[2:])
+    for ref in (
+        [1, s_kept, len(spaced) - s_tail, 1, s_kept, 2],  # a copy of the whitespace
+        [1, s_kept, len(spaced) - s_tail + 2, 1, s_tail, 0],  # a suffix with whitespace
+    ):
+        forged = DeltaBody(spaced, ref, b",", 0)
+        assert not _followed_as_checked(forged), ref

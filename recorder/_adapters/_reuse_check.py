@@ -184,6 +184,64 @@ def _follow_pieces(key: Key, chain: Chain, token: DeltaBody) -> Chain | None:
     where they changed; those after it are new items and a tail, taken from the base's
     item ending and tail text, and checked as ``check`` checks them."""
     ref, middle = token.ref, token.middle
+    found = _usual(key, chain, ref, middle) or _pieces(key, chain, ref, middle)
+    if found is None:
+        return None
+    opening, head, end, rest = found
+    ended = _items_end(key, rest, 0, chain.kept > chain.start + 1, chain)
+    if ended is None:
+        return None
+    kept, tail, text = ended  # (in rest, which starts just past the base's last item)
+    ending = (chain.ending + rest[:kept])[-ENDING:]
+    kept, tail, length = end + kept, end + tail, end + len(rest)
+    start = len(opening) - 1
+    return Chain(token, head, start, kept, tail, length, opening, ending, _tails(text, chain))
+
+
+def _usual(
+    key: Key, chain: Chain, ref: list[int], middle: bytes
+) -> tuple[bytes, int, int, bytes] | None:
+    """``_pieces`` for the usual deltas of a session that toggles streaming, found
+    with less work; None for any other delta (``_pieces`` then decides).  One copy,
+    and the suffix from the base's tail text; then either the fields after the
+    conversation changed (the prefix ends at the base's last item, the copy comes from
+    its tail text) or a field before it did (the prefix and new bytes make a new
+    opening, the copy holds the rest of it and the items up to the last one's end)."""
+    if len(ref) != 6:
+        return None
+    _, prefix, suffix, literal, begin, length = ref
+    tail, start, kept = chain.tail, chain.start, chain.kept
+    after = chain.length - suffix
+    if after < tail:
+        return None
+    text = chain.tails[0]  # base[tail:]
+    if prefix == kept and begin >= tail:
+        copied = text[begin - tail : begin - tail + length]
+        rest = b"".join((middle[:literal], copied, middle[literal:], text[after - tail :]))
+        return chain.opening, chain.head, kept, rest
+    if not (prefix <= start and begin <= start < begin + length == kept):
+        return None
+    opening, head = chain.opening, chain.head
+    if prefix or literal or begin:
+        opening = b"".join((opening[:prefix], middle[:literal], opening[begin:]))
+        found = key.member.search(opening)
+        if found is None or found.end() != len(opening):
+            return None
+        checked = _head(opening[: found.start()].rstrip(_WS))
+        if checked is None:
+            return None
+        head = checked
+    end = len(opening) - 1 + kept - start
+    return opening, head, end, middle[literal:] + text[after - tail :]
+
+
+def _pieces(
+    key: Key, chain: Chain, ref: list[int], middle: bytes
+) -> tuple[bytes, int, int, bytes] | None:
+    """``(opening, head, end, rest)`` of a delta with copies: the body's opening (its
+    members before the array, and "[") and ``head`` as a ``Chain`` keeps them, the
+    offset just past the items taken over from the base, and the body's bytes after
+    them; None if its pieces are not those of a body with new items."""
     pieces: list[tuple[bool, int, int]] = [(True, 0, ref[1])]  # (from the base, start, end)
     at = 0
     for i in range(3, len(ref), 3):
@@ -216,8 +274,7 @@ def _follow_pieces(key: Key, chain: Chain, token: DeltaBody) -> Chain | None:
         if checked is None:
             return None
         head = checked
-    start = len(opening) - 1
-    end = start + chain.kept - chain.start  # just past the last taken-over item
+    end = len(opening) - 1 + chain.kept - chain.start  # just past the last taken-over item
     # The rest: the block past the last item, and the pieces after the block.
     beyond = [(True, chain.kept, y)] if y > chain.kept else []
     found_parts = [
@@ -232,13 +289,7 @@ def _follow_pieces(key: Key, chain: Chain, token: DeltaBody) -> Chain | None:
         if missing is None or not rest.startswith(missing):
             return None
         rest = rest[len(missing) :]
-    ended = _items_end(key, rest, 0, chain.kept > chain.start + 1, chain)
-    if ended is None:
-        return None
-    kept, tail, text = ended  # (in rest, which starts just past the base's last item)
-    ending = (chain.ending + rest[:kept])[-ENDING:]
-    kept, tail, length = end + kept, end + tail, end + len(rest)
-    return Chain(token, head, start, kept, tail, length, opening, ending, _tails(text, chain))
+    return opening, head, end, rest
 
 
 def _base_bytes(chain: Chain, a: int, b: int) -> bytes | None:
