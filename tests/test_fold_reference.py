@@ -520,6 +520,62 @@ def test_a_block_started_again_drops_the_deltas_before_it_as_the_reference_does(
     assert (quick.output_text, quick.thinking) == ("de", "u")
 
 
+def test_pings_and_events_named_error_on_the_byte_path_read_as_the_general_walk() -> None:
+    """A ping is skipped unparsed by the general walk: the byte path skips it too (a ping
+    whose data would stop the stream stops nothing), and leaves a body whose ping does
+    not parse to the general walk.  An event named ``error`` is an error only where its
+    data has no type of its own, on both paths."""
+    from evaltape.recorder._adapters import _anthropic
+    from evaltape.recorder._adapters._model import ModelCall
+    from evaltape.recorder._adapters._sse import parse_sse
+
+    def event(name: str, data: str) -> bytes:
+        return f"event: {name}\ndata: {data}\n\n".encode()
+
+    start = event("message_start", '{"type": "message_start", "message": {"id": "m"}}')
+    text = event(
+        "content_block_delta",
+        '{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", '
+        '"text": "hi"}}',
+    )
+    stop = event("message_stop", '{"type": "message_stop"}')
+    cases = {
+        "a ping": ([start, event("ping", '{"type": "ping"}'), text, stop], True, ""),
+        "a ping that says stop": (
+            [start, text, event("ping", '{"type": "message_stop"}')],
+            True,
+            "stream cut short: it ended before message_stop",
+        ),
+        "a ping that does not parse": ([start, event("ping", "not json"), text, stop], False, ""),
+        "an event named error with a type": (
+            [
+                start,
+                event(
+                    "error",
+                    '{"type": "content_block_delta", "index": 0, '
+                    '"delta": {"type": "text_delta", "text": "!"}}',
+                ),
+                stop,
+            ],
+            True,
+            "",
+        ),
+        "an error event": (
+            [start, event("error", '{"error": {"type": "overloaded_error"}}'), stop],
+            False,
+            "stream error: overloaded_error",
+        ),
+    }
+    call = ModelCall(api=_anthropic.API)
+    for what, (parts, quick, error) in cases.items():
+        body = b"".join(parts)
+        general = _anthropic.read_stream(call, parse_sse(body), batch=False)
+        got = _anthropic.read_stream_bytes(call, body)
+        assert (got is not None) == quick, what
+        assert got is None or got == general, what
+        assert general.error == error, what
+
+
 def test_tool_call_fragments_that_name_the_call_late_or_come_two_at_once() -> None:
     """A call begun without its id or name takes them from a later fragment, and a chunk
     with fragments of two calls adds to both: as the general walk reads them."""

@@ -259,11 +259,11 @@ def _read_typed(
 def read_stream_bytes(call: ModelCall, body: bytes) -> ModelCall | None:
     """``read_stream(call, parse_sse(body))`` for the usual body (``fast.named_events``:
     ``event:``/``data:`` line pairs), cut and parsed straight from its bytes; None for
-    any other body, or one with a ping or error event, which ``read_stream`` then reads."""
+    any other body, or one with an error event, which ``read_stream`` then reads.  A
+    ping event is skipped as ``read_stream`` skips it (which never parses it: one that
+    does not parse here leaves the body to ``read_stream``)."""
     found = fast.named_events(body, fast.MESSAGES_LINES)
-    if found is None or "error" in found[0] or "ping" in found[0]:
-        return None
-    return _from_events(call, *found)
+    return None if found is None else _from_events(call, *found)
 
 
 _NO_DELTA = fast.MessagesDelta()
