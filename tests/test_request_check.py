@@ -38,7 +38,9 @@ from evaltape.recorder import (
     open_session,
 )
 from evaltape.recorder._adapters._reuse import BodyParser
-from evaltape.recorder._adapters._reuse_check import Chain, _pieces, _usual, check, follow
+from evaltape.recorder._adapters._reuse_chain import Chain
+from evaltape.recorder._adapters._reuse_check import check, follow
+from evaltape.recorder._adapters._reuse_pieces import _pieces, _usual
 from evaltape.recorder._delta import DeltaBody, DeltaDecoder
 from evaltape.recorder._events import unbuilt_body
 
