@@ -576,6 +576,41 @@ def test_pings_and_events_named_error_on_the_byte_path_read_as_the_general_walk(
         assert general.error == error, what
 
 
+def test_a_message_start_of_any_shape_reads_as_the_general_walk() -> None:
+    """The byte path reads only the id, model and usage of ``message_start``'s message
+    (and skips the rest unbuilt); whatever the message holds, the call is the general
+    walk's, or the body is left to it."""
+    from evaltape.recorder._adapters import _anthropic
+    from evaltape.recorder._adapters._model import ModelCall
+    from evaltape.recorder._adapters._sse import parse_sse
+
+    stop = b'event: message_stop\ndata: {"type": "message_stop"}\n\n'
+    messages = [
+        "null",
+        "{}",
+        '{"id": "m", "model": "c", "usage": {"input_tokens": 3, "output_tokens": 1}}',
+        '{"id": 7, "model": ["c"], "usage": {"input_tokens": "3"}}',
+        '{"id": "a", "id": "b", "model": null, "model": "d", "usage": {}, "usage": {"x": 1}}',
+        '{"usage": [1, 2]}',
+        '{"usage": "ab"}',
+        '{"usage": 5}',
+        '{"usage": null, "content": [{"type": "text", "text": "x"}], "extra": {"id": 1}}',
+        '"a string"',
+        "[1]",
+        "5",
+    ]
+    call = ModelCall(api=_anthropic.API)
+    quick = 0
+    for message in messages:
+        start = f'event: message_start\ndata: {{"type": "message_start", "message": {message}}}'
+        body = start.encode() + b"\n\n" + stop
+        general = _anthropic.read_stream(call, parse_sse(body), batch=False)
+        got = _anthropic.read_stream_bytes(call, body)
+        assert got is None or got == general, message
+        quick += got is not None
+    assert quick >= 9  # (only a message that is not an object or null leaves the path)
+
+
 def test_tool_call_fragments_that_name_the_call_late_or_come_two_at_once() -> None:
     """A call begun without its id or name takes them from a later fragment, and a chunk
     with fragments of two calls adds to both: as the general walk reads them."""

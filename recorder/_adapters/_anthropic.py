@@ -267,6 +267,7 @@ def read_stream_bytes(call: ModelCall, body: bytes) -> ModelCall | None:
 
 
 _NO_DELTA = fast.MessagesDelta()
+_NO_MESSAGE = fast.MessageHead()
 
 
 def _from_events(
@@ -310,8 +311,9 @@ def _from_events(
                     parts = partial[index] = []
                 parts.append(delta.partial_json or "")
         elif kind == "message_start":
-            message = data.message or {}
-            usage = dict(obj(message.get("usage")))
+            head = data.message or _NO_MESSAGE
+            message = {"id": head.id, "model": head.model}  # (all ``_streamed`` reads)
+            usage = dict(obj(head.usage))
         elif kind == "content_block_start" and index is not None:
             blocks[index] = dict(data.content_block or {})
             texts.pop(index, None)

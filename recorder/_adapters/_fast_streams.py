@@ -194,10 +194,19 @@ class MessagesDelta(msgspec.Struct, gc=False):
     stop_reason: str | None = None
 
 
+class MessageHead(msgspec.Struct, gc=False):
+    """What the walk reads of ``message_start``'s message (any JSON value each, as a
+    dict would hold it; the rest is skipped, not built)."""
+
+    id: Any = None
+    model: Any = None
+    usage: Any = None
+
+
 class MessagesEvent(msgspec.Struct, gc=False):
     type: str | None = None
     index: int | None = None
-    message: dict[str, Any] | None = None
+    message: MessageHead | None = None
     content_block: dict[str, Any] | None = None
     delta: MessagesDelta | None = None
     usage: dict[str, Any] | None = None
