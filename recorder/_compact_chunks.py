@@ -112,15 +112,19 @@ class StoredChunks:
         # it copies no more than the chunk before holds.
         head = middle = tail = b""
         at = h = t = 0  # h, t: the lengths of head and tail
+        add = parts.extend
         for p, s, m in zip(self._pre, self._suf, self._mid, strict=True):
-            if p > h or s > t:
-                whole = head + middle + tail
-                if p + s > len(whole):
-                    raise ValueError("a chunk refers past the end of the chunk before it")
-                head, tail, h, t = whole[:p], whole[len(whole) - s :], p, s
-            elif p != h or s != t:
-                head, tail, h, t = head[:p], tail[t - s :], p, s
-            middle = new[at : at + m]
-            at += m
-            parts += (head, middle, tail)
+            if p != h or s != t:  # (the usual chunk copies what the one before did)
+                if p > h or s > t:
+                    whole = head + middle + tail
+                    if p + s > len(whole):
+                        raise ValueError("a chunk refers past the end of the chunk before it")
+                    head, tail = whole[:p], whole[len(whole) - s :]
+                else:
+                    head, tail = head[:p], tail[t - s :]
+                h, t = p, s
+            end = at + m
+            middle = new[at:end]
+            at = end
+            add((head, middle, tail))
         return b"".join(parts)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -66,3 +67,26 @@ def test_an_event_stream_round_trips_through_its_columns(
     stored = StoredChunks(new, pre, suf, mid, [0] * len(chunks))
     assert stored.body() == body
     assert stored.sizes == [len(c) for c in chunks]
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(0, 5)), max_size=12),
+    st.data(),
+)
+def test_columns_that_copy_past_the_chunk_before_are_refused(
+    rows: list[tuple[int, int, int]], data: st.DataObject
+) -> None:
+    """Any columns: a chunk that copies more than the chunk before it holds makes the
+    body refused; any other columns rebuild as one chunk at a time does."""
+    pre, suf, mid = ([r[i] for r in rows] for i in range(3))
+    new = data.draw(st.binary(min_size=sum(mid), max_size=sum(mid)))
+    size, fits = 0, True
+    for p, s, m in rows:
+        fits = fits and p + s <= size
+        size = p + s + m
+    stored = StoredChunks(new, pre, suf, mid, [0] * len(rows))
+    if fits:
+        assert stored.body() == _one_chunk_at_a_time(new, pre, suf, mid)
+    else:
+        with pytest.raises(ValueError, match="past the end of the chunk before it"):
+            stored.body()
