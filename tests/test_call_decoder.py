@@ -155,3 +155,41 @@ def test_fold_gives_each_turn_the_call_decode_call_gives() -> None:
     session = fold([header, *exchanges])
     assert [t.call for t in session.turns] == [decode_call(e) for e in exchanges]
     assert len(session.turns[-1].call.input_messages) == 2 + 2 * 4
+
+
+def test_a_call_answered_from_a_blank_one_is_the_one_the_constructor_builds() -> None:
+    """``answered`` builds a blank call's answer slot by slot; it equals, hashes, prints
+    and pickles as ``ModelCall(api=..., **fields)``, and a call that is not blank is
+    evolved."""
+    import pickle
+
+    from evaltape.recorder._adapters._model import (
+        ModelCall,
+        ToolCall,
+        Usage,
+        answered,
+        blank,
+    )
+
+    fields: dict[str, Any] = {
+        "model_responded": "m-1",
+        "response_id": "r-1",
+        "output_text": "done",
+        "thinking": "hm",
+        "tool_calls": (ToolCall(id="c", name="open_file", arguments="{}"),),
+        "finish_reason": "stop",
+        "usage": Usage(input_tokens=3, output_tokens=2),
+        "error": "oops",
+    }
+    for api in ("openai.chat", "openai.responses", "anthropic.messages"):
+        built = answered(blank(api), **fields)
+        made = ModelCall(api=api, **fields)
+        assert built == made and hash(built) == hash(made) and repr(built) == repr(made)
+        assert pickle.loads(pickle.dumps(built)) == made
+        assert built is not blank(api) and blank(api) == ModelCall(api=api)  # (untouched)
+        other = ModelCall(api=api, model_requested="asked", status=200)
+        assert answered(other, **fields) == ModelCall(
+            api=api, model_requested="asked", status=200, **fields
+        )
+    no_error = {k: v for k, v in fields.items() if k != "error"}
+    assert answered(blank("openai.chat"), **no_error).error == ""

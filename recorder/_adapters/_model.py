@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
 import attrs
 
@@ -206,11 +206,88 @@ def blank(api: Api) -> ModelCall:
     return call
 
 
-def answered(call: ModelCall, **fields: Any) -> ModelCall:
-    """``attrs.evolve(call, **fields)``, in one step when ``call`` is a ``blank`` one."""
-    if call is _BLANK.get(call.api):
-        return ModelCall(api=call.api, **fields)
-    return attrs.evolve(call, **fields)
+_CALL_FIELDS = (
+    "api",
+    "model_requested",
+    "model_responded",
+    "input_messages",
+    "tools_offered",
+    "output_text",
+    "thinking",
+    "tool_calls",
+    "finish_reason",
+    "response_id",
+    "usage",
+    "streamed",
+    "status",
+    "error",
+    "_request",
+)
+if tuple(a.name for a in attrs.fields(ModelCall)) != _CALL_FIELDS:  # (``answered`` sets each)
+    raise RuntimeError("ModelCall's fields changed: answered() must set each of them")
+(
+    _SET_API,
+    _SET_MODEL_REQUESTED,
+    _SET_MODEL_RESPONDED,
+    _SET_INPUT,
+    _SET_TOOLS,
+    _SET_OUTPUT,
+    _SET_THINKING,
+    _SET_CALLS,
+    _SET_FINISH,
+    _SET_ID,
+    _SET_USAGE,
+    _SET_STREAMED,
+    _SET_STATUS,
+    _SET_ERROR,
+    _SET_PENDING,
+) = (ModelCall.__dict__[name].__set__ for name in _CALL_FIELDS)
+
+
+def answered(
+    call: ModelCall,
+    *,
+    model_responded: str,
+    response_id: str,
+    output_text: str,
+    thinking: str,
+    tool_calls: tuple[ToolCall, ...],
+    finish_reason: str,
+    usage: Usage,
+    error: str = "",
+) -> ModelCall:
+    """``call`` with what a response says (``attrs.evolve``); a ``blank`` call's is
+    built slot by slot, as ``ModelCall(api=..., **fields)`` would build it (a fold makes
+    one a response, and the generated ``__init__`` costs twice as much)."""
+    if call is not _BLANK.get(call.api):
+        return attrs.evolve(
+            call,
+            model_responded=model_responded,
+            response_id=response_id,
+            output_text=output_text,
+            thinking=thinking,
+            tool_calls=tool_calls,
+            finish_reason=finish_reason,
+            usage=usage,
+            error=error,
+        )
+    built: ModelCall = object.__new__(ModelCall)
+    _SET_API(built, call.api)
+    _SET_MODEL_REQUESTED(built, "")
+    _SET_MODEL_RESPONDED(built, model_responded)
+    _SET_INPUT(built, ())
+    _SET_TOOLS(built, ())
+    _SET_OUTPUT(built, output_text)
+    _SET_THINKING(built, thinking)
+    _SET_CALLS(built, tool_calls)
+    _SET_FINISH(built, finish_reason)
+    _SET_ID(built, response_id)
+    _SET_USAGE(built, usage)
+    _SET_STREAMED(built, False)
+    _SET_STATUS(built, None)
+    _SET_ERROR(built, error)
+    _SET_PENDING(built, None)
+    return built
 
 
 REQUEST_SIDE = frozenset({"model_requested", "input_messages", "tools_offered"})
