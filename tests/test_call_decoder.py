@@ -193,3 +193,24 @@ def test_a_call_answered_from_a_blank_one_is_the_one_the_constructor_builds() ->
         )
     no_error = {k: v for k, v in fields.items() if k != "error"}
     assert answered(blank("openai.chat"), **no_error).error == ""
+
+
+def test_a_reported_usage_is_the_one_the_constructor_builds() -> None:
+    import pickle
+
+    from evaltape.recorder._adapters._model import Usage, reported_usage
+
+    for cost in (None, 0.25):
+        counts = {
+            "input_tokens": 7,
+            "output_tokens": 5,
+            "cache_read_tokens": 3,
+            "cache_write_tokens": 2,
+            "reasoning_tokens": 1,
+            "reported_cost": cost,
+        }
+        built = reported_usage(**counts)
+        made = Usage(**counts)
+        assert built == made and hash(built) == hash(made) and repr(built) == repr(made)
+        assert pickle.loads(pickle.dumps(built)) == made and built.reported
+        assert built + made == made + made

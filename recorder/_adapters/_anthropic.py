@@ -23,6 +23,7 @@ from evaltape.recorder._adapters._model import (
     ToolCall,
     Usage,
     answered,
+    reported_usage,
 )
 from evaltape.recorder._adapters._reuse import Memo
 from evaltape.recorder._adapters._sse import (
@@ -110,7 +111,7 @@ def _usage(value: Any) -> Usage:
         return NO_USAGE
     read = count(value.get("cache_read_input_tokens"))
     written = count(value.get("cache_creation_input_tokens"))
-    return Usage(
+    return reported_usage(
         input_tokens=count(value.get("input_tokens")) + read + written,
         output_tokens=count(value.get("output_tokens")),
         cache_read_tokens=read,

@@ -21,6 +21,7 @@ from evaltape.recorder._adapters._model import (
     ToolCall,
     Usage,
     answered,
+    reported_usage,
 )
 from evaltape.recorder._adapters._reuse import Memo
 from evaltape.recorder._adapters._sse import (
@@ -110,7 +111,7 @@ def _usage(value: Any) -> Usage:
         return NO_USAGE
     prompt = obj(value.get("prompt_tokens_details"))
     completion = obj(value.get("completion_tokens_details"))
-    return Usage(
+    return reported_usage(
         input_tokens=count(value.get("prompt_tokens")),
         output_tokens=count(value.get("completion_tokens")),
         cache_read_tokens=count(prompt.get("cached_tokens")),

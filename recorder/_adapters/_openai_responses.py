@@ -21,6 +21,7 @@ from evaltape.recorder._adapters._model import (
     ToolCall,
     Usage,
     answered,
+    reported_usage,
 )
 from evaltape.recorder._adapters._reuse import Memo
 from evaltape.recorder._adapters._sse import (
@@ -124,7 +125,7 @@ def _usage(value: Any) -> Usage:
     if not isinstance(value, dict):
         return NO_USAGE
     details = obj(value.get("input_tokens_details"))
-    return Usage(
+    return reported_usage(
         input_tokens=count(value.get("input_tokens")),
         output_tokens=count(value.get("output_tokens")),
         cache_read_tokens=count(details.get("cached_tokens")),
