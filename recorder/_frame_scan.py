@@ -44,10 +44,16 @@ Suspects = dict[tuple[bytes, int], int]
 """(session, seq) named by refused frame headers -> the frame's offset."""
 
 
-def open_tape(path: str) -> BinaryIO:
-    """The tape file, opened for reading; ``TapeError`` if it cannot be."""
+READ_BUFFER = 256 * 1024
+"""Bytes a reader of frames asks the file for at a time: its frames are read one after
+the other, a few KB each, and the default buffer (8 KB) took a system call every few."""
+
+
+def open_tape(path: str, buffering: int = -1) -> BinaryIO:
+    """The tape file, opened for reading (``buffering`` as ``open`` takes it); ``TapeError``
+    if it cannot be."""
     try:
-        return open(path, "rb")
+        return open(path, "rb", buffering=buffering)
     except OSError as exc:
         raise TapeError(f"{path}: cannot open: {exc.strerror}") from exc
 

@@ -28,7 +28,13 @@ from evaltape.recorder._codec import (
 )
 from evaltape.recorder._errors import TapeError
 from evaltape.recorder._events import Event, Exchange, SessionEnded, SessionStarted
-from evaltape.recorder._frame_scan import Suspects, frames, open_tape, read_file_header
+from evaltape.recorder._frame_scan import (
+    READ_BUFFER,
+    Suspects,
+    frames,
+    open_tape,
+    read_file_header,
+)
 from evaltape.recorder._frames import (
     FLAG_END,
     FLAG_START,
@@ -171,7 +177,7 @@ class TapeReader:
         ended: set[bytes] = set()  # sessions whose end frame was read
         dropped: set[bytes] = set()  # sessions refused or without a readable start
         suspects: Suspects = {}
-        with open_tape(self.path) as f:
+        with open_tape(self.path, READ_BUFFER) as f:
             for offset, fh, payload in frames(f, self.header, self._log, suspects):
                 key = fh.session
                 sid = key.hex()
@@ -319,7 +325,7 @@ class TapeReader:
             return []
         infos: dict[bytes, SessionInfo] = {}
         suspects: Suspects = {}
-        with open_tape(self.path) as f:
+        with open_tape(self.path, READ_BUFFER) as f:
             for offset, fh, payload in frames(f, self.header, self._log, suspects):
                 info = infos.get(fh.session)
                 if info is None:
