@@ -210,8 +210,10 @@ and every one of the {checked:,} exchanges decoded to an equal call with both.
 The fold speed-up compares the two columns less the read.  The fold column
 builds the Session but leaves what only the requests say (each call's
 normalized conversation and tools, each tool call's result) to be read when
-first asked for, as rescoring these cases never asks; the reference column
-normalizes every request.  The check that both give equal calls reads it.
+first asked for, as rescoring these cases never asks: it checks each request
+body against an earlier one instead of parsing it, and leaves a body stored
+as a delta unbuilt (docs/session.md).  The reference column builds, parses
+and normalizes every request.  The check that both give equal calls reads it.
 
 ```sh
 python evals/perf/bench_rescore_sdk.py
