@@ -62,10 +62,7 @@ def _usual(
     opening, head = chain.opening, chain.head
     if prefix or literal or begin:
         opening = b"".join((opening[:prefix], middle[:literal], opening[begin:]))
-        found = key.member.search(opening)
-        if found is None or found.end() != len(opening):
-            return None
-        checked = _head(opening[: found.start()].rstrip(_WS))
+        checked = _opening_head(key, opening)
         if checked is None:
             return None
         head = checked
@@ -105,10 +102,7 @@ def _pieces(
     opening, head = chain.opening, chain.head
     if parts or x:
         opening = b"".join(parts) + chain.opening[x:]
-        found = key.member.search(opening)
-        if found is None or found.end() != len(opening):
-            return None
-        checked = _head(opening[: found.start()].rstrip(_WS))
+        checked = _opening_head(key, opening)
         if checked is None:
             return None
         head = checked
@@ -128,6 +122,16 @@ def _pieces(
             return None
         rest = rest[len(missing) :]
     return opening, head, end, rest
+
+
+def _opening_head(key: Key, opening: bytes) -> int | None:
+    """``Chain.head`` of a changed opening (the members before the conversation, then
+    its key and "["): None unless the key comes once, at its end, and ``json.loads``
+    reads the members before it."""
+    found = key.member.search(opening)
+    if found is None or found.end() != len(opening):
+        return None
+    return _head(opening[: found.start()].rstrip(_WS))
 
 
 def _base_bytes(chain: Chain, a: int, b: int) -> bytes | None:
