@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import attrs
 
@@ -80,19 +80,29 @@ class Usage:
 NO_USAGE = Usage(reported=False)
 """``Usage.unknown()``, shared: a frozen value, so one serves every call that reported none."""
 
-_USAGE_FIELDS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "reasoning_tokens",
-    "reported",
-    "reported_cost",
-)
-if tuple(a.name for a in attrs.fields(Usage)) != _USAGE_FIELDS:  # (``reported_usage`` sets each)
-    raise RuntimeError("Usage's fields changed: reported_usage() must set each of them")
-_SET_IN, _SET_OUT, _SET_READ, _SET_WRITE, _SET_REASONING, _SET_REPORTED, _SET_COST = (
-    Usage.__dict__[name].__set__ for name in _USAGE_FIELDS
+_Setter = Callable[[Any, Any], None]
+
+
+def _setters(cls: type, names: tuple[str, ...], builder: str) -> tuple[_Setter, ...]:
+    """The slot setters of the attrs class ``cls``, whose fields must be ``names`` in
+    order: ``builder`` builds its values slot by slot and must set each of them."""
+    if tuple(a.name for a in attrs.fields(cls)) != names:
+        raise RuntimeError(f"{cls.__name__}'s fields changed: {builder}() must set each")
+    return tuple(cls.__dict__[name].__set__ for name in names)
+
+
+_SET_IN, _SET_OUT, _SET_READ, _SET_WRITE, _SET_REASONING, _SET_REPORTED, _SET_COST = _setters(
+    Usage,
+    (
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "reasoning_tokens",
+        "reported",
+        "reported_cost",
+    ),
+    "reported_usage",
 )
 
 
@@ -242,25 +252,6 @@ def blank(api: Api) -> ModelCall:
     return call
 
 
-_CALL_FIELDS = (
-    "api",
-    "model_requested",
-    "model_responded",
-    "input_messages",
-    "tools_offered",
-    "output_text",
-    "thinking",
-    "tool_calls",
-    "finish_reason",
-    "response_id",
-    "usage",
-    "streamed",
-    "status",
-    "error",
-    "_request",
-)
-if tuple(a.name for a in attrs.fields(ModelCall)) != _CALL_FIELDS:  # (``answered`` sets each)
-    raise RuntimeError("ModelCall's fields changed: answered() must set each of them")
 (
     _SET_API,
     _SET_MODEL_REQUESTED,
@@ -277,7 +268,27 @@ if tuple(a.name for a in attrs.fields(ModelCall)) != _CALL_FIELDS:  # (``answere
     _SET_STATUS,
     _SET_ERROR,
     _SET_PENDING,
-) = (ModelCall.__dict__[name].__set__ for name in _CALL_FIELDS)
+) = _setters(
+    ModelCall,
+    (
+        "api",
+        "model_requested",
+        "model_responded",
+        "input_messages",
+        "tools_offered",
+        "output_text",
+        "thinking",
+        "tool_calls",
+        "finish_reason",
+        "response_id",
+        "usage",
+        "streamed",
+        "status",
+        "error",
+        "_request",
+    ),
+    "answered",
+)
 
 
 def answered(
@@ -328,13 +339,7 @@ def answered(
 
 REQUEST_SIDE = frozenset({"model_requested", "input_messages", "tools_offered"})
 """The fields of a call that only its request says."""
-_REQUEST_SLOTS = {name: ModelCall.__dict__[name] for name in sorted(REQUEST_SIDE)}
-_PENDING_SLOT = ModelCall.__dict__["_request"]
-
-
-_STATUS_SLOT = ModelCall.__dict__["status"]
-_STREAMED_SLOT = ModelCall.__dict__["streamed"]
-_ERROR_SLOT = ModelCall.__dict__["error"]
+_REQUEST_DELETERS = tuple(ModelCall.__dict__[name].__delete__ for name in sorted(REQUEST_SIDE))
 
 
 def request_pending(
@@ -349,12 +354,12 @@ def request_pending(
     the exchange's ``status``, ``streamed`` and ``error`` and its request side left to
     ``fill``, which is called with the call the first time one of those fields is read
     and must set them with ``set_request``."""
-    _STATUS_SLOT.__set__(call, status)
-    _STREAMED_SLOT.__set__(call, streamed)
-    _ERROR_SLOT.__set__(call, error)
-    for slot in _REQUEST_SLOTS.values():
-        slot.__delete__(call)
-    _PENDING_SLOT.__set__(call, fill)
+    _SET_STATUS(call, status)
+    _SET_STREAMED(call, streamed)
+    _SET_ERROR(call, error)
+    for delete in _REQUEST_DELETERS:
+        delete(call)
+    _SET_PENDING(call, fill)
     return call
 
 
@@ -362,7 +367,7 @@ def set_request(
     call: ModelCall, model: str, messages: tuple[Message, ...], tools: tuple[str, ...]
 ) -> None:
     """Fill the request side of a call ``request_pending`` made."""
-    _REQUEST_SLOTS["model_requested"].__set__(call, model)
-    _REQUEST_SLOTS["input_messages"].__set__(call, messages)
-    _REQUEST_SLOTS["tools_offered"].__set__(call, tools)
-    _PENDING_SLOT.__set__(call, None)
+    _SET_MODEL_REQUESTED(call, model)
+    _SET_INPUT(call, messages)
+    _SET_TOOLS(call, tools)
+    _SET_PENDING(call, None)
