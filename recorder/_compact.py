@@ -65,6 +65,8 @@ def _seconds(stored: Any) -> Any:
 
 _Answer = tuple[Any, Headers, Any, bytes, StoredChunks, list[int]]
 """A response's parts: status, headers, streamed, body, its chunks' columns, chunk steps."""
+Parts = tuple[Any, Any, tuple[Any, Any, Headers, bytes | DeltaBody], _Answer | None, Any]
+"""What ``exchange_of`` takes: at, duration, request parts, response parts, error."""
 
 
 _SET_METHOD, _SET_URL, _SET_HEADERS, _SET_BODY, _SET_LAZY = (
@@ -223,7 +225,7 @@ class CompactDecoder:
 
     def _parts(
         self, stored: Plain, packed: int, delta: DeltaDecoder, charge: Callable[[int], None]
-    ) -> tuple[Any, Any, tuple[Any, Any, Headers, bytes | DeltaBody], _Answer | None, Any]:
+    ) -> Parts:
         at, duration, q, r, error = _list(stored.get("x"), 5, "'x'")
         if stored["k"] == KIND:
             at, duration = _seconds(at), _seconds(duration)
@@ -234,22 +236,47 @@ class CompactDecoder:
             type(ref) is list and len(ref) >= 3 and all(type(x) is int for x in ref)
         ):
             raise ValueError("compact exchange: the body delta is not a list of ints")
+        answer = None
+        if r is not None:
+            status, r_headers, streamed, new, pre, suf, mid, steps = _list(r, 8, "'r'")
+            if type(new) is not bytes:
+                raise ValueError("compact exchange: the chunks' new bytes are not bytes")
+            answer = (status, r_headers, streamed, new, pre, suf, mid, steps)
+        query = (method, url, q_headers, middle, ref)
+        return self.checked(at, duration, query, answer, error, packed, delta, charge)
+
+    def checked(
+        self,
+        at: Any,
+        duration: Any,
+        query: tuple[Any, Any, Any, bytes, list[int] | None],
+        answer: tuple[Any, Any, Any, bytes, Any, Any, Any, Any] | None,
+        error: Any,
+        packed: int,
+        delta: DeltaDecoder,
+        charge: Callable[[int], None],
+        *,
+        typed: bool = False,
+    ) -> Parts:
+        """``_parts`` of a stored exchange whose shape is checked (the times in seconds,
+        the request body and the new bytes as bytes, the delta as a list of at least 3
+        ints): what its header table, delta and chunk columns say.  ``typed``: the
+        columns are known to be lists of ints."""
+        method, url, q_headers, middle, ref = query
         if ref is not None:
             ref[1] = delta.base_length(ref[0]) - ref[1] - ref[2]
         body_size = delta.size(ref, middle)
         headers, text = self.headers.pairs(q_headers, body_size)
         size = packed + body_size - len(middle) + text
         chunks = None
-        if r is not None:
-            status, r_headers, streamed, new, pre, suf, mid, steps = _list(r, 8, "'r'")
-            if type(new) is not bytes:
-                raise ValueError("compact exchange: the chunks' new bytes are not bytes")
-            chunks = StoredChunks(new, pre, suf, mid, steps)
+        if answer is not None:
+            status, r_headers, streamed, new, pre, suf, mid, steps = answer
+            chunks = StoredChunks(new, pre, suf, mid, steps, typed=typed)
             r_pairs, text = self.headers.pairs(r_headers, chunks.size)
             size += chunks.size - len(new) + text
         charge(size)
         request = (method, url, headers, delta.decode_lazy(ref, middle))
         if chunks is None:
             return at, duration, request, None, error
-        answer = (status, r_pairs, streamed, chunks.body(), chunks, chunks.steps)
-        return at, duration, request, answer, error
+        response = (status, r_pairs, streamed, chunks.body(), chunks, chunks.steps)
+        return at, duration, request, response, error

@@ -79,11 +79,16 @@ class StoredChunks:
     built.  ``body`` checks the one thing left: that no chunk copies more than the chunk
     before it holds."""
 
-    def __init__(self, new: bytes, pre: Any, suf: Any, mid: Any, steps: Any) -> None:
+    def __init__(
+        self, new: bytes, pre: Any, suf: Any, mid: Any, steps: Any, *, typed: bool = False
+    ) -> None:
+        """``typed``: the four columns are known to be lists of ints (a typed decode)."""
         self._new = new
         columns = (pre, suf, mid, steps)
         # The usual: four lists of ints, checked in one pass; else the first bad one named.
-        if not (set(map(type, columns)) == _LIST and set(map(type, chain(*columns))) <= _INT):
+        if not typed and not (
+            set(map(type, columns)) == _LIST and set(map(type, chain(*columns))) <= _INT
+        ):
             for value, what in zip(columns, ("'pre'", "'suf'", "'mid'", "'steps'"), strict=True):
                 _ints(value, what)
         self._pre, self._suf, self._mid, self.steps = pre, suf, mid, steps

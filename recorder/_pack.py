@@ -11,7 +11,8 @@ from typing import Any, TypeVar
 
 import msgpack
 
-from evaltape.recorder._compact import KINDS, CompactDecoder, CompactEncoder
+from evaltape.recorder._compact import KINDS, CompactDecoder, CompactEncoder, exchange_of
+from evaltape.recorder._compact_typed import typed_parts
 from evaltape.recorder._delta import DeltaDecoder, DeltaEncoder
 from evaltape.recorder._events import Exchange
 from evaltape.recorder._frames import MAX_EVENT_BYTES
@@ -86,6 +87,12 @@ class Unpacker:
     def unpack_event(self, data: bytes) -> Plain | Exchange:
         """``unpack``, except that a compact exchange comes as the ``Exchange`` that
         ``from_plain`` would make of its plain map (``TapeError`` where it would raise)."""
+        try:  # the usual exchange, its shape checked as it is decoded
+            parts = typed_parts(data, self._compact, self._delta, self._budget.charge)
+        except (TypeError, IndexError) as exc:  # (as ``_unpack``)
+            raise ValueError(f"malformed compact exchange ({exc})") from exc
+        if parts is not None:
+            return exchange_of(*parts)
         return self._unpack(data, self._compact.exchange)
 
     def _unpack(self, data: bytes, compact: Callable[..., T]) -> Plain | T:

@@ -1,0 +1,178 @@
+"""The typed read of compact exchanges (``_compact_typed``) reads as msgpack and ``_parts`` do.
+
+Every frame below is read twice, by fresh readers that have seen the same frames
+before it: once as a tape reader reads it (the typed decode where the frame
+allows it) and once the general way (msgpack, then ``_parts``).  Both give the
+same exchange, or both refuse it with the same message.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import msgpack
+import pytest
+
+from evaltape.recorder import (
+    Chunk,
+    Exchange,
+    Request,
+    Response,
+    TransportError,
+    _compact_typed,
+    _pack,
+)
+from evaltape.recorder._codec import to_plain
+from evaltape.recorder._compact_typed import PREFIX
+from evaltape.recorder._pack import Packer, Unpacker
+
+
+def _exchange(n: int) -> Exchange:
+    body = b'{"model":"m","messages":[%s]}' % b",".join(b'{"n":%d}' % i for i in range(n + 1))
+    headers = (("content-type", "application/json"), ("x-turn", str(n)))
+    chunks = tuple(Chunk(at=0.001 * i, data=b'data: {"t":"%d"}\n\n' % i) for i in range(n + 2))
+    return Exchange(
+        at=0.5 * n,
+        duration=0.25,
+        request=Request(method="POST", url="http://127.0.0.1/v1", headers=headers, body=body),
+        response=Response(status=200, headers=headers, chunks=chunks, streamed=True),
+    )
+
+
+def _frames(count: int) -> list[bytes]:
+    packer = Packer()
+    return [packer.pack(to_plain(_exchange(n))) for n in range(count)]
+
+
+FRAMES = _frames(3)
+
+
+def _read(frames: list[bytes], read: Callable[[Unpacker, bytes], Any]) -> Any:
+    """The last frame read by a reader that read the ones before it as a tape reader does;
+    its exchange, or the refusal's type and message."""
+    unpacker = Unpacker()
+    for frame in frames[:-1]:
+        unpacker.unpack_event(frame)
+    try:
+        return read(unpacker, frames[-1])
+    except Exception as exc:  # (compared, not swallowed)
+        return type(exc).__name__, str(exc)
+
+
+def _typed(unpacker: Unpacker, frame: bytes) -> Any:
+    return unpacker.unpack_event(frame)
+
+
+def _general(unpacker: Unpacker, frame: bytes) -> Any:
+    return unpacker._unpack(frame, unpacker._compact.exchange)
+
+
+def test_the_writers_exchanges_take_the_typed_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert all(frame.startswith(PREFIX) for frame in FRAMES)
+    taken = []
+    real = _compact_typed.typed_parts
+
+    def counted(*args: Any) -> Any:
+        parts = real(*args)
+        taken.append(parts is not None)
+        return parts
+
+    monkeypatch.setattr(_pack, "typed_parts", counted)
+    unpacker = Unpacker()
+    assert [unpacker.unpack_event(frame) for frame in FRAMES] == [_exchange(n) for n in range(3)]
+    assert taken == [True, True, True]
+
+
+VALUES = [
+    None,
+    True,
+    False,
+    0,
+    1,
+    -1,
+    7,
+    2**64 - 1,
+    0.0,
+    1.5,
+    "s",
+    "content-type",
+    b"b",
+    b"",
+    [],
+    [0],
+    [0, 0],
+    [1, 0, 0],
+    [True, 0, 0],
+    [0, 0, 0, 0],
+    ["x", "y"],
+    [3, "v"],
+    {"a": 1},
+    {"type": "ReadError", "message": "m", "after_chunks": 0, "after_bytes": 0},
+    msgpack.ExtType(1, b"x"),
+]
+"""What a slot may hold instead: the usual types, their look-alikes, and others."""
+
+
+def _slots(stored: dict[str, Any]) -> list[tuple[list[Any], int]]:
+    """Every (container, index) of the stored exchange's ``x``, nested ones included."""
+    x = stored["x"]
+    out: list[tuple[list[Any], int]] = [(x, i) for i in range(5)]
+    q, r = x[2], x[3]
+    out += [(q, i) for i in range(5)]
+    out += [(q[2], i) for i in range(len(q[2]))]
+    if q[4] is not None:
+        out += [(q[4], i) for i in range(len(q[4]))]
+    if r is not None:
+        out += [(r, i) for i in range(8)]
+        out += [(r[1], i) for i in range(len(r[1]))]
+        out += [(column, i) for column in r[4:] for i in range(len(column))]
+    return out
+
+
+@pytest.mark.parametrize("which", range(len(FRAMES)))
+def test_a_frame_with_any_slot_changed_reads_the_same_both_ways(which: int) -> None:
+    """Each slot of the stored exchange in turn, nested ones included, holds each value."""
+    stored = msgpack.unpackb(FRAMES[which])
+    checked = 0
+    for slot in range(len(_slots(stored))):
+        for value in VALUES:
+            changed = copy.deepcopy(stored)
+            container, index = _slots(changed)[slot]
+            container[index] = value
+            frames = [*FRAMES[:which], msgpack.packb(changed, use_bin_type=True)]
+            typed, general = _read(frames, _typed), _read(frames, _general)
+            assert typed == general, (slot, value)
+            checked += 1
+    assert checked >= 30 * len(VALUES)
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        {"x": None, "k": "exchange3"},  # the keys the other way round
+        {"k": "exchange3", "x": None, "y": 1},
+        {"k": "exchange3"},
+        {"k": "exchange2", "x": None},
+    ],
+    ids=["keys swapped", "a third key", "no x", "format 1.1"],
+)
+def test_maps_of_another_shape_are_read_the_general_way(frame: dict[str, Any]) -> None:
+    x = msgpack.unpackb(FRAMES[0])["x"]
+    stored = {k: (x if k == "x" else v) for k, v in frame.items()}
+    packed = msgpack.packb(stored, use_bin_type=True)
+    typed, general = _read([packed], _typed), _read([packed], _general)
+    assert typed == general
+    assert not packed.startswith(PREFIX) or len(stored) != 2
+
+
+def test_a_transport_error_and_no_response_read_the_same_both_ways() -> None:
+    failed = Exchange(
+        at=1.0,
+        duration=2.0,
+        request=Request(method="POST", url="u", body=b"{}"),
+        error=TransportError(type="ConnectError", message="refused"),
+    )
+    packed = Packer().pack(to_plain(failed))
+    assert _read([packed], _typed) == _read([packed], _general) == failed
