@@ -214,3 +214,15 @@ def test_a_reported_usage_is_the_one_the_constructor_builds() -> None:
         assert built == made and hash(built) == hash(made) and repr(built) == repr(made)
         assert pickle.loads(pickle.dumps(built)) == made and built.reported
         assert built + made == made + made
+
+
+def test_a_tool_call_built_slot_by_slot_is_the_one_the_constructor_builds() -> None:
+    import pickle
+
+    from evaltape.recorder._adapters._model import ToolCall, tool_call
+
+    built = tool_call("c-1", "open_file", '{"path": "a.py"}')
+    made = ToolCall(id="c-1", name="open_file", arguments='{"path": "a.py"}')
+    assert built == made and hash(built) == hash(made) and repr(built) == repr(made)
+    assert pickle.loads(pickle.dumps(built)) == made
+    assert built.parsed_arguments() == {"path": "a.py"}

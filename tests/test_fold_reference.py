@@ -488,6 +488,28 @@ def test_an_event_whose_data_line_lost_its_field_name_is_read_as_the_reference(
     assert checked >= 2
 
 
+def _messages_stream(body: bytes) -> list[Event]:
+    """A session of one Anthropic Messages exchange whose streamed response is ``body``."""
+    request = {"model": "c", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    exchange = Exchange(
+        at=0.0,
+        duration=0.1,
+        request=Request(
+            method="POST",
+            url="http://127.0.0.1:9/v1/messages",
+            headers=(("anthropic-version", "2023-06-01"),),
+            body=json.dumps(request).encode(),
+        ),
+        response=Response(
+            status=200,
+            headers=(("content-type", "text/event-stream"),),
+            chunks=(Chunk(at=0.0, data=body),),
+            streamed=True,
+        ),
+    )
+    return [_header(), exchange]
+
+
 def test_a_block_started_again_drops_the_deltas_before_it_as_the_reference_does() -> None:
     from evaltape.recorder._adapters import _anthropic
     from evaltape.recorder._adapters._model import ModelCall
@@ -518,6 +540,56 @@ def test_a_block_started_again_drops_the_deltas_before_it_as_the_reference_does(
     assert quick is not None
     assert quick == _anthropic.read_stream(call, parse_sse(body), batch=False)
     assert (quick.output_text, quick.thinking) == ("de", "u")
+    assert _assert_same(_messages_stream(body), "restarted blocks") == 1
+
+
+def test_blocks_with_their_own_text_and_deltas_join_as_the_reference_joins_them() -> None:
+    """A block's own text or thinking comes before its deltas; thinking blocks that end
+    up empty are left out; a tool's input deltas replace its input only if they join
+    to some text."""
+    from evaltape.recorder._adapters import _anthropic
+    from evaltape.recorder._adapters._model import ModelCall
+    from evaltape.recorder._adapters._sse import parse_sse
+
+    def event(kind: str, **fields: object) -> bytes:
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, **fields})}\n\n".encode()
+
+    def start(index: int, **block: object) -> bytes:
+        return event("content_block_start", index=index, content_block=block)
+
+    def delta(index: int, kind: str, **fields: object) -> bytes:
+        return event("content_block_delta", index=index, delta={"type": kind, **fields})
+
+    body = b"".join(
+        [
+            event("message_start", message={"id": "m", "model": "c", "usage": {}}),
+            start(0, type="thinking", thinking="first"),
+            start(1, type="thinking", thinking=""),
+            start(2, type="thinking", thinking="then"),
+            delta(2, "thinking_delta", thinking=" more"),
+            start(3, type="text", text="Hello"),
+            delta(3, "text_delta", text=", "),
+            delta(3, "text_delta", text="world"),
+            start(4, type="tool_use", id="t1", name="a", input={"k": 1}),
+            start(5, type="tool_use", id="t2", name="b", input={}),
+            delta(5, "input_json_delta", partial_json='{"p": '),
+            delta(5, "input_json_delta", partial_json="2}"),
+            start(6, type="tool_use", id="t3", name="c", input={"q": 3}),
+            delta(6, "input_json_delta", partial_json=""),
+            event("message_stop"),
+        ]
+    )
+    call = ModelCall(api=_anthropic.API)
+    quick = _anthropic.read_stream_bytes(call, body)
+    assert quick is not None
+    assert quick == _anthropic.read_stream(call, parse_sse(body), batch=False)
+    assert (quick.output_text, quick.thinking) == ("Hello, world", "first\nthen more")
+    assert [(c.id, c.arguments) for c in quick.tool_calls] == [
+        ("t1", '{"k":1}'),  # (an input is written compact)
+        ("t2", '{"p": 2}'),
+        ("t3", '{"q":3}'),
+    ]
+    assert _assert_same(_messages_stream(body), "own text and deltas") == 1
 
 
 def test_pings_and_events_named_error_on_the_byte_path_read_as_the_general_walk() -> None:
@@ -574,6 +646,7 @@ def test_pings_and_events_named_error_on_the_byte_path_read_as_the_general_walk(
         assert (got is not None) == quick, what
         assert got is None or got == general, what
         assert general.error == error, what
+        assert _assert_same(_messages_stream(body), what) == 1
 
 
 def test_a_message_start_of_any_shape_reads_as_the_general_walk() -> None:

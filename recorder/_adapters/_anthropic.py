@@ -24,6 +24,7 @@ from evaltape.recorder._adapters._model import (
     Usage,
     answered,
     reported_usage,
+    tool_call,
 )
 from evaltape.recorder._adapters._reuse import Memo
 from evaltape.recorder._adapters._sse import (
@@ -45,10 +46,10 @@ CONVERSATION: Final = "messages"
 
 
 def _tool_use(block: dict[str, Any], arguments: str | None = None) -> ToolCall:
-    return ToolCall(
-        id=text(block.get("id")),
-        name=text(block.get("name")),
-        arguments=raw_json(block.get("input", {})) if arguments is None else arguments,
+    return tool_call(
+        text(block.get("id")),
+        text(block.get("name")),
+        raw_json(block.get("input", {})) if arguments is None else arguments,
     )
 
 
@@ -121,21 +122,38 @@ def _usage(value: Any) -> Usage:
     )
 
 
-def _content(blocks: list[Any], arguments: dict[int, str]) -> tuple[str, str, tuple[ToolCall, ...]]:
-    """(text, thinking, tool calls) of blocks; ``arguments`` replaces tool inputs by index."""
-    texts: list[str] = []
+_Parts = dict[int, list[str]]
+"""Deltas that came for each block index, in order."""
+
+
+def _content(
+    blocks: dict[int, dict[str, Any]], texts: _Parts, thoughts: _Parts, inputs: _Parts
+) -> tuple[str, str, tuple[ToolCall, ...]]:
+    """(text, thinking, tool calls) of blocks in index order, each with the deltas that
+    came for it joined on: text and thinking after the block's own, a tool's input
+    deltas (when they join to any text) in place of its ``input``."""
+    output: list[str] = []
     thinking: list[str] = []
     calls: list[ToolCall] = []
-    for i, block in enumerate(blocks):
-        block = obj(block)
+    for index in sorted(blocks):
+        block = blocks[index]
         kind = block.get("type")
         if kind == "text":
-            texts.append(text(block.get("text")))
+            parts = texts.get(index)
+            value = text(block.get("text"))
+            output.append(value + "".join(parts) if parts is not None else value)
         elif kind == "thinking":
-            thinking.append(text(block.get("thinking")))
+            parts = thoughts.get(index)
+            value = text(block.get("thinking"))
+            if parts is not None:
+                value += "".join(parts)
+            if value:
+                thinking.append(value)
         elif kind == "tool_use":
-            calls.append(_tool_use(block, arguments.get(i)))
-    return "".join(texts), "\n".join(t for t in thinking if t), tuple(calls)
+            parts = inputs.get(index)
+            joined = "".join(parts) if parts is not None else ""
+            calls.append(_tool_use(block, joined or None))
+    return "".join(output), "\n".join(thinking), tuple(calls)
 
 
 def read_response(call: ModelCall, body: Any) -> ModelCall:
@@ -143,7 +161,8 @@ def read_response(call: ModelCall, body: Any) -> ModelCall:
     message = obj(body)
     if message.get("type") == "error":
         return attrs.evolve(call, error=stream_error(message, "error in response body"))
-    output, thinking, calls = _content(arr(message.get("content")), {})
+    blocks = dict(enumerate(map(obj, arr(message.get("content")))))
+    output, thinking, calls = _content(blocks, {}, {}, {})
     return answered(
         call,
         model_responded=text(message.get("model")),
@@ -173,7 +192,9 @@ def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> Mo
     message: dict[str, Any] = {}
     usage: dict[str, Any] | None = None
     blocks: dict[int, dict[str, Any]] = {}
-    partial: dict[int, list[str]] = {}
+    texts: _Parts = {}
+    thoughts: _Parts = {}
+    partial: _Parts = {}
     stop = problem = ""
     stopped = False
     values, problems = decode_payloads(payloads, "stream event", batch=batch)
@@ -191,14 +212,16 @@ def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> Mo
             usage = dict(obj(message.get("usage")))
         elif kind == "content_block_start" and isinstance(index, int):
             blocks[index] = dict(obj(data.get("content_block")))
+            texts.pop(index, None)  # (the deltas of the block that was at this index)
+            thoughts.pop(index, None)
         elif kind == "content_block_delta" and isinstance(index, int):
-            block = blocks.setdefault(index, {})
+            blocks.setdefault(index, {})
             delta = obj(data.get("delta"))
             dtype = delta.get("type")
             if dtype == "text_delta":
-                block["text"] = text(block.get("text")) + text(delta.get("text"))
+                texts.setdefault(index, []).append(text(delta.get("text")))
             elif dtype == "thinking_delta":
-                block["thinking"] = text(block.get("thinking")) + text(delta.get("thinking"))
+                thoughts.setdefault(index, []).append(text(delta.get("thinking")))
             elif dtype == "input_json_delta":
                 partial.setdefault(index, []).append(text(delta.get("partial_json")))
         elif kind == "message_delta":
@@ -212,26 +235,19 @@ def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> Mo
             problem = problem or stream_error(data)
     if not stopped and not problem:
         problem = "stream cut short: it ended before message_stop"
-    return _streamed(call, message, usage, blocks, partial, stop, problem)
+    return _streamed(call, message, usage, (blocks, texts, thoughts, partial), stop, problem)
 
 
 def _streamed(
     call: ModelCall,
     message: dict[str, Any],
     usage: dict[str, Any] | None,
-    blocks: dict[int, dict[str, Any]],
-    partial: dict[int, list[str]],
+    gathered: tuple[dict[int, dict[str, Any]], _Parts, _Parts, _Parts],
     stop: str,
     problem: str,
 ) -> ModelCall:
-    """The call a stream's gathered message, blocks and deltas make."""
-    ordered = sorted(blocks)
-    arguments = {
-        ordered.index(i): joined
-        for i, parts in partial.items()
-        if i in blocks and (joined := "".join(parts))
-    }
-    output, thinking, calls = _content([blocks[i] for i in ordered], arguments)
+    """The call a stream's gathered message, blocks and their deltas make."""
+    output, thinking, calls = _content(*gathered)
     return answered(
         call,
         model_responded=text(message.get("model")),
@@ -279,11 +295,10 @@ def _from_events(
     message: dict[str, Any] = {}
     usage: dict[str, Any] | None = None
     blocks: dict[int, dict[str, Any]] = {}
-    partial: dict[int, list[str]] = {}
-    # The text and thinking deltas of the block now at each index, joined at the end
-    # (the general walk adds each to the block as it comes: the same strings).
-    texts: dict[int, list[str]] = {}
-    thoughts: dict[int, list[str]] = {}
+    partial: _Parts = {}
+    # The text and thinking deltas of the block now at each index, joined at the end.
+    texts: _Parts = {}
+    thoughts: _Parts = {}
     stop = ""
     stopped = False
     for name, data in zip(names, events, strict=True):
@@ -327,9 +342,5 @@ def _from_events(
             stopped = True
         elif kind == "error":
             return None
-    for field, added in (("text", texts), ("thinking", thoughts)):
-        for index, parts in added.items():
-            block = blocks[index]
-            block[field] = text(block.get(field)) + "".join(parts)
     problem = "" if stopped else "stream cut short: it ended before message_stop"
-    return _streamed(call, message, usage, blocks, partial, stop, problem)
+    return _streamed(call, message, usage, (blocks, texts, thoughts, partial), stop, problem)

@@ -169,6 +169,21 @@ class ToolCall:
         return value
 
 
+_SET_CALL_ID, _SET_CALL_NAME, _SET_CALL_ARGUMENTS = _setters(
+    ToolCall, ("id", "name", "arguments"), "tool_call"
+)
+
+
+def tool_call(id: str, name: str, arguments: str) -> ToolCall:
+    """``ToolCall(id=id, name=name, arguments=arguments)``, built slot by slot (the
+    adapters make one a call a response asks for)."""
+    built: ToolCall = object.__new__(ToolCall)
+    _SET_CALL_ID(built, id)
+    _SET_CALL_NAME(built, name)
+    _SET_CALL_ARGUMENTS(built, arguments)
+    return built
+
+
 @attrs.frozen(kw_only=True)
 class Message:
     """One message of the conversation a request sent.

@@ -22,6 +22,7 @@ from evaltape.recorder._adapters._model import (
     Usage,
     answered,
     reported_usage,
+    tool_call,
 )
 from evaltape.recorder._adapters._reuse import Memo
 from evaltape.recorder._adapters._sse import (
@@ -45,16 +46,12 @@ CONVERSATION: Final = "messages"
 def _tool_call(call: dict[str, Any]) -> ToolCall:
     if call.get("type") == "custom":
         custom = obj(call.get("custom"))
-        return ToolCall(
-            id=text(call.get("id")),
-            name=text(custom.get("name")),
-            arguments=raw_json(custom.get("input")),
+        return tool_call(
+            text(call.get("id")), text(custom.get("name")), raw_json(custom.get("input"))
         )
     function = obj(call.get("function"))
-    return ToolCall(
-        id=text(call.get("id")),
-        name=text(function.get("name")),
-        arguments=raw_json(function.get("arguments")),
+    return tool_call(
+        text(call.get("id")), text(function.get("name")), raw_json(function.get("arguments"))
     )
 
 
@@ -253,14 +250,16 @@ def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> Mo
         response_id=rid,
         output_text="".join(out),
         thinking="".join(thinking),
-        tool_calls=tuple(
-            ToolCall(id=s.id, name=s.name, arguments="".join(s.arguments))
-            for _, s in sorted(slots.items())
-        ),
+        tool_calls=_tool_calls(slots),
         finish_reason=finish,
         usage=usage,
         error=problem,
     )
+
+
+def _tool_calls(slots: dict[int, _Slot]) -> tuple[ToolCall, ...]:
+    """The calls reassembled, in the order of their indexes."""
+    return tuple([tool_call(s.id, s.name, "".join(s.arguments)) for _, s in sorted(slots.items())])
 
 
 def _read_typed(
@@ -363,10 +362,7 @@ def _from_chunks(
         response_id=rid,
         output_text="".join(out),
         thinking="".join(thinking),
-        tool_calls=tuple(
-            ToolCall(id=s.id, name=s.name, arguments="".join(s.arguments))
-            for _, s in sorted(slots.items())
-        ),
+        tool_calls=_tool_calls(slots),
         finish_reason=finish,
         usage=usage,
         error=problem,

@@ -22,6 +22,7 @@ from evaltape.recorder._adapters._model import (
     Usage,
     answered,
     reported_usage,
+    tool_call,
 )
 from evaltape.recorder._adapters._reuse import Memo
 from evaltape.recorder._adapters._sse import (
@@ -61,9 +62,7 @@ def _item_call(item: dict[str, Any]) -> ToolCall | None:
         args = item.get("input")
     else:
         return None
-    return ToolCall(
-        id=text(item.get("call_id")), name=text(item.get("name")), arguments=raw_json(args)
-    )
+    return tool_call(text(item.get("call_id")), text(item.get("name")), raw_json(args))
 
 
 def _input_messages(body: dict[str, Any]) -> tuple[Message, ...]:
