@@ -261,7 +261,7 @@ class CompactDecoder:
         """``_parts`` of a stored exchange whose shape is checked (the times in seconds,
         the request body and the new bytes as bytes, the delta as a list of at least 3
         ints): what its header table, delta and chunk columns say.  ``typed``: the
-        columns are known to be lists of ints."""
+        columns are known to be lists of ints, the lengths among them not negative."""
         method, url, q_headers, middle, ref = query
         if ref is not None:
             ref[1] = delta.base_length(ref[0]) - ref[1] - ref[2]

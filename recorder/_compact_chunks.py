@@ -82,7 +82,8 @@ class StoredChunks:
     def __init__(
         self, new: bytes, pre: Any, suf: Any, mid: Any, steps: Any, *, typed: bool = False
     ) -> None:
-        """``typed``: the four columns are known to be lists of ints (a typed decode)."""
+        """``typed``: the four columns are known to be lists of ints, and the first three
+        to hold no negative length (a typed decode)."""
         self._new = new
         columns = (pre, suf, mid, steps)
         # The usual: four lists of ints, checked in one pass; else the first bad one named.
@@ -94,7 +95,7 @@ class StoredChunks:
         self._pre, self._suf, self._mid, self.steps = pre, suf, mid, steps
         if not len(self._pre) == len(self._suf) == len(self._mid) == len(self.steps):
             raise ValueError("compact exchange: the chunk columns differ in length")
-        if self._pre and min(min(self._pre), min(self._suf), min(self._mid)) < 0:
+        if not typed and self._pre and min(min(self._pre), min(self._suf), min(self._mid)) < 0:
             raise ValueError("compact exchange: a chunk column holds a negative length")
         if sum(self._mid) != len(new):
             raise ValueError("the chunks' new bytes do not add up to the stored bytes")

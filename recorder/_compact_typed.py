@@ -4,7 +4,7 @@ A stored ``exchange3`` map (``_compact.py``) is two keys, ``k`` then ``x``, as
 the writer packs it.  Where a frame starts with exactly those bytes, its ``x``
 is decoded by ``msgspec`` straight into typed records, which checks every
 slot's type as it goes (times are ints or floats, bodies are bytes, columns
-and the delta are lists of ints): the checks ``CompactDecoder._parts`` makes
+and the delta are lists of ints, the column lengths not negative): the checks ``CompactDecoder._parts`` makes
 in Python one value at a time.  What the records refuse (any other type, an
 error map, another shape) is read by msgpack and ``_parts`` as before, which
 also words the problem, so a tape reads to the same events and the same
@@ -14,6 +14,7 @@ errors either way; the records only take what ``_parts`` would accept.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Annotated
 
 import msgpack
 import msgspec
@@ -27,6 +28,8 @@ exchange starts with (``CompactEncoder`` builds the map in that order)."""
 
 _Header = int | bool | list[int | str]
 """A stored header as ``HeaderTable.pairs`` reads it (which checks the rest)."""
+_Length = Annotated[int, msgspec.Meta(ge=0)]
+"""A length in a chunk column."""
 
 
 class _Query(msgspec.Struct, array_like=True, gc=False):
@@ -42,9 +45,9 @@ class _Answer(msgspec.Struct, array_like=True, gc=False):
     headers: list[_Header]
     streamed: bool
     new: bytes
-    pre: list[int]
-    suf: list[int]
-    mid: list[int]
+    pre: list[_Length]
+    suf: list[_Length]
+    mid: list[_Length]
     steps: list[int]
 
 
