@@ -2,13 +2,14 @@
 
 A stored ``exchange3`` map (``_compact.py``) is two keys, ``k`` then ``x``, as
 the writer packs it.  Where a frame starts with exactly those bytes, its ``x``
-is decoded by ``msgspec`` straight into typed records, which checks every
-slot's type as it goes (times are ints or floats, bodies are bytes, columns
-and the delta are lists of ints, the column lengths not negative): the checks ``CompactDecoder._parts`` makes
-in Python one value at a time.  What the records refuse (any other type, an
-error map, another shape) is read by msgpack and ``_parts`` as before, which
-also words the problem, so a tape reads to the same events and the same
-errors either way; the records only take what ``_parts`` would accept.
+is decoded by ``msgspec`` straight into typed records, which check every
+slot's type as they go (times are ints or floats, bodies are bytes, columns
+and the delta are lists of ints, no column length is negative): the checks
+``CompactDecoder._parts`` and ``StoredChunks`` make in Python one value at a
+time.  What the records refuse (any other type, an error map, another shape)
+is read by msgpack and ``_parts`` as before, which also word the problem, so
+a tape reads to the same events and the same errors either way; the records
+only take what ``_parts`` would accept.
 """
 
 from __future__ import annotations

@@ -596,7 +596,8 @@ def test_pings_and_events_named_error_on_the_byte_path_read_as_the_general_walk(
     """A ping is skipped unparsed by the general walk: the byte path skips it too (a ping
     whose data would stop the stream stops nothing), and leaves a body whose ping does
     not parse to the general walk.  An event named ``error`` is an error only where its
-    data has no type of its own, on both paths."""
+    data has no type of its own, on both paths; an event without a type is read by its
+    name, by the general walk."""
     from evaltape.recorder._adapters import _anthropic
     from evaltape.recorder._adapters._model import ModelCall
     from evaltape.recorder._adapters._sse import parse_sse
@@ -637,6 +638,13 @@ def test_pings_and_events_named_error_on_the_byte_path_read_as_the_general_walk(
             False,
             "stream error: overloaded_error",
         ),
+        "a stop read by its name": ([start, text, event("message_stop", "{}")], False, ""),
+        "a stop whose type is empty": (
+            [start, text, event("message_stop", '{"type": ""}')],
+            False,
+            "",
+        ),
+        "a ping with no type": ([start, event("ping", "{}"), text, stop], False, ""),
     }
     call = ModelCall(api=_anthropic.API)
     for what, (parts, quick, error) in cases.items():

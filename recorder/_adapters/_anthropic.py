@@ -176,6 +176,10 @@ def read_response(call: ModelCall, body: Any) -> ModelCall:
     )
 
 
+_PING = '{"type": "ping"}'
+"""What a ping's data is read as (never parsed: the walks skip pings by name)."""
+
+
 def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> ModelCall:
     """Add what a stream of message events says, deltas joined per content block.
 
@@ -184,7 +188,7 @@ def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> Mo
     payloads = stream.payloads
     if "ping" in stream.names:  # never read, so never parsed
         pairs = zip(stream.names, payloads, strict=True)
-        payloads = tuple("{}" if e == "ping" else p for e, p in pairs)
+        payloads = tuple(_PING if e == "ping" else p for e, p in pairs)
     if batch:
         quick = _read_typed(call, stream.names, payloads)
         if quick is not None:
@@ -280,7 +284,13 @@ def read_stream_bytes(call: ModelCall, body: bytes) -> ModelCall | None:
     ping event is skipped as ``read_stream`` skips it (which never parses it: one that
     does not parse here leaves the body to ``read_stream``)."""
     found = fast.named_events(body, fast.MESSAGES_LINES)
-    return None if found is None else _from_events(call, *found)
+    if found is None:
+        return None
+    heads, events = found
+    # Every event has a type of its own (the records require one), which the walk reads:
+    # an event's name only matters if it is a ping, which the walk skips.
+    names = fast.event_names(heads) if b"event: ping" in heads else ("",) * len(events)
+    return _from_events(call, names, events)
 
 
 _NO_DELTA = fast.MessagesDelta()
@@ -304,7 +314,7 @@ def _from_events(
     for name, data in zip(names, events, strict=True):
         if name == "ping":
             continue
-        kind = data.type or name
+        kind = data.type  # (never empty: then the general walk reads the stream)
         index = data.index
         if kind == "content_block_delta" and index is not None:
             if index not in blocks:

@@ -16,7 +16,7 @@ give a call it equals the general path's (tests/test_fold_reference.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -91,11 +91,10 @@ def data_events(body: bytes, decoder: msgspec.json.Decoder[Any]) -> list[Any] | 
     return _lines(memoryview(text)[len(_DATA) - 1 : len(text) - len(DONE)], cuts + 1, decoder, body)
 
 
-def named_events(
-    body: bytes, decoder: msgspec.json.Decoder[Any]
-) -> tuple[tuple[str, ...], list[Any]] | None:
-    """``(names, events)`` of a body of ``event: NAME`` / ``data: {...}`` line pairs,
-    each pair followed by a blank line, decoded by ``decoder``; None for any other body,
+def named_events(body: bytes, decoder: msgspec.json.Decoder[Any]) -> tuple[bytes, list[Any]] | None:
+    """``(event lines, events)`` of a body of ``event: NAME`` / ``data: {...}`` line pairs,
+    each pair followed by a blank line: the ``event:`` lines joined by line ends (which
+    ``event_names`` reads), and the data decoded by ``decoder``; None for any other body,
     or an event the records refuse."""
     if not body.endswith(b"\n\n") or b"\r" in body:
         return None
@@ -116,10 +115,13 @@ def named_events(
         return None
     text = b"\n{".join(pieces)
     values = _lines(memoryview(text)[len(_DATA) - 1 :], n, decoder, text)
-    if values is None:
-        return None
-    # One decode, as parse_sse decodes the whole body (invalid UTF-8 replaced).
-    return tuple(heads.decode("utf-8", "replace")[7:].split("\nevent: ")), values
+    return None if values is None else (heads, values)
+
+
+def event_names(heads: bytes) -> tuple[str, ...]:
+    """The names of ``named_events``' event lines, decoded at once as ``parse_sse`` decodes
+    the whole body (invalid UTF-8 replaced)."""
+    return tuple(heads.decode("utf-8", "replace")[7:].split("\nevent: "))
 
 
 def _lines(
@@ -204,7 +206,9 @@ class MessageHead(msgspec.Struct, gc=False):
 
 
 class MessagesEvent(msgspec.Struct, gc=False):
-    type: str | None = None
+    type: Annotated[str, msgspec.Meta(min_length=1)]
+    """Required: the walk reads an event by its type (one without takes the general
+    walk, which reads it by its event name)."""
     index: int | None = None
     message: MessageHead | None = None
     content_block: dict[str, Any] | None = None

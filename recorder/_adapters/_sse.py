@@ -273,13 +273,18 @@ def error_text(status: int, body: bytes) -> str:
     return f"HTTP {status}: {snippet[:200]}" if snippet else f"HTTP {status}"
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+"""``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``, without building
+its encoder on every call."""
+
+
 def raw_json(value: Any) -> str:
     """Tool arguments as a JSON text: strings as sent, objects serialized compactly."""
     if isinstance(value, str):
         return value
     if value is None:
         return ""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _COMPACT(value)
 
 
 def stream_error(data: Any, prefix: str = "stream error") -> str:
