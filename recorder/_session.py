@@ -17,7 +17,14 @@ from typing import Literal, TypeAlias
 import attrs
 
 from evaltape.recorder._adapters import CallDecoder
-from evaltape.recorder._adapters._model import Message, ModelCall, ToolCall, Usage, total_usage
+from evaltape.recorder._adapters._model import (
+    Message,
+    ModelCall,
+    ToolCall,
+    Usage,
+    _setters,
+    total_usage,
+)
 from evaltape.recorder._events import (
     Event,
     Exchange,
@@ -98,6 +105,20 @@ class ToolCallRecord:
 
 _RESULT_SLOT = ToolCallRecord.__dict__["result"]
 _FIND_SLOT = ToolCallRecord.__dict__["_result"]
+_SET_TURN, _SET_CALL = _setters(
+    ToolCallRecord, ("turn", "call", "result", "_result"), "_tool_calls"
+)[:2]
+_SET_INDEX, _SET_EXCHANGE, _SET_TURN_CALL = _setters(Turn, ("index", "exchange", "call"), "_turn")
+
+
+def _turn(index: int, exchange: Exchange, call: ModelCall) -> Turn:
+    """``Turn(index=index, exchange=exchange, call=call)``, built slot by slot (one a
+    model call, in a fold)."""
+    turn: Turn = object.__new__(Turn)
+    _SET_INDEX(turn, index)
+    _SET_EXCHANGE(turn, exchange)
+    _SET_TURN_CALL(turn, call)
+    return turn
 
 
 @attrs.frozen(kw_only=True)
@@ -196,8 +217,10 @@ def _tool_calls(turns: list[Turn]) -> tuple[ToolCallRecord, ...]:
     records = []
     for turn in turns:
         for call in turn.call.tool_calls:
-            record = ToolCallRecord(turn=turn.index, call=call)
-            _RESULT_SLOT.__delete__(record)
+            # Built slot by slot, its result left unset for ``find`` to set when first read.
+            record: ToolCallRecord = object.__new__(ToolCallRecord)
+            _SET_TURN(record, turn.index)
+            _SET_CALL(record, call)
             _FIND_SLOT.__set__(record, find)
             records.append(record)
     return tuple(records)
@@ -232,7 +255,7 @@ def fold(events: Iterable[Event]) -> Session:
             call = decoder.decode(event)
             index = len(turns) if call is not None else None
             if call is not None:
-                turns.append(Turn(index=len(turns), exchange=event, call=call))
+                turns.append(_turn(len(turns), event, call))
             else:
                 others.append(event)
             if event.error is not None:

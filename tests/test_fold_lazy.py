@@ -198,3 +198,23 @@ def test_a_sessions_usage_is_the_turns_added_one_by_one(usages: list[Usage]) -> 
     for usage in usages:
         expected += usage
     assert total_usage(usages) == expected
+
+
+def test_turns_and_tool_call_records_a_fold_builds_are_the_ones_their_constructors_build(
+    events: Sequence[Event],
+) -> None:
+    """The fold builds turns and tool call records slot by slot; each equals, hashes,
+    prints and pickles as the constructor's, its result read when first asked for."""
+    from evaltape.recorder import ToolCallRecord, Turn
+
+    session = fold(events)
+    records = session.tool_calls
+    assert records and all(object.__getattribute__(r, "_result") is not None for r in records)
+    for record in records:
+        made = ToolCallRecord(turn=record.turn, call=record.call, result=record.result)
+        assert record == made and hash(record) == hash(made) and repr(record) == repr(made)
+        assert pickle.loads(pickle.dumps(record)) == made
+    for n, turn in enumerate(session.turns):
+        made_turn = Turn(index=n, exchange=turn.exchange, call=turn.call)
+        assert turn == made_turn and hash(turn) == hash(made_turn) and repr(turn) == repr(made_turn)
+        assert pickle.loads(pickle.dumps(turn)) == made_turn
