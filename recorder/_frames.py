@@ -8,6 +8,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import attrs
 
@@ -114,9 +115,9 @@ def parse_file_header(data: bytes) -> FileHeader | None:
     return FileHeader(major=major, minor=minor, writer=writer, size=end + _CRC.size)
 
 
-@attrs.frozen(kw_only=True)
-class FrameHeader:
-    """The fixed fields in front of each frame's payload."""
+class FrameHeader(NamedTuple):
+    """The fixed fields in front of each frame's payload (a named tuple: a reader makes
+    one a frame)."""
 
     flags: int
     """FLAG_START / FLAG_END bits."""
