@@ -11,7 +11,7 @@ The encoding is byte-exact.  See docs/format.md, "Compact exchanges".
 
 from __future__ import annotations
 
-from itertools import chain
+from itertools import accumulate, chain
 from operator import add
 from typing import Any
 
@@ -119,7 +119,8 @@ class StoredChunks:
         head = middle = tail = b""
         at = h = t = 0  # h, t: the lengths of head and tail
         add = parts.extend
-        for p, s, m in zip(self._pre, self._suf, self._mid, strict=True):
+        # (``__init__`` checked that the columns are as long as each other)
+        for p, s, end in zip(self._pre, self._suf, accumulate(self._mid), strict=False):
             if p != h or s != t:  # (the usual chunk copies what the one before did)
                 if p > h or s > t:
                     whole = head + middle + tail
@@ -129,7 +130,6 @@ class StoredChunks:
                 else:
                     head, tail = head[:p], tail[t - s :]
                 h, t = p, s
-            end = at + m
             middle = new[at:end]
             at = end
             add((head, middle, tail))
