@@ -181,13 +181,19 @@ class HeaderTable:
                 raise ValueError("a compact header is not an index or [name, value]")
             name, value = item
             if type(name) is int:
-                if not 0 <= name < len(pairs):
-                    raise ValueError(f"header name refers to table entry {name} of {len(pairs)}")
+                if not 0 <= name < known:
+                    raise ValueError(f"header name refers to table entry {name} of {known}")
                 name = pairs[name][0]
             elif type(name) is not str:
                 raise ValueError("a compact header name is not a str or an index")
-            out.append((name, value))
-            text += len(name) + len(value)
-            self._add((name, value))
-            known = len(pairs)
+            pair = (name, value)
+            out.append(pair)
+            size = len(name) + len(value)
+            text += size
+            if known < MAX_TABLE and pair not in self._index:  # (``_add``, in line)
+                self._index[pair] = known
+                self._names.setdefault(name, known)
+                pairs.append(pair)
+                lens.append(size)
+                known += 1
         return tuple(out), text

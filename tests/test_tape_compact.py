@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import sys
+from itertools import chain
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -276,3 +277,24 @@ def test_stored_headers_of_table_entries_and_content_length_read_one_by_one(
             table.pairs(stored, length)
     else:
         assert table.pairs(stored, length) == expected
+
+
+def test_the_readers_header_table_keeps_step_with_the_writers_past_its_limit() -> None:
+    """Pairs of their own (a new value, a name the table lacks, the same new pair twice
+    in one list) read back as written, before and after the table is full."""
+    from evaltape.recorder._compact_headers import MAX_TABLE, HeaderTable
+
+    writer, reader = HeaderTable(), HeaderTable()
+    for n in range(MAX_TABLE // 8 + 40):
+        headers = [
+            ("date", f"day {n}"),
+            ("x-same", "1"),
+            *((f"x-unique-{k}", f"{n}-{k}") for k in range(6)),
+            ("x-twice", f"{n}"),
+            ("x-twice", f"{n}"),
+            ("content-length", "12"),
+        ]
+        stored = writer.encode(headers, 12)
+        assert reader.pairs(stored, 12) == (tuple(headers), sum(map(len, chain(*headers))))
+    assert len(reader._pairs) == len(writer._pairs) == MAX_TABLE
+    assert reader._index == writer._index and reader._names == writer._names
