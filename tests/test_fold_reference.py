@@ -510,86 +510,83 @@ def _messages_stream(body: bytes) -> list[Event]:
     return [_header(), exchange]
 
 
-def test_a_block_started_again_drops_the_deltas_before_it_as_the_reference_does() -> None:
+def _event(kind: str, **fields: object) -> bytes:
+    """One Anthropic Messages event whose data's type is its name."""
+    return f"event: {kind}\ndata: {json.dumps({'type': kind, **fields})}\n\n".encode()
+
+
+def _delta(index: int, kind: str, **fields: object) -> bytes:
+    return _event("content_block_delta", index=index, delta={"type": kind, **fields})
+
+
+def _read_every_way(body: bytes, what: str) -> Any:
+    """The call the byte path reads from an Anthropic stream ``body``, checked against
+    the general walk's and the reference decoder's."""
     from evaltape.recorder._adapters import _anthropic
     from evaltape.recorder._adapters._model import ModelCall
     from evaltape.recorder._adapters._sse import parse_sse
 
-    def event(kind: str, **fields: object) -> bytes:
-        return f"event: {kind}\ndata: {json.dumps({'type': kind, **fields})}\n\n".encode()
-
-    def delta(index: int, kind: str, **fields: object) -> bytes:
-        return event("content_block_delta", index=index, delta={"type": kind, **fields})
-
-    body = b"".join(
-        [
-            event("message_start", message={"id": "m", "model": "c", "usage": {}}),
-            event("content_block_start", index=0, content_block={"type": "text", "text": "a"}),
-            delta(0, "text_delta", text="b"),
-            delta(1, "thinking_delta", thinking="t"),
-            event("content_block_start", index=0, content_block={"type": "text", "text": 5}),
-            delta(0, "text_delta", text="d"),
-            delta(0, "text_delta", text="e"),
-            event("content_block_start", index=1, content_block={"type": "thinking"}),
-            delta(1, "thinking_delta", thinking="u"),
-            event("message_stop"),
-        ]
-    )
     call = ModelCall(api=_anthropic.API)
     quick = _anthropic.read_stream_bytes(call, body)
-    assert quick is not None
-    assert quick == _anthropic.read_stream(call, parse_sse(body), batch=False)
+    assert quick is not None, what
+    assert quick == _anthropic.read_stream(call, parse_sse(body), batch=False), what
+    assert _assert_same(_messages_stream(body), what) == 1
+    return quick
+
+
+def test_a_block_started_again_drops_the_deltas_before_it_as_the_reference_does() -> None:
+    body = b"".join(
+        [
+            _event("message_start", message={"id": "m", "model": "c", "usage": {}}),
+            _event("content_block_start", index=0, content_block={"type": "text", "text": "a"}),
+            _delta(0, "text_delta", text="b"),
+            _delta(1, "thinking_delta", thinking="t"),
+            _event("content_block_start", index=0, content_block={"type": "text", "text": 5}),
+            _delta(0, "text_delta", text="d"),
+            _delta(0, "text_delta", text="e"),
+            _event("content_block_start", index=1, content_block={"type": "thinking"}),
+            _delta(1, "thinking_delta", thinking="u"),
+            _event("message_stop"),
+        ]
+    )
+    quick = _read_every_way(body, "restarted blocks")
     assert (quick.output_text, quick.thinking) == ("de", "u")
-    assert _assert_same(_messages_stream(body), "restarted blocks") == 1
 
 
 def test_blocks_with_their_own_text_and_deltas_join_as_the_reference_joins_them() -> None:
     """A block's own text or thinking comes before its deltas; thinking blocks that end
     up empty are left out; a tool's input deltas replace its input only if they join
     to some text."""
-    from evaltape.recorder._adapters import _anthropic
-    from evaltape.recorder._adapters._model import ModelCall
-    from evaltape.recorder._adapters._sse import parse_sse
-
-    def event(kind: str, **fields: object) -> bytes:
-        return f"event: {kind}\ndata: {json.dumps({'type': kind, **fields})}\n\n".encode()
 
     def start(index: int, **block: object) -> bytes:
-        return event("content_block_start", index=index, content_block=block)
-
-    def delta(index: int, kind: str, **fields: object) -> bytes:
-        return event("content_block_delta", index=index, delta={"type": kind, **fields})
+        return _event("content_block_start", index=index, content_block=block)
 
     body = b"".join(
         [
-            event("message_start", message={"id": "m", "model": "c", "usage": {}}),
+            _event("message_start", message={"id": "m", "model": "c", "usage": {}}),
             start(0, type="thinking", thinking="first"),
             start(1, type="thinking", thinking=""),
             start(2, type="thinking", thinking="then"),
-            delta(2, "thinking_delta", thinking=" more"),
+            _delta(2, "thinking_delta", thinking=" more"),
             start(3, type="text", text="Hello"),
-            delta(3, "text_delta", text=", "),
-            delta(3, "text_delta", text="world"),
+            _delta(3, "text_delta", text=", "),
+            _delta(3, "text_delta", text="world"),
             start(4, type="tool_use", id="t1", name="a", input={"k": 1}),
             start(5, type="tool_use", id="t2", name="b", input={}),
-            delta(5, "input_json_delta", partial_json='{"p": '),
-            delta(5, "input_json_delta", partial_json="2}"),
+            _delta(5, "input_json_delta", partial_json='{"p": '),
+            _delta(5, "input_json_delta", partial_json="2}"),
             start(6, type="tool_use", id="t3", name="c", input={"q": 3}),
-            delta(6, "input_json_delta", partial_json=""),
-            event("message_stop"),
+            _delta(6, "input_json_delta", partial_json=""),
+            _event("message_stop"),
         ]
     )
-    call = ModelCall(api=_anthropic.API)
-    quick = _anthropic.read_stream_bytes(call, body)
-    assert quick is not None
-    assert quick == _anthropic.read_stream(call, parse_sse(body), batch=False)
+    quick = _read_every_way(body, "own text and deltas")
     assert (quick.output_text, quick.thinking) == ("Hello, world", "first\nthen more")
     assert [(c.id, c.arguments) for c in quick.tool_calls] == [
         ("t1", '{"k":1}'),  # (an input is written compact)
         ("t2", '{"p": 2}'),
         ("t3", '{"q":3}'),
     ]
-    assert _assert_same(_messages_stream(body), "own text and deltas") == 1
 
 
 def test_pings_and_events_named_error_on_the_byte_path_read_as_the_general_walk() -> None:
