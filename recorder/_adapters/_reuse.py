@@ -120,7 +120,7 @@ class BodyParser:
 
     def __init__(self, key: str) -> None:
         self._key = key
-        self._quick_key = Key(key)
+        self._quick_key = Key.of(key)
         self._layout: Layout | None = None  # the previous body's, for ``quick``
         self.chains = Chains(self._quick_key)
         """The last few bodies loaded (with a token) or checked: ``_reuse_check``."""

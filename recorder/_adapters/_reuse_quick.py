@@ -96,6 +96,17 @@ class Key:
         self.again = re.compile(re.escape(quoted) + rb"[ \t\n\r]*:")
         self.prefix = b"{" + quoted + b":["
 
+    @staticmethod
+    def of(name: str) -> Key:
+        """The key of ``name``, made once (it is only read: every session shares it)."""
+        key = _KEYS.get(name)
+        if key is None:
+            key = _KEYS[name] = Key(name)
+        return key
+
+
+_KEYS: dict[str, Key] = {}
+
 
 def quick(key: Key, data: bytes, last: Layout | None) -> tuple[dict[str, Any], Layout] | None:
     """``(json.loads(data), its layout)`` for a body that starts with ``{`` and reads
