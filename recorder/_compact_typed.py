@@ -33,7 +33,7 @@ _Length = Annotated[int, msgspec.Meta(ge=0)]
 """A length in a chunk column."""
 
 
-class _Query(msgspec.Struct, array_like=True, gc=False):
+class _StoredRequest(msgspec.Struct, array_like=True, gc=False):
     method: str
     url: str
     headers: list[_Header]
@@ -41,7 +41,7 @@ class _Query(msgspec.Struct, array_like=True, gc=False):
     base: list[int] | None
 
 
-class _Answer(msgspec.Struct, array_like=True, gc=False):
+class _StoredResponse(msgspec.Struct, array_like=True, gc=False):
     status: int
     headers: list[_Header]
     streamed: bool
@@ -52,15 +52,15 @@ class _Answer(msgspec.Struct, array_like=True, gc=False):
     steps: list[int]
 
 
-class _Stored(msgspec.Struct, array_like=True, gc=False):
+class _StoredExchange(msgspec.Struct, array_like=True, gc=False):
     at: int | float
     duration: int | float
-    q: _Query
-    r: _Answer | None
+    q: _StoredRequest
+    r: _StoredResponse | None
     error: None
 
 
-_DECODE = msgspec.msgpack.Decoder(_Stored).decode
+_DECODE = msgspec.msgpack.Decoder(_StoredExchange).decode
 
 
 def typed_parts(
