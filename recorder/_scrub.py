@@ -12,9 +12,14 @@ scrubs each request it receives the same way before matching it.
   bodies and URLs and in plain (not content-encoded) response bodies; when a
   replay serves a response, ``restore`` turns the placeholder back into the
   current attempt's path, so a tool call the model aimed at the old folder
-  lands in today's.
+  lands in today's.  The forms tools derive from a path are placeholders of
+  their own (``DERIVED_PLACEHOLDERS``): slashes and dots turned into dashes
+  (``-tmp-evaltape-kz8gnlu-``, how some coding agents name a project folder),
+  percent-encoded, and ``~``-relative.
 - User rules (``ScrubRule``: a regular expression and its replacement) apply to
-  request bodies only: the words the harness sends, tool results included.
+  request bodies only: the words the harness sends, tool results included.  A
+  replay applies them to the recorded request too (``rescrub_exchange``), so a
+  rule added after recording fixes old tapes.
 
 What the real API receives is never changed: only the copy written to the
 tape, and the copy a replay matches, are scrubbed.
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import os
 import re
+import urllib.parse
 from collections.abc import Iterable
 from typing import Protocol
 
@@ -33,6 +39,16 @@ from evaltape.recorder._events import Chunk, Exchange, Headers, Request, Respons
 
 WORKSPACE_PLACEHOLDER = "<workspace>"
 """What an attempt's workspace path reads as on a tape."""
+
+DERIVED_PLACEHOLDERS = {
+    "dashed": "<workspace-dashed>",
+    "percent": "<workspace-percent>",
+    "home": "<workspace-home>",
+}
+"""What the derived forms of the workspace path read as on a tape: every character
+but letters and digits turned into ``-`` (``/tmp/evaltape-ab_1`` reads
+``-tmp-evaltape-ab-1``), percent-encoded (``%2Ftmp%2Fevaltape-ab_1``), and relative
+to the home folder (``~/...``, where the workspace lies under it)."""
 
 
 class Redacts(Protocol):
@@ -75,6 +91,26 @@ def _spellings(path: str) -> tuple[bytes, ...]:
     return tuple(sorted((f.encode("utf-8") for f in forms if f), key=len, reverse=True))
 
 
+_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
+
+
+def derived_forms(path: str, home: str = "") -> tuple[tuple[str, str], ...]:
+    """``(form, placeholder)`` for the forms tools derive from a workspace ``path``.
+
+    Only forms that differ from the path itself and are long enough to be
+    unambiguous are listed (see ``DERIVED_PLACEHOLDERS``).
+    """
+    path = path.rstrip("/\\")
+    forms = [
+        (_NOT_ALNUM.sub("-", path), DERIVED_PLACEHOLDERS["dashed"]),
+        (urllib.parse.quote(path, safe=""), DERIVED_PLACEHOLDERS["percent"]),
+    ]
+    home = home.rstrip("/")
+    if home and path.startswith(home + "/"):
+        forms.append(("~" + path[len(home) :], DERIVED_PLACEHOLDERS["home"]))
+    return tuple((f, p) for f, p in forms if f != path and len(f) >= 8)
+
+
 @attrs.frozen(kw_only=True)
 class Scrubber:
     """Scrubs an exchange, then hands it to ``redactor``; see the module docstring."""
@@ -85,21 +121,45 @@ class Scrubber:
     """The attempt's workspace path (and its resolved form, if different)."""
     rules: tuple[ScrubRule, ...] = ()
     """User rules for request bodies, applied in order after the workspace."""
-    _paths: tuple[bytes, ...] = attrs.field(init=False, repr=False, eq=False)
+    home: str = ""
+    """The home folder, for the ``~``-relative form of the workspace path ("" for none)."""
+    _paths: tuple[tuple[bytes, bytes], ...] = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
-        found: list[bytes] = []
+        found: dict[bytes, bytes] = {}
+        placeholder = WORKSPACE_PLACEHOLDER.encode()
         for path in self.workspace:
-            found.extend(s for s in _spellings(path.rstrip("/\\")) if s not in found)
-        object.__setattr__(self, "_paths", tuple(sorted(found, key=len, reverse=True)))
+            for spelling in _spellings(path.rstrip("/\\")):
+                found.setdefault(spelling, placeholder)
+        for path in self.workspace:
+            for form, derived in derived_forms(path, self.home):
+                for spelling in _spellings(form):
+                    found.setdefault(spelling, derived.encode())
+        ordered = sorted(found.items(), key=lambda kv: len(kv[0]), reverse=True)
+        object.__setattr__(self, "_paths", tuple(ordered))
 
     def scrub_text(self, data: bytes) -> bytes:
-        """``data`` with the workspace path replaced (no user rules)."""
-        placeholder = WORKSPACE_PLACEHOLDER.encode()
-        for path in self._paths:
+        """``data`` with the workspace path (and its derived forms) replaced (no user rules)."""
+        for path, placeholder in self._paths:
             if path in data:
                 data = data.replace(path, placeholder)
         return data
+
+    def rescrub_exchange(self, exchange: Exchange) -> Exchange:
+        """A recorded exchange with today's user rules applied to its request body.
+
+        A replay matches against this, so a rule added after recording rewrites
+        the recorded request as it rewrites the one sent now.
+        """
+        body = exchange.request.body
+        for rule in self.rules:
+            body = rule.apply(body)
+        if body == exchange.request.body:
+            return exchange
+        request = attrs.evolve(
+            exchange.request, body=body, headers=_resized(exchange.request.headers, body)
+        )
+        return attrs.evolve(exchange, request=request)
 
     def scrub_body(self, body: bytes) -> bytes:
         """A request body: the workspace path, then every user rule."""
@@ -109,10 +169,14 @@ class Scrubber:
         return body
 
     def restore(self, data: bytes) -> bytes:
-        """``data`` with the placeholder turned back into the workspace path."""
-        if not self.workspace:
+        """``data`` with each placeholder turned back into today's workspace path (or form)."""
+        if not self.workspace or b"<workspace" not in data:
             return data
-        return data.replace(WORKSPACE_PLACEHOLDER.encode(), self.workspace[0].encode("utf-8"))
+        path = self.workspace[0]
+        data = data.replace(WORKSPACE_PLACEHOLDER.encode(), path.encode("utf-8"))
+        for form, placeholder in derived_forms(path, self.home):
+            data = data.replace(placeholder.encode(), form.encode("utf-8"))
+        return data
 
     def scrub_request(self, request: Request) -> Request:
         """A copy of ``request`` whose body and URL are scrubbed."""

@@ -78,13 +78,21 @@ class Flavor:
 
 
 class _SyncIterStream:
-    """Iterates a callable's iterator; mixed into the flavor's SyncByteStream."""
+    """Iterates a callable's iterator once; mixed into the flavor's SyncByteStream.
+
+    A body is read once, as on a socket: a second read (the openai SDK drains a
+    stream after use) yields nothing rather than the whole body again.
+    """
 
     def __init__(self, chunks: Callable[[], Iterator[bytes]], on_close: Callable[[], None]) -> None:
         self._chunks = chunks
         self._on_close = on_close
+        self._read = False
 
     def __iter__(self) -> Iterator[bytes]:
+        if self._read:
+            return iter(())
+        self._read = True
         return self._chunks()
 
     def close(self) -> None:
@@ -92,19 +100,29 @@ class _SyncIterStream:
 
 
 class _AsyncIterStream:
-    """Async twin of ``_SyncIterStream``."""
+    """Async twin of ``_SyncIterStream`` (read once, then empty)."""
 
     def __init__(
         self, chunks: Callable[[], AsyncIterator[bytes]], on_close: Callable[[], Any]
     ) -> None:
         self._chunks = chunks
         self._on_close = on_close
+        self._read = False
 
     def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._read:
+            return _empty()
+        self._read = True
         return self._chunks()
 
     async def aclose(self) -> None:
         await self._on_close()
+
+
+async def _empty() -> AsyncIterator[bytes]:
+    """An async iterator of nothing: a body already read."""
+    return
+    yield b""  # pragma: no cover  (makes this an async generator)
 
 
 def load_flavor(name: str) -> Flavor:

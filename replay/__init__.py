@@ -24,6 +24,7 @@ from evaltape.replay._sandbox import Sandbox, SandboxError, SandboxResult, run_s
 from evaltape.replay._sandbox_limits import SandboxPolicy
 from evaltape.replay._transport import ReplayTransport, Unmatched
 from evaltape.replay._upstreams import Upstreams
+from evaltape.replay._volatile import FirstRequests, ScrubProposal, propose_scrub_rules
 
 __all__ = [
     "TOKEN_HEADER",
@@ -35,6 +36,7 @@ __all__ = [
     "Divergence",
     "Exhausted",
     "Finding",
+    "FirstRequests",
     "IsolationUnavailable",
     "MissResponses",
     "NoRecording",
@@ -51,6 +53,7 @@ __all__ = [
     "SandboxError",
     "SandboxPolicy",
     "SandboxResult",
+    "ScrubProposal",
     "TapeProxy",
     "UnknownMode",
     "Unmatched",
@@ -64,6 +67,7 @@ __all__ = [
     "normalize",
     "parse_mode",
     "parse_route",
+    "propose_scrub_rules",
     "replay_client",
     "resolve_mode",
     "run_program",

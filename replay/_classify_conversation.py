@@ -102,6 +102,22 @@ def _tool_result(old: Item, new: Item) -> Finding:
     )
 
 
+def _observation(old: Item, new: Item) -> Finding:
+    """A changed user message sent after the model spoke: the harness's reply changed."""
+    diff, words = text_diff(old.text, new.text), changed_words(old.text, new.text)
+    if old.text == new.text:
+        diff, words = value_diff(old.raw, new.raw), value_changes(old.raw, new.raw)
+    after = new.after or old.after
+    return Finding(
+        kind=ChangeKind.TOOL_RESULT,
+        aspect="observation",
+        subject=new.label + (f', after "{after}"' if after else ""),
+        path=_path(old, new),
+        diff=diff,
+        edit_key=edit_key(ChangeKind.TOOL_RESULT.name, "observation", words),
+    )
+
+
 def _conversation(
     what: str, change: str, item: Item, path: str, diff: tuple[str, ...], *extra: object
 ) -> Finding:
@@ -126,6 +142,8 @@ def _changed(old: Item, new: Item) -> Finding:
     if old.role in _PROMPT_ROLES:
         return _prompt("system prompt", old, new)
     if old.role == "user":
+        if old.observation or new.observation:
+            return _observation(old, new)
         return _prompt("user prompt", old, new)
     if old.role == "tool":
         if _without_id(old.raw) != _without_id(new.raw):

@@ -26,7 +26,9 @@ class ChangeKind(enum.Enum):
     TOOL_RESULT = "tool result changed"
     """The request sends back the result of a tool call the model made in the
     recording, and the result differs: a tool now returns other data for the
-    same call.  Fix the tool; re-recording would record the bug as the truth."""
+    same call.  So does a user message sent after the model's first turn (a
+    text/ReAct agent's observation).  Fix the tool; re-recording would record
+    the bug as the truth."""
     CONVERSATION = "conversation changed"
     """Messages were added, dropped, reordered or altered by the harness (a
     tool result no longer sent back, an extra message): the harness now does
@@ -44,14 +46,17 @@ class ChangeKind(enum.Enum):
 
 ASPECTS = (
     "tool result",
+    "observation",
     "conversation",
     "system prompt",
     "user prompt",
     "tool definitions",
     "parameters",
 )
-"""Every value of ``Finding.aspect``: the first two go with their own kind,
-the last four are the sub-kinds of ``HARNESS_TEXT``."""
+"""Every value of ``Finding.aspect``: ``tool result`` and ``observation`` (a user
+message the harness sent after the model spoke: a text/ReAct agent's tool output)
+go with ``TOOL_RESULT``, ``conversation`` with its own kind, the last four are the
+sub-kinds of ``HARNESS_TEXT``."""
 
 
 @attrs.frozen(kw_only=True)
@@ -83,6 +88,8 @@ class Finding:
     @property
     def headline(self) -> str:
         """One line: ``tool result changed: read {"path": "a.txt"}``, ``system prompt changed``."""
+        if self.aspect == "observation":
+            return f"tool result changed: observation in {self.subject}"
         if self.kind is ChangeKind.TOOL_RESULT:
             return f"tool result changed: {self.tool} {self.arguments}".rstrip()
         if self.kind is ChangeKind.CONVERSATION:

@@ -49,6 +49,11 @@ class Item:
     """For a tool result: the call it answers, when the same body holds it."""
     raw: Any = None
     """Its JSON, for exact comparison."""
+    observation: bool = False
+    """A user message sent after the model's first turn: the harness's reply to the
+    model (a tool's output in a text/ReAct agent), not prompt text."""
+    after: str = ""
+    """For an observation: the last line of the model's turn it answers (shortened)."""
 
     @property
     def slot(self) -> tuple[str, ...]:
@@ -222,13 +227,33 @@ def _anthropic(body: dict[str, Any]) -> list[Item]:
 _READERS = {"openai.chat": _chat, "openai.responses": _responses, "anthropic.messages": _anthropic}
 
 
+MAX_AFTER = 60
+"""Characters of the model's turn an observation names (its last line)."""
+
+
+def _last_line(item: Item) -> str:
+    lines = [ln.strip() for ln in item.text.splitlines() if ln.strip()]
+    if not lines and item.calls:
+        return item.calls[-1].name
+    line = lines[-1] if lines else ""
+    return line if len(line) <= MAX_AFTER else line[: MAX_AFTER - 1] + "…"
+
+
 def _resolve(items: list[Item]) -> tuple[Item, ...]:
-    """Tool results with the call they answer, found by id in the same body."""
+    """Tool results with the call they answer, found by id in the same body, and user
+    messages after the model's first turn marked as observations."""
     calls = {c.id: c for item in items for c in item.calls if c.id}
-    return tuple(
-        attrs.evolve(item, answers=calls.get(item.call_id)) if item.role == "tool" else item
-        for item in items
-    )
+    out: list[Item] = []
+    model: Item | None = None
+    for item in items:
+        if item.role == "tool":
+            item = attrs.evolve(item, answers=calls.get(item.call_id))
+        elif item.role == "user" and model is not None:
+            item = attrs.evolve(item, observation=True, after=_last_line(model))
+        elif item.role == "assistant":
+            model = item
+        out.append(item)
+    return tuple(out)
 
 
 def _tool_name(tool: Any, index: int) -> str:

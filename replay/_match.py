@@ -377,3 +377,5 @@ class Divergence:
     """1-based ordinal of the recorded request whose response was served (0: none)."""
     message: str
     """The error strict mode would have raised."""
+    error: Exception | None = attrs.field(default=None, eq=False, repr=False)
+    """That error itself (``Diverged`` or ``Exhausted``), when it was made."""

@@ -16,7 +16,7 @@ import hashlib
 import json
 import threading
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -93,9 +93,15 @@ class Matcher:
     Thread-safe: many concurrent requests may call ``take``.  ``strict``
     (default) raises on any miss; otherwise a diverged or exhausted request
     gets the nearest recorded response and the miss is kept in
-    ``divergences``.  Recorded requests are normalized only once a request
-    has no byte-identical recording left (until then they are served by
-    exact digest, in recorded order).
+    ``divergences``.  ``keep_going`` (with ``strict``) serves a diverged or
+    exhausted request the nearest recording *not served yet* and keeps the
+    miss in ``divergences``, so a harness runs on and every later request is
+    seen; with no unserved recording of its endpoint left the miss is raised,
+    so a harness never gets more answers than were recorded.  Recorded
+    requests are normalized only once a request has no byte-identical
+    recording left (until then they are served by exact digest, in recorded
+    order); ``rewrite`` is applied to each recorded exchange then (scrub
+    rules added after recording apply to the recorded side too).
     """
 
     def __init__(
@@ -104,10 +110,14 @@ class Matcher:
         *,
         session_id: str = "",
         strict: bool = True,
+        keep_going: bool = False,
         ignore_headers: Iterable[str] = (),
+        rewrite: Callable[[Exchange], Exchange] | None = None,
     ) -> None:
         self.session_id = session_id or "(unnamed)"
         self.strict = strict
+        self.keep_going = keep_going
+        self.rewrite = rewrite
         self.ignore_headers = frozenset(h.lower() for h in ignore_headers)
         self.recorded = tuple(
             Recorded(ordinal=i, exchange=e, ignore_headers=self.ignore_headers)
@@ -137,6 +147,12 @@ class Matcher:
             if self._lazy is None:
                 return
             self._lazy = None
+            if self.rewrite is not None:
+                new, ignored = self.rewrite, self.ignore_headers
+                self.recorded = tuple(
+                    Recorded(ordinal=r.ordinal, exchange=new(r.exchange), ignore_headers=ignored)
+                    for r in self.recorded
+                )
             for rec in sorted(self.recorded, key=_sent_order):
                 if _scripted(rec.exchange):
                     # A scripted reply answers the next request to its endpoint, whatever it says.
@@ -199,16 +215,22 @@ class Matcher:
             try:
                 self._miss(sent, ordinal, queue is not None)
             except (Diverged, Exhausted) as exc:
-                if self.strict:
+                if self.keep_going:
+                    unserved = self._nearest_unserved(sent)
+                    if unserved is None:
+                        raise
+                    rec = unserved
+                elif self.strict:
                     raise
-                rec = self._nearest(sent, prefer_unused=True)
+                else:
+                    rec = self._nearest(sent, prefer_unused=True)
                 if rec.ordinal not in self._used:
                     self._used.add(rec.ordinal)
                     for waiting in self._queues.values():
                         if rec in waiting:
                             waiting.remove(rec)
                 self.divergences.append(
-                    Divergence(ordinal=ordinal, served=rec.ordinal, message=str(exc))
+                    Divergence(ordinal=ordinal, served=rec.ordinal, message=str(exc), error=exc)
                 )
                 return rec
         raise AssertionError("unreachable")  # pragma: no cover
@@ -220,6 +242,17 @@ class Matcher:
             return (same, unused and prefer_unused, similarity(sent, rec.normalized), -rec.ordinal)
 
         return max(self.recorded, key=score)
+
+    def _nearest_unserved(self, sent: Normalized) -> Recorded | None:
+        """The most similar recording of the request's endpoint not served yet, if any."""
+        left = [
+            r
+            for r in self.recorded
+            if r.ordinal not in self._used and r.normalized.endpoint == sent.endpoint
+        ]
+        if not left:
+            return None
+        return max(left, key=lambda r: (similarity(sent, r.normalized), -r.ordinal))
 
     def _miss(self, sent: Normalized, ordinal: int, exhausted: bool) -> None:
         where = f"session {self.session_id}: request #{ordinal} of this replay ({sent.endpoint})"
@@ -287,7 +320,7 @@ class Matcher:
             session_id=self.session_id,
             unused=tuple(r.ordinal for r in left),
         )
-        if self.strict:
+        if self.strict or self.keep_going:
             raise error
         with self._lock:
             self.divergences.append(Divergence(ordinal=0, served=0, message=str(error)))

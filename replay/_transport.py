@@ -86,7 +86,11 @@ class Unmatched:
     request: Request
     """The request the harness sent."""
     nearest: Exchange | None
-    """The recorded exchange that came closest (lenient mode: the one served)."""
+    """The recorded exchange that came closest (lenient mode: the one served), its
+    request scrubbed as matching saw it."""
+    error: Exception | None = attrs.field(default=None, eq=False, repr=False)
+    """The miss (``Diverged``, ``Exhausted``, ``NoRecording``), raised to the client
+    or, when the request was served anyway, kept here."""
 
 
 class ReplayTransport:
@@ -96,7 +100,12 @@ class ReplayTransport:
     exchanges tagged with a role, ``recorder.role_of``, are skipped).
     ``strict`` (default) raises on any request the tape cannot answer
     exactly; lenient mode serves the nearest recorded response,
-    sets ``tainted`` and lists each miss in ``divergences``.  ``timing`` is
+    sets ``tainted`` and lists each miss in ``divergences``.  ``keep_going``
+    (strict only) serves a changed request the nearest recorded response not
+    served yet, so the harness runs to its end and every later request can be
+    classified: each such request is in ``unmatched`` with its error, and
+    ``finish()`` raises the first; with no unserved recording left the miss is
+    raised to the client as in strict mode.  ``timing`` is
     ``"instant"`` (default), ``"real"`` (sleep by the recorded chunk
     offsets) or a factor scaling them.  ``fast_retries`` zeroes recorded
     wait hints (see ``fast_retry_headers``).  ``fallback``, a recording
@@ -117,6 +126,7 @@ class ReplayTransport:
         *,
         session_id: str = "",
         strict: bool = True,
+        keep_going: bool = False,
         timing: str | float = "instant",
         fast_retries: bool = True,
         ignore_headers: Iterable[str] = (),
@@ -137,7 +147,9 @@ class ReplayTransport:
             exchanges,
             session_id=session_id,
             strict=strict or fallback is not None,
+            keep_going=keep_going and strict and fallback is None,
             ignore_headers=ignore_headers,
+            rewrite=scrubber.rescrub_exchange if scrubber is not None and scrubber.rules else None,
         )
         self.scale = _scale(timing)
         self.fast_retries = fast_retries
@@ -190,20 +202,29 @@ class ReplayTransport:
             try:
                 rec = self.matcher.take(sent.method, sent.url, sent.headers, sent.body)
             except ReplayError as exc:
-                nearest = getattr(exc, "nearest", 0)
-                self.unmatched.append(Unmatched(request=sent, nearest=self._ordinal(nearest)))
+                nearest = self._ordinal(getattr(exc, "nearest", 0))
+                self.unmatched.append(Unmatched(request=sent, nearest=nearest, error=exc))
                 if self.fallback is None:
                     self.misses.append(exc)
                     raise
                 return None
-            if len(self.matcher.divergences) > before:  # lenient: served although changed
-                self.unmatched.append(Unmatched(request=sent, nearest=rec.exchange))
+            if len(self.matcher.divergences) > before:  # served although changed
+                missed = reversed(self.matcher.divergences)
+                error = next((d.error for d in missed if d.served == rec.ordinal), None)
+                self.unmatched.append(Unmatched(request=sent, nearest=rec.exchange, error=error))
         if self.fallback is not None:
             self.fallback.record(attrs.evolve(rec.exchange, at=self.fallback.clock()))
         return rec
 
     def _ordinal(self, ordinal: int) -> Exchange | None:
-        return self.recorded[ordinal - 1] if 0 < ordinal <= len(self.recorded) else None
+        """The recorded exchange of this ordinal, as matching saw it (rescrubbed)."""
+        recorded = self.matcher.recorded
+        return recorded[ordinal - 1].exchange if 0 < ordinal <= len(recorded) else None
+
+    @property
+    def served(self) -> int:
+        """Requests answered from the tape so far (matched or, keeping going, not)."""
+        return len(self.recorded) - len(self.matcher.unused())
 
     def _served(self, response: Response) -> tuple[Chunk, ...]:
         """The chunks to serve: as recorded, the workspace placeholder restored."""

@@ -231,9 +231,13 @@ def test_a_harness_change_shows_as_stale_or_regression(tmp_path: Path, server: C
     assert "      +You are a test agent. Answer briefly. Also be polite." in changed.stdout
 
     broken = evaltape(project, "replay", env={"CHAT_AGENT_VARIANT": "fail_after"})
+    # A harness that now raises after the model answered is a harness change, named with
+    # the call it stopped after and the error's first line.
     assert broken.returncode == 1, broken.stdout + broken.stderr
-    assert "REGRESSION basic/hello" in broken.stdout
+    assert "HARNESS CHANGED conversation changed (1 distinct edit): 1 attempt" in broken.stdout
+    assert "the harness raised after call 1 of 1: the agent failed: " in broken.stdout
     assert "the harness broke" in broken.stdout
+    assert broken.stdout.splitlines()[-1] == "FAIL: 1 conversation changed (see above)"
 
 
 def test_a_refused_api_key_stops_the_run_with_one_line(tmp_path: Path, server: ChatServer) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import click
 
 from evaltape.recorder import Usage
+from evaltape.replay import ScrubProposal
 from evaltape.scoring._cli import _gate_flow
 from evaltape.scoring._cli._boundary import EXIT_INTERRUPTED, fail
 from evaltape.scoring._config import display_path
@@ -161,6 +163,22 @@ def _print_judge(
     return status
 
 
+def render_volatile(proposals: Sequence[ScrubProposal]) -> tuple[str, ...]:
+    """The proposed scrub rules, as lines to read and a block to paste."""
+    if not proposals:
+        return ()
+    lines = [
+        f"volatile text: {len(proposals)} scrub rule(s) proposed. The first requests hold text "
+        "that will differ on another run or day, so their replays would be STALE; add these "
+        "lines to [tool.evaltape.scrub] in pyproject.toml (or [scrub] in evaltape.toml), "
+        "which masks them on both sides of a replay, old recordings included:"
+    ]
+    for p in proposals:
+        example = p.example if len(p.example) <= 40 else p.example[:39] + "…"
+        lines.append(f"  {p.toml}  # {p.why}, e.g. {json.dumps(example, ensure_ascii=False)}")
+    return tuple(lines)
+
+
 def render_outcome(outcome: LiveOutcome, opts: GateOptions) -> int:
     """Print the outcome as ``evaltape live`` does; returns the exit code."""
     assert outcome.record is not None and outcome.record_path is not None
@@ -187,6 +205,8 @@ def render_outcome(outcome: LiveOutcome, opts: GateOptions) -> int:
     )
     if outcome.cassettes:
         click.echo(f"cassettes updated: {len(outcome.cassettes)} tape(s)", err=True)
+    for line in render_volatile(outcome.volatile):
+        click.echo(line, err=True)
     if pool.not_started:
         click.echo(
             f"budget reached: {pool.not_started} attempt(s) not started; "

@@ -22,6 +22,10 @@ from evaltape.recorder import (
     secret_preview,
 )
 from evaltape.scoring._cli._lint_text import TEXT_SUFFIXES, lint_text, run_files
+from evaltape.scoring._cli._options import config_options
+from evaltape.scoring._cli._render_live import render_volatile
+from evaltape.scoring._config import Config
+from evaltape.scoring.run._volatile_tapes import volatile_in_tapes
 
 EXIT_SECRET = 1
 EXIT_UNREADABLE = 2
@@ -39,8 +43,9 @@ def tape_files(paths: tuple[str, ...]) -> Iterator[Path]:
 
 
 EXAMPLE = """\b
-Example:
+Examples:
   evaltape lint cassettes/
+  evaltape lint --volatile cassettes/
 """
 """The example ``--help`` ends with."""
 
@@ -50,6 +55,14 @@ Example:
     epilog=EXAMPLE,
 )
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option(
+    "--volatile",
+    is_flag=True,
+    help="Instead of secrets, list scrub rules proposed for text in the tapes' first requests "
+    "that differs between attempts of a case, or names the day it was recorded (exit 1 when "
+    "any is found); the config's scrub rules are applied first.",
+)
+@config_options("scrub")
 @click.option(
     "--pattern",
     "patterns",
@@ -73,6 +86,8 @@ Example:
 )
 def lint(
     paths: tuple[str, ...],
+    volatile: bool,
+    config: Config,
     patterns: tuple[str, ...],
     headers: tuple[str, ...],
     allow: tuple[str, ...],
@@ -86,7 +101,14 @@ def lint(
     Each finding prints as ``file: session S event N: KIND at WHERE: PREVIEW``
     with only a masked preview of the secret.  Exits 1 if anything is found,
     2 if a tape is unreadable or corrupt, 0 otherwise.
+
+    With --volatile, lists the scrub rules proposed for volatile text (dates,
+    ids, anything that differs between attempts of one case) in the first
+    requests of the live sessions, as lines to paste into the config.
     """
+    if volatile:
+        _volatile(paths, config)
+        return
     try:
         redactor = default_redactor().extended(headers=headers, patterns=patterns, allow=allow)
     except TapeError as exc:
@@ -130,6 +152,21 @@ def lint(
         raise SystemExit(EXIT_UNREADABLE)
     if findings:
         raise SystemExit(EXIT_SECRET)
+
+
+def _volatile(paths: tuple[str, ...], config: Config) -> None:
+    tapes = [p for p in tape_files(paths) if p.suffix not in TEXT_SUFFIXES]
+    missing = [p for p in tapes if not p.is_file()]
+    if missing:
+        click.echo(f"evaltape: error: {missing[0]}: no such tape file", err=True)
+        raise SystemExit(EXIT_UNREADABLE)
+    proposals = volatile_in_tapes(tapes, rules=config.scrub)
+    if not proposals:
+        click.echo(f"evaltape lint: no volatile text in the first requests of {len(tapes)} tapes")
+        return
+    for line in render_volatile(proposals):
+        click.echo(line)
+    raise SystemExit(EXIT_SECRET)
 
 
 def _lint_one(path: str, redactor: Redactor) -> tuple[int, int, int, bool]:

@@ -16,8 +16,13 @@ final message while calling tools it was told not to.
 9. ``expectBashMatches``: each pattern matches some bash command.
 
 Calls to a tool the harness declares as its own control tool (a harness
-event field ``control_tool``) are not tool use and are left out.  Turns are
-counted from 1 in messages.
+event field ``control_tool``) are not tool use and are left out.  A text
+(ReAct) agent, whose model names its actions in plain text, reports each
+action it ran as a harness event ``tool_call`` (``TOOL_CALL_EVENT``): its
+``tool`` field names the tool, its other fields but ``result`` are the
+arguments (``task.log("tool_call", tool="bash", command="ls -la")``), and the
+rules see it as a call of the turn before it.  Turns are counted from 1 in
+messages.
 """
 
 from __future__ import annotations
@@ -26,13 +31,16 @@ import json
 import re
 from collections.abc import Callable, Iterator, Sequence
 
-from evaltape.recorder import Failure, Session, ToolCallRecord
+from evaltape.recorder import Failure, Session, ToolCall, ToolCallRecord
 from evaltape.scoring.cases._cases import Case
 from evaltape.scoring.cases._frozen import FrozenMap, JsonValue, thaw
 from evaltape.scoring.checks._score import Check
 
 BASH_TOOL = "bash"
 """The tool whose ``command`` argument ``expectBashMatches`` reads."""
+
+TOOL_CALL_EVENT = "tool_call"
+"""Harness event name by which a text agent reports an action it ran (see module docs)."""
 
 CONTROL_TOOL_FIELD = "control_tool"
 """Harness event field naming a tool the scorer ignores (see ``control_tools``)."""
@@ -285,11 +293,38 @@ def control_tools(session: Session) -> frozenset[str]:
     )
 
 
+def logged_calls(session: Session) -> tuple[ToolCallRecord, ...]:
+    """The actions a text agent reported as ``tool_call`` harness events, as tool calls.
+
+    Each is a call of the last turn that finished before it was logged; its
+    arguments are the event's fields but ``tool`` and ``result``.
+    """
+    records: list[ToolCallRecord] = []
+    for n, event in enumerate(session.harness):
+        fields = dict(event.fields)
+        tool = fields.pop("tool", None)
+        if event.name != TOOL_CALL_EVENT or not isinstance(tool, str) or not tool:
+            continue
+        result = fields.pop("result", None)
+        turn = sum(1 for t in session.turns if t.exchange.at + t.exchange.duration <= event.at)
+        call = ToolCall(id=f"logged-{n}", name=tool, arguments=json.dumps(fields))
+        records.append(
+            ToolCallRecord(
+                turn=max(0, turn - 1), call=call, result=result if isinstance(result, str) else None
+            )
+        )
+    return tuple(records)
+
+
 def _calls(session: Session) -> tuple[ToolCallRecord, ...]:
+    logged = logged_calls(session) if session.harness else ()
+    calls = session.tool_calls
+    if logged:
+        calls = tuple(sorted(calls + logged, key=lambda r: r.turn))
     hidden = control_tools(session)
     if not hidden:
-        return session.tool_calls
-    return tuple(r for r in session.tool_calls if r.call.name not in hidden)
+        return calls
+    return tuple(r for r in calls if r.call.name not in hidden)
 
 
 def _fired(records: Sequence[ToolCallRecord]) -> tuple[str, ...]:

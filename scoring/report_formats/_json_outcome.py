@@ -21,6 +21,7 @@ from evaltape.scoring.run._live import LiveOutcome
 from evaltape.scoring.run._replay import ReplayOutcome
 from evaltape.scoring.run._rescore_entry import RescoreRunOutcome
 from evaltape.scoring.verdicts._compare import Comparison, PairedTest, RunSide
+from evaltape.scoring.verdicts._replaycheck import HarnessChange
 
 SCHEMA = "evaltape.outcome/1"
 """The ``schema`` of every document; a new major number means a field changed meaning."""
@@ -66,6 +67,17 @@ def results_json(results: RunResults) -> Json:
     }
 
 
+def _harness(h: HarnessChange) -> Json:
+    return {
+        "change": h.change.value,
+        "what": h.what,
+        "label": h.label,
+        "summary": h.summary,
+        "path": h.path,
+        "diff": list(h.diff),
+    }
+
+
 def _change(r: JobResult) -> Json:
     d = r.decision
     assert d is not None
@@ -82,16 +94,8 @@ def _change(r: JobResult) -> Json:
             if d.replayed is None
             else {"passed": d.replayed.passed, "reason": d.replayed.reason}
         ),
-        "harness": None
-        if h is None
-        else {
-            "change": h.change.value,
-            "what": h.what,
-            "label": h.label,
-            "summary": h.summary,
-            "path": h.path,
-            "diff": list(h.diff),
-        },
+        "harness": None if h is None else _harness(h),
+        "all_changes": [_harness(c) for c in d.changes],
         "assumed": d.assumed.value if d.assumed is not None else None,
     }
 
@@ -104,6 +108,8 @@ def replay_json(outcome: ReplayOutcome, results: RunResults) -> Json:
         "record_path": _path(outcome.record_path),
         "judge_status": outcome.judge_status.value,
         "changes": [_change(r) for r in outcome.pool.results if r.decision is not None],
+        "replayed": sum(1 for r in outcome.pool.results if r.decision is not None),
+        "errors": len(outcome.errors),
         "record": record_to_json(outcome.record) if outcome.record is not None else None,
     }
 

@@ -42,7 +42,12 @@ from evaltape.scoring.results._records import Verdict
 from evaltape.scoring.run._agents import AttemptSetup, RetryingTransport
 from evaltape.scoring.run._jobs import Job, JobEnv, JobResult, LiveWire, error_result
 from evaltape.scoring.run._judge_step import judge_step, score_attempt
-from evaltape.scoring.run._replay_miss import BASE_URL_KEY, recorded_base_url, replay_miss
+from evaltape.scoring.run._replay_miss import (
+    BASE_URL_KEY,
+    nothing_to_replay,
+    recorded_base_url,
+    replay_changes,
+)
 from evaltape.scoring.run._stop import StopKind
 from evaltape.scoring.run._supervise import drive
 from evaltape.scoring.run._tee import Tee
@@ -175,11 +180,14 @@ def compute_job(job: Job, env: JobEnv) -> Computed:
             redactor=env.redactor,
             workspace=workspace_spellings(str(workspace)),
             rules=env.scrub,
+            home=env.environ.get("HOME", ""),
         )
         inner: Any
         if job.recorded is not None:
+            # Past a changed request the harness is served the recorded responses, so the
+            # whole session is classified: a prompt edit never hides a changed tool.
             replayer = ReplayTransport(
-                job.recorded, strict=not env.replay.lenient, scrubber=scrubber
+                job.recorded, strict=not env.replay.lenient, keep_going=True, scrubber=scrubber
             )
             inner = replayer
         else:
@@ -208,8 +216,11 @@ def compute_job(job: Job, env: JobEnv) -> Computed:
         reason = env.redactor.redact_text(reason)
         tee.append(snapshot_workspace(workspace, at=tee.now()))
         remove_workspace(workspace)
-    miss = replay_miss(replayer, status)
-    stale = miss.summary if miss is not None and not env.replay.lenient else ""
+    changes = replay_changes(replayer, status, reason, job.recorded) if job.recorded else ()
+    stale = ""
+    if changes and not env.replay.lenient:
+        more = len(changes) - 1
+        stale = changes[0].summary + (f" (+{more} more)" if more else "")
     # Scored before the session ends, so the judge's call lands on this tape.
     provisional = fold(tee.provisional(status, reason))
     score = score_attempt(env.scorer, job.case, provisional)
@@ -222,9 +233,9 @@ def compute_job(job: Job, env: JobEnv) -> Computed:
     if tape is not None and status is not Status.INTERRUPTED:  # cancelled: no verdict
         rescored = score_attempt(env.scorer, job.case, tape)
         rescored, _ = rejudge_offline(rescored, job.case, tape, floors=env.floors)
-        untested = reason if workspace is None else ""
+        untested = reason if workspace is None else nothing_to_replay(replayer)
         decision = decide(
-            rescored, score, harness=miss, assumed=env.replay.lenient, untested=untested
+            rescored, score, changes=changes, assumed=env.replay.lenient, untested=untested
         )
     broken = status in (Status.TIMEOUT, Status.INFRA_ERROR, Status.INTERRUPTED)
     # Live, replayed or reused, a verdict with no score leaves the attempt not judged.
@@ -238,7 +249,7 @@ def compute_job(job: Job, env: JobEnv) -> Computed:
     else:
         verdict = Verdict.PASSED if score.passed else Verdict.FAILED
         why = "" if score.passed else score.reason
-    lenient = replayer is not None and replayer.tainted
+    lenient = env.replay.lenient and replayer is not None and replayer.tainted
     if lenient and not stale:
         assert replayer is not None
         why = (why + "; " if why else "") + (

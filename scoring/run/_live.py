@@ -15,6 +15,7 @@ from pathlib import Path
 import attrs
 
 from evaltape.recorder import Source, TapeError
+from evaltape.replay import ScrubProposal
 from evaltape.scoring._config import Config
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.cost._pricing import Prices
@@ -46,6 +47,7 @@ from evaltape.scoring.run._setup import (
     prices_for,
     warn_without_keys,
 )
+from evaltape.scoring.run._volatile_tapes import volatile_in_tapes
 from evaltape.scoring.verdicts._entry_check import (
     ENTRY_PURPOSE,
     ENTRY_TRIALS,
@@ -67,6 +69,7 @@ from evaltape.scoring.verdicts._gate_flow import (
 )
 from evaltape.scoring.verdicts._outcomes import CaseKey
 from evaltape.scoring.verdicts._quarantine import history_records
+from evaltape.scoring.verdicts._replaycheck import find_tapes
 
 
 @attrs.frozen(kw_only=True)
@@ -157,6 +160,9 @@ class LiveOutcome:
     """A baseline save was asked for but the gate closed, so nothing was saved."""
     save_error: str = ""
     """Why saving a baseline failed ("" when it did not)."""
+    volatile: tuple[ScrubProposal, ...] = ()
+    """Scrub rules proposed for text of the recorded first requests that will differ on
+    another run or day (``evaltape.replay.propose_scrub_rules``)."""
 
 
 def _refused(exc: ScoringError) -> RunRefused:
@@ -359,4 +365,5 @@ def run_live(request: LiveRequest) -> LiveOutcome:
         saved=saved,
         save_blocked=blocked,
         save_error=save_error,
+        volatile=volatile_in_tapes(find_tapes(config.results / "tapes" / run_id), config.scrub),
     )

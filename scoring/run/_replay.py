@@ -13,6 +13,7 @@ from pathlib import Path
 
 import attrs
 
+from evaltape.recorder import Status
 from evaltape.scoring._config import Config, display_path
 from evaltape.scoring.cost._pricing import Prices
 from evaltape.scoring.judge._floors import judge_status
@@ -104,6 +105,16 @@ class ReplayOutcome:
     """The price table recorded calls were costed with."""
 
     @property
+    def errors(self) -> tuple[JobResult, ...]:
+        """Attempts that ended with no decision although nobody stopped them: the replay
+        could not run them (an executor's error, a tape that could not be written)."""
+        return tuple(
+            r
+            for r in self.pool.results
+            if r.decision is None and r.status is not Status.INTERRUPTED
+        )
+
+    @property
     def changes(self) -> tuple[Change, ...]:
         """Each replayed attempt's change, in the order they finished."""
         return tuple(r.decision.change for r in self.pool.results if r.decision is not None)
@@ -114,6 +125,22 @@ class ReplayOutcome:
         nothing ran), else 3 on a stale recording, else 0."""
         untested = (Change.UNTESTED,) if self.untested or not self.ran else ()
         return replay_exit_code((*self.changes, *untested))
+
+
+def _not_replayed(pool: PoolOutcome) -> list[str]:
+    """One UNTESTED line per attempt that errored, and one when no attempt was replayed:
+    a replay that tested nothing never passes."""
+    lines = []
+    for r in pool.results:
+        if r.decision is None and r.status is not Status.INTERRUPTED:
+            where = (
+                f"{r.job.case.suite}/{r.job.case.id} {r.job.model} (attempt {r.job.attempt + 1})"
+            )
+            first = (r.reason.strip().splitlines() or ["no reason given"])[0]
+            lines.append(f"{where}: the replay could not run it: {first}")
+    if pool.stopped is None and not any(r.decision is not None for r in pool.results):
+        lines.append("no attempt was replayed: 0 of the recorded attempts ran to a decision")
+    return lines
 
 
 def tapes_to_replay(given: tuple[Path, ...]) -> tuple[Path, ...]:
@@ -205,6 +232,7 @@ def run_replay(request: ReplayRequest) -> ReplayOutcome:
     pool = run_pool(
         jobs, env, concurrency=config.concurrency, on_result=on_result, executor=executor
     )
+    untested.extend(_not_replayed(pool))
     finish_export(exporter, log, reporter)
     status = judge_status(r.judgement for r in pool.results)
     who = (f"judge: {judge.who}",) if judge is not None else ()

@@ -17,6 +17,7 @@ import attrs
 
 from evaltape.scoring.verdicts._replaycheck import (
     Change,
+    HarnessChange,
     ReplayDecision,
     replay_exit_code,
     scoreboard,
@@ -131,40 +132,57 @@ def _assumed(d: ReplayDecision) -> str:
     )
 
 
+def _changes(d: ReplayDecision) -> tuple[HarnessChange, ...]:
+    return d.changes or ((d.harness,) if d.harness is not None else ())
+
+
+def _also(r: Row, change: Change) -> str:
+    """For a stale edit in an attempt whose harness also changed: say so."""
+    if change is Change.STALE and r.decision.change is Change.CHANGED:
+        return "; this attempt's harness also changed (see HARNESS CHANGED): not re-recordable"
+    return ""
+
+
 def groups(rows: Sequence[Row], verbose: bool = False) -> tuple[str, ...]:
-    """Harness changes, then stale recordings, grouped by what changed and distinct edit."""
+    """Harness changes, then stale recordings, grouped by what changed and distinct edit.
+
+    An attempt is listed under every change found in it: a prompt edit that came with
+    a changed tool shows in both groups, and its stale line says it is not to be
+    re-recorded."""
     lines: list[str] = []
     for change, word in ((Change.CHANGED, "HARNESS CHANGED"), (Change.STALE, "STALE")):
-        by_label: dict[str, list[Row]] = {}
+        by_label: dict[str, dict[str, list[tuple[Row, HarnessChange]]]] = {}
         for r in rows:
-            h = r.decision.harness
-            if r.decision.change is change and h is not None:
-                by_label.setdefault(h.label, []).append(r)
-        for label, members in by_label.items():
-            edits: dict[str, list[Row]] = {}
-            for r in members:
-                assert r.decision.harness is not None
-                edits.setdefault(r.decision.harness.edit_key, []).append(r)
+            for h in _changes(r.decision):
+                if h.change is change:
+                    edits = by_label.setdefault(h.label, {})
+                    edits.setdefault(h.edit_key, []).append((r, h))
+        for label, edits in by_label.items():
+            members = [r for same in edits.values() for r, _ in same]
+            attempts = len({id(r) for r in members})
             suites = ", ".join(dict.fromkeys(r.suite for r in members))
             lines.append(
                 f"{word} {label} ({_plural(len(edits), 'distinct edit')}): "
-                f"{_plural(len(members), 'attempt')}, suite{'s' if ',' in suites else ''} "
+                f"{_plural(attempts, 'attempt')}, suite{'s' if ',' in suites else ''} "
                 f"{suites}"
             )
             for same in edits.values():
                 shown = same if verbose else same[:1]
-                for r in shown:
-                    h = r.decision.harness
-                    assert h is not None
+                for r, h in shown:
                     lead = "  " if verbose else "  e.g. "
                     at = f" (at {h.path})" if h.path else ""
-                    lines.append(f"{lead}{r.where}: {h.summary}{at}{_assumed(r.decision)}")
-                first = same[0].decision.harness
-                assert first is not None
-                lines.extend(f"      {d}" for d in first.diff)
+                    lines.append(
+                        f"{lead}{r.where}: {h.summary}{at}{_assumed(r.decision)}{_also(r, change)}"
+                    )
+                lines.extend(f"      {d}" for d in same[0][1].diff)
                 if len(same) > 1 and not verbose:
                     lines.append(f"    and {_plural(len(same) - 1, 'more attempt')} with this edit")
             lines.append(f"  {NEXT_STEP[change]}")
+            if change is Change.STALE and any(r.decision.change is Change.CHANGED for r in members):
+                lines.append(
+                    "  (attempts whose harness also changed are not re-recorded: evaltape "
+                    "rerecord refuses them unless --accept-harness-changes)"
+                )
     return tuple(lines)
 
 

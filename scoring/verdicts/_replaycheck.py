@@ -105,7 +105,10 @@ class ReplayDecision:
     detail: str = ""
     """For a miss: the harness change's summary; for an untested attempt: why."""
     harness: HarnessChange | None = None
-    """What the harness changed, when a request no longer matched the tape."""
+    """What the harness changed, the most serious change found (``changes[0]``)."""
+    changes: tuple[HarnessChange, ...] = ()
+    """Every distinct change found in the session, the most serious first: a replay
+    classifies the whole attempt, so a prompt edit never hides a changed tool."""
     assumed: Change | None = None
     """With ``--assume-same-model``: the outcome (unchanged, regression, improvement)
     had the model answered the changed requests as recorded.  An assumption, not a fact."""
@@ -123,33 +126,43 @@ def decide(
     stale: str = "",
     *,
     harness: HarnessChange | None = None,
+    changes: Sequence[HarnessChange] = (),
     assumed: bool = False,
     untested: str = "",
 ) -> ReplayDecision:
     """Apply the decision table.
 
-    A harness change (a request the tape could not answer, classified) wins
-    over both verdicts; with ``assumed`` the replay went on with the recorded
-    responses and ``replayed`` is what the attempt would score, kept as
-    ``assumed``.  ``stale`` is an unclassified miss (treated as stale);
-    ``untested`` (or no replayed score) says the attempt was not tested.
+    Harness changes (every change found in the session, most serious first;
+    ``harness`` alone for one) win over both verdicts: one that changed what
+    the harness does (``CHANGED``) wins over stale text.  With ``assumed`` the
+    replay went on with the recorded responses and ``replayed`` is what the
+    attempt would score, kept as ``assumed``.  ``stale`` is an unclassified
+    miss (treated as stale); ``untested`` (or no replayed score) says the
+    attempt was not tested.
     """
-    if harness is None and stale:
-        harness = HarnessChange(
-            change=Change.STALE,
-            what="request",
-            label="request changed",
-            summary=stale,
-            edit_key=stale,
-        )
-    if harness is not None:
+    found = list(changes) or ([harness] if harness is not None else [])
+    if not found and stale:
+        found = [
+            HarnessChange(
+                change=Change.STALE,
+                what="request",
+                label="request changed",
+                summary=stale,
+                edit_key=stale,
+            )
+        ]
+    if found:
+        found.sort(key=lambda h: h.change is not Change.CHANGED)
+        first = found[0]
         would = _compare(rescored, replayed) if assumed and replayed is not None else None
+        more = len(found) - 1
         return ReplayDecision(
-            change=harness.change,
+            change=first.change,
             rescored=rescored,
             replayed=replayed,
-            detail=harness.summary,
-            harness=harness,
+            detail=first.summary + (f" (+{more} more)" if more else ""),
+            harness=first,
+            changes=tuple(found),
             assumed=would,
         )
     if untested or replayed is None:
@@ -198,7 +211,7 @@ class SuiteBoard:
     rescored_passed: int
     """Recorded sessions that pass today."""
     replayed_passed: int
-    """Replayed sessions that pass today."""
+    """Replayed sessions that pass today (none whose harness changed or went stale)."""
     regressions: int
     """Pass -> fail."""
     improvements: int
@@ -209,6 +222,14 @@ class SuiteBoard:
     """Recordings whose harness text changed."""
     untested: int = 0
     """Attempts the replay could not test."""
+
+
+def _replayed_pass(d: ReplayDecision) -> bool:
+    """A replayed pass counts only where every request matched the tape: past a changed
+    request the harness was served answers the model never gave to it."""
+    if d.harness is not None or d.replayed is None:
+        return False
+    return d.replayed.passed
 
 
 def scoreboard(rows: Iterable[tuple[str, str, ReplayDecision]]) -> tuple[SuiteBoard, ...]:
@@ -225,7 +246,7 @@ def scoreboard(rows: Iterable[tuple[str, str, ReplayDecision]]) -> tuple[SuiteBo
                 cases=len({c for c, _ in items}),
                 attempts=len(items),
                 rescored_passed=sum(d.rescored.passed for d in decisions),
-                replayed_passed=sum(bool(d.replayed and d.replayed.passed) for d in decisions),
+                replayed_passed=sum(_replayed_pass(d) for d in decisions),
                 regressions=sum(d.change is Change.REGRESSION for d in decisions),
                 improvements=sum(d.change is Change.IMPROVEMENT for d in decisions),
                 changed=sum(d.change is Change.CHANGED for d in decisions),
