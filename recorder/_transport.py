@@ -276,14 +276,22 @@ class RecordingTransport:
         )
         self.clock = clock or writer.now
         self._flavors = Flavors()
+        self._sent_lock = threading.Lock()
+        self._last_sent = -1
 
     def record(self, exchange: Exchange) -> None:
         """Redact ``exchange`` and append it to the tape."""
         self.writer.append(self._redacts.redact_exchange(exchange))
 
     def _begin(self, request: Any, body: bytes) -> _Capture:
-        at = self.clock()
-        return _Capture(self, request_record(request, body), at, at)
+        """Start an exchange.  Its ``at`` is strictly later than the one before, in whole
+        microseconds: the order requests were sent is a fact of the tape, not of the
+        clock's resolution, so a replay serves identical requests in that order."""
+        origin = self.clock()
+        with self._sent_lock:
+            sent = max(round(origin * 1_000_000), self._last_sent + 1)
+            self._last_sent = sent
+        return _Capture(self, request_record(request, body), sent / 1_000_000, origin)
 
     def handle_request(self, request: Any) -> Any:
         """Send ``request`` through the real transport, recording the exchange."""

@@ -13,12 +13,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 import pytest
+from builders import CHAT_URL as CHAT
 from builders import chat_exchange
 from fakeapi import FakeAPI
 
-from evaltape.recorder import Exchange, TapeReader, fold
+from evaltape.recorder import Exchange, RecordingTransport, TapeReader, fold
 from evaltape.replay import ReplayTransport, replay_client
 from evaltape.scoring import read_record, resolve_run
 
@@ -237,3 +239,45 @@ def test_identical_requests_are_served_by_recorded_start_time_not_tape_order() -
 
     assert asyncio.run(ask_three()) == ["answer-0", "answer-1", "answer-2"]
     tape.finish()
+
+
+class _Frozen:
+    """A session writer whose clock never moves: every request is sent "at once"."""
+
+    def __init__(self) -> None:
+        self.events: list[Exchange] = []
+
+    def now(self) -> float:
+        return 0.0
+
+    def append(self, event: Exchange) -> None:
+        self.events.append(event)
+
+
+def test_concurrent_identical_calls_keep_their_send_order_whatever_the_clock_says() -> None:
+    # Three identical calls in flight at once, answered last-sent-first, recorded with a
+    # clock too coarse to tell them apart: the tape lists them in the order they ended.
+    done = [asyncio.Event() for _ in range(3)]
+    arrived: list[int] = []
+
+    async def answer(request: httpx.Request) -> httpx.Response:
+        n = len(arrived)
+        arrived.append(n)
+        if n + 1 < len(done):
+            await done[n + 1].wait()
+        done[n].set()
+        return httpx.Response(200, json={"answer": f"answer-{n}"})
+
+    async def three(transport: Any) -> list[str]:
+        async with httpx.AsyncClient(transport=transport) as client:
+            calls = [client.post(CHAT, json={"same": True}) for _ in range(3)]
+            return [r.json()["answer"] for r in await asyncio.gather(*calls)]
+
+    writer = _Frozen()
+    recorder = RecordingTransport(writer, httpx.MockTransport(answer))
+    live = asyncio.run(three(recorder))
+    assert live == ["answer-0", "answer-1", "answer-2"]
+    ended = [json.loads(e.response.chunks[0].data)["answer"] for e in writer.events if e.response]
+    assert ended == ["answer-2", "answer-1", "answer-0"]  # tape order is not send order
+    # Replayed in the same call order, each call gets the answer it got live.
+    assert asyncio.run(three(ReplayTransport(writer.events))) == live
