@@ -161,7 +161,10 @@ def test_a_replay_in_which_no_attempt_could_run_is_never_green(project: Path) ->
     assert len(untested) == 3, result.stdout  # two attempts, and nothing replayed at all
     assert "the replay could not run it" in untested[0]
     assert "no attempt was replayed" in untested[-1]
-    assert result.stdout.splitlines()[-1].startswith("FAIL: ")
+    assert result.stdout.splitlines()[-1] == (
+        "FAIL: 2 attempts could not run (errors), 1 problem left something untested "
+        "(see UNTESTED above)"
+    )
     out = json.loads((project / "out.json").read_text())
     assert (out["exit_code"], out["replayed"], out["errors"]) == (2, 0, 2)
 

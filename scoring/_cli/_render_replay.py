@@ -42,6 +42,7 @@ def print_report(
     untested: tuple[str, ...] = (),
     verbose: bool = False,
     assumed: bool = False,
+    errors: int = 0,
 ) -> JudgeStatus:
     """The summary, what changed, the scoreboard, cost and judge lines, then the decision.
 
@@ -82,5 +83,5 @@ def print_report(
         )
     status = judge_status(r.judgement for r in outcome.results)
     click.echo(f"judge_status: {status.value}")
-    click.echo(decision_line(rows, untested=len(untested)))
+    click.echo(decision_line(rows, untested=len(untested), errors=errors))
     return status

@@ -167,6 +167,7 @@ def replay(
             untested=outcome.untested,
             verbose=verbose,
             assumed=lenient,
+            errors=len(outcome.errors),
         )
         click.echo(f"record: {display_path(outcome.record_path)}", err=True)
         if outcome.pool.stopped is StopKind.INTERRUPT:

@@ -119,7 +119,7 @@ def from_replay(outcome: ReplayOutcome) -> RunResults:
         outcome.run_id,
     )
     if outcome.ran:
-        decision = decision_line(rows, untested=len(outcome.untested))
+        decision = decision_line(rows, untested=len(outcome.untested), errors=len(outcome.errors))
     else:
         decision = "FAIL: nothing was tested"
     return RunResults(

@@ -206,11 +206,13 @@ def outcomes(rows: Sequence[Row], verbose: bool = False) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def decision_line(rows: Sequence[Row], untested: int = 0) -> str:
+def decision_line(rows: Sequence[Row], untested: int = 0, errors: int = 0) -> str:
     """The last line: the decision in words, matching the exit code.
 
     ``untested`` counts what could not be tested outside the rows (unreadable
-    tapes, cases with no recording): any of it makes the replay fail.
+    tapes, cases with no recording, attempts that could not run): any of it
+    makes the replay fail; ``errors`` says how many of those were attempts that
+    could not run at all.
     """
     changes = [r.decision.change for r in rows]
     code = replay_exit_code([*changes, *([Change.UNTESTED] if untested else [])])
@@ -234,8 +236,10 @@ def decision_line(rows: Sequence[Row], untested: int = 0) -> str:
         parts = []
         if count[Change.UNTESTED]:
             parts.append(_plural(count[Change.UNTESTED], "attempt") + " could not be tested")
-        if untested:
-            parts.append(_plural(untested, "problem") + " left something untested")
+        if errors:
+            parts.append(_plural(errors, "attempt") + " could not run (errors)")
+        if untested - errors > 0:
+            parts.append(_plural(untested - errors, "problem") + " left something untested")
         return f"FAIL: {', '.join(parts)} (see UNTESTED above)"
     return (
         f"STALE: {_plural(count[Change.STALE], 'recording')} stale, the harness's text "
