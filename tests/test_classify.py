@@ -478,3 +478,48 @@ def test_responses_input_as_a_string_is_the_user_prompt() -> None:
     finding = only(result)
     assert (finding.aspect, finding.path) == ("user prompt", "input")
     assert finding.diff[-2:] == ("-Summarize notes.txt", "+Summarize todo.txt")
+
+
+def react_body(observation: str, *, opening: str = "What is in notes.txt?") -> dict[str, Any]:
+    """A text agent's third request: its command and the observation came back as user text."""
+    return {
+        "model": "m",
+        "messages": [
+            {"role": "system", "content": "Reply 'Action: <command>' or 'Final Answer: ...'."},
+            {"role": "user", "content": opening},
+            {"role": "assistant", "content": "Thought: look.\nAction: cat notes.txt"},
+            {"role": "user", "content": observation},
+        ],
+    }
+
+
+def test_a_user_message_after_the_model_spoke_is_an_observation_not_a_prompt() -> None:
+    before = react_body("Observation (exit 0):\nalpha")
+    found = only(classify("openai.chat", before, react_body("Observation:\nalpha")))
+    assert (found.kind, found.aspect) == (ChangeKind.TOOL_RESULT, "observation")
+    assert found.headline == (
+        'tool result changed: observation in message 4 (user), after "Action: cat notes.txt"'
+    )
+    assert "-Observation (exit 0):" in found.diff and "+Observation:" in found.diff
+    # The opening user message, before the model's first turn, is still the prompt.
+    same = before["messages"][3]["content"]
+    opening = only(classify("openai.chat", before, react_body(same, opening="What is in x?")))
+    assert (opening.kind, opening.aspect) == (ChangeKind.HARNESS_TEXT, "user prompt")
+
+
+def test_an_anthropic_text_observation_is_an_observation_too() -> None:
+    def body(observation: str) -> dict[str, Any]:
+        return {
+            "model": "m",
+            "max_tokens": 64,
+            "system": "Use Action: lines.",
+            "messages": [
+                {"role": "user", "content": "List the files."},
+                {"role": "assistant", "content": [{"type": "text", "text": "Action: ls"}]},
+                {"role": "user", "content": [{"type": "text", "text": observation}]},
+            ],
+        }
+
+    found = only(classify("anthropic.messages", body("a.txt\nb.txt"), body("a.txt")))
+    assert (found.kind, found.aspect) == (ChangeKind.TOOL_RESULT, "observation")
+    assert 'after "Action: ls"' in found.subject

@@ -4,10 +4,12 @@ and the time differ on every run."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import openai
 import pytest
@@ -17,6 +19,7 @@ from evaltape.recorder import (
     WORKSPACE_PLACEHOLDER,
     Exchange,
     RecordedSession,
+    Request,
     Scrubber,
     ScrubError,
     ScrubRule,
@@ -29,6 +32,8 @@ from evaltape.recorder import (
     workspace_spellings,
 )
 from evaltape.replay import Diverged, ReplayTransport, replay_client
+
+CHAT = "http://127.0.0.1:9/v1/chat/completions"
 
 TOOLS = [
     {
@@ -135,3 +140,46 @@ def test_json_escaped_and_resolved_spellings_are_scrubbed(tmp_path: Path) -> Non
     out = scrub.scrub_body(body.encode()).decode()
     assert out.count(WORKSPACE_PLACEHOLDER) == 3
     assert str(tmp_path) not in out
+
+
+def test_derived_forms_of_the_workspace_get_placeholders_and_come_back_in_responses(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    folder = home / "work" / "evaltape-ab_12cd"
+    scrub = Scrubber(redactor=default_redactor(), workspace=(str(folder),), home=str(home))
+    dashed = re.sub(r"[^A-Za-z0-9]", "-", str(folder))
+    body = json.dumps(
+        {
+            "plain": f"{folder}/",
+            "dashed": f"~/.agent/projects/{dashed}-/notes.md",
+            "percent": "file%3A" + quote(str(folder), safe=""),
+            "home": "cd ~/work/evaltape-ab_12cd && ls",
+        }
+    ).encode()
+    out = json.loads(scrub.scrub_body(body))
+    assert out == {
+        "plain": "<workspace>/",
+        "dashed": "~/.agent/projects/<workspace-dashed>-/notes.md",
+        "percent": "file%3A<workspace-percent>",
+        "home": "cd <workspace-home> && ls",
+    }
+    # A replay in another folder gets each form back in today's spelling.
+    today = tmp_path / "home" / "work" / "evaltape-zz_99yy"
+    again = Scrubber(redactor=default_redactor(), workspace=(str(today),), home=str(home))
+    served = again.restore(json.dumps(out).encode()).decode()
+    assert re.sub(r"[^A-Za-z0-9]", "-", str(today)) in served
+    assert quote(str(today), safe="") in served and "~/work/evaltape-zz_99yy" in served
+
+
+def test_rules_rewrite_the_recorded_request_too() -> None:
+    rule = ScrubRule(pattern=r"Linux [\w.+-]+", replacement="Linux <kernel>")
+    scrub = Scrubber(redactor=default_redactor(), rules=(rule,))
+    recorded = Exchange(
+        at=0.0,
+        duration=0.1,
+        request=Request(method="POST", url=CHAT, body=b'{"system": "on Linux 6.1.0-17-amd64"}'),
+    )
+    assert scrub.rescrub_exchange(recorded).request.body == b'{"system": "on Linux <kernel>"}'
+    plain = Scrubber(redactor=default_redactor())
+    assert plain.rescrub_exchange(recorded) is recorded
