@@ -2,7 +2,7 @@
 
 A small project is recorded live against the chat server on 127.0.0.1, then
 its harness is edited so that one replay holds every kind at once: a
-regression (the harness now fails after the model answered), a stale
+regression (the harness now overwrites a file the case keeps immutable), a stale
 recording (its system prompt changed for one case), a harness change (it
 asks the model twice) and an unchanged case.  The JUnit file validates
 against the vendored Jenkins schema and names each kind; the JSON document
@@ -37,6 +37,12 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     root = tmp_path_factory.mktemp("formats")
     with ChatServer() as server:
         project = make_project(root / "project", CASES, server.url)
+        suite = project / "evals" / "basic.jsonl"
+        lines = [json.loads(line) for line in suite.read_text().splitlines()]
+        for line in lines:
+            if line["id"] == "regress":
+                line |= {"files": {"keep.txt": "keep me\n"}, "immutable": ["keep.txt"]}
+        suite.write_text("".join(json.dumps(line) + "\n" for line in lines))
         live = evaltape(project, "live", "--update-cassettes", "-m", MODEL)
         assert live.returncode == 0, live.stdout + live.stderr
     yield project
@@ -58,7 +64,7 @@ def project(recorded: Path, tmp_path: Path) -> Path:
         copy,
         "    return str(",
         '    if task.case_id == "regress":\n'
-        '        raise RuntimeError("the harness lost the reply")\n'
+        '        (task.workspace / "keep.txt").write_text("the harness lost the file\\n")\n'
         "    return str(",
     )
     return copy
@@ -136,7 +142,7 @@ def test_a_replay_with_every_kind_writes_valid_junit_json_and_a_summary(
         "change": [("failure", "harness-changed")],
     }
     regress = cases[f"regress [{MODEL}]"].find("failure")
-    assert regress is not None and "the harness lost the reply" in regress.get("message", "")
+    assert regress is not None and "keep.txt was modified" in regress.get("message", "")
     stale = cases[f"stale [{MODEL}]"].find("error")
     assert stale is not None and stale.get("message") == "system prompt changed"
     root = ET.parse(project / "out" / "replay.xml").getroot()

@@ -154,7 +154,7 @@ def test_a_live_run_then_a_replay_from_python(tmp_path: Path, server: ChatServer
     assert session.header.mode is Mode.REPLAY and session.header.replay_of == recorded.session_id
 
 
-def test_a_replay_with_a_broken_harness_reports_the_regression(
+def test_a_replay_with_a_broken_harness_reports_the_harness_change(
     tmp_path: Path, server: ChatServer
 ) -> None:
     project = project_at(tmp_path, server)
@@ -175,8 +175,12 @@ def test_a_replay_with_a_broken_harness_reports_the_regression(
 
     broken = host_at(project, ENTRY_AGENT_BREAK="1")  # the environment is the request's
     replay = run_replay(ReplayRequest(config=config, host=broken))
-    assert replay.changes == (Change.REGRESSION,)
+    # A harness that now raises is a harness change, whatever the recorded verdict.
+    assert replay.changes == (Change.CHANGED,)
     assert replay.exit_code == 1
+    (decision,) = (r.decision for r in replay.pool.results)
+    assert decision is not None and decision.harness is not None
+    assert decision.harness.summary.startswith("conversation changed: the harness raised after")
     assert "the harness broke" in replay.pool.results[0].reason
 
 

@@ -43,9 +43,8 @@ def tape_files(paths: tuple[str, ...]) -> Iterator[Path]:
 
 
 EXAMPLE = """\b
-Examples:
+Example:
   evaltape lint cassettes/
-  evaltape lint --volatile cassettes/
 """
 """The example ``--help`` ends with."""
 
