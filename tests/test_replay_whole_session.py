@@ -168,24 +168,24 @@ def test_a_prompt_edit_alone_is_stale(tools: dict[str, Path]) -> None:
     )
 
 
-def test_an_agent_that_crashes_at_its_first_replayed_call_changed_the_harness(
-    tools: dict[str, Path],
+@pytest.mark.parametrize(
+    ("agent", "case", "bug", "said"),
+    [
+        (
+            "openai_tools", "read-notes", "own_client",  # its client never reaches the tape
+            "the harness stopped after call 0 of 2: the agent failed: APIConnectionError",
+        ),
+        ("anthropic_tools", "read-three", "stop_after_2", "the harness stopped after call 2 of 4"),
+    ],
+)  # fmt: skip
+def test_an_agent_that_stops_early_changed_the_harness(
+    tools: dict[str, Path], agent: str, case: str, bug: str, said: str
 ) -> None:
-    result = replay(tools["openai_tools"], "--cases", "read-notes", AGENT_BUG="own_client")
+    result = replay(tools[agent], "--cases", case, AGENT_BUG=bug)
     out = result.stdout
     assert result.returncode == 1, out + result.stderr
     assert "HARNESS CHANGED conversation changed (1 distinct edit): 1 attempt" in out
-    assert "the harness stopped after call 0 of 2: the agent failed: APIConnectionError" in out
-    assert last(result) == "FAIL: 1 conversation changed (see above)"
-
-
-def test_an_agent_that_stops_after_two_of_four_calls_changed_the_harness(
-    tools: dict[str, Path],
-) -> None:
-    result = replay(tools["anthropic_tools"], "--cases", "read-three", AGENT_BUG="stop_after_2")
-    out = result.stdout
-    assert result.returncode == 1, out + result.stderr
-    assert "conversation changed: the harness stopped after call 2 of 4" in out
+    assert f"conversation changed: {said}" in out
     assert last(result) == "FAIL: 1 conversation changed (see above)"
 
 
