@@ -71,12 +71,17 @@ def test_workspace_path_and_time_are_scrubbed_so_replay_is_unchanged(
         assert result.stdout.splitlines()[-1] == "OK: 1 attempt replayed, harness unchanged"
 
 
-def test_without_the_time_rule_the_recording_goes_stale(server: ChatServer, tmp_path: Path) -> None:
+def test_without_the_time_rule_the_tool_output_differs(server: ChatServer, tmp_path: Path) -> None:
+    # The tool's output goes back as a user message after the model spoke: without the
+    # rule its time differs, which reads as the harness's observation changing.
     project = make_project(tmp_path / "p", rule=False)
     live(project, server.url)
     result = evaltape(project, "replay")
-    assert result.returncode == 3, result.stdout + result.stderr
-    assert "STALE user prompt changed (1 distinct edit): 1 attempt" in result.stdout
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "HARNESS CHANGED tool result changed: observation (1 distinct edit)" in result.stdout
+    # The rule added afterwards fixes the recording without re-recording it.
+    fixed = evaltape(project, "replay", "--scrub", r"\d{4}-\d\d-\d\dT[\d:.]+=<time>")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
 
 
 def test_a_custom_base_url_path_replays_without_the_flag(
