@@ -118,7 +118,8 @@ def run_pool(
                     )
                     on_stop(
                         f"evaltape: stopping ({ctrl_c.name}): no new model calls are sent; "
-                        "waiting for the running attempts to end (again to stop waiting)"
+                        f"waiting for the running attempts to end ({ctrl_c.name} again stops "
+                        "waiting)"
                     )
                 if ctrl_c.count > 1:
                     break
