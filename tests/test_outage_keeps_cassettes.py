@@ -11,6 +11,7 @@ old sessions.
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,10 +81,15 @@ def test_an_outage_during_live_update_cassettes_keeps_every_recorded_session(
 
     live = evaltape(
         project, "live", "--update-cassettes", "-m", "fake-1", "--trials", "2", "--retries", "1",
-        *flags,
+        "--json", "live.json", *flags,
     )  # fmt: skip
     assert live.returncode == EXIT_UNRECORDED, live.stdout + live.stderr
     expect_kept(live.stderr, outage, ("alpha", "beta"))
+    found = json.loads((project / "live.json").read_text())
+    assert found["exit_code"] == EXIT_UNRECORDED and found["cassettes"] == []
+    assert sorted((u["case"], u["attempt"], u["kept"]) for u in found["unrecorded"]) == [
+        (i, n, True) for i in ("alpha", "beta") for n in (0, 1)
+    ]
     assert "cassettes updated" not in live.stderr
     assert "4 attempt(s) not recorded into the cassettes (4 recorded session(s) kept" in (
         live.stderr
