@@ -82,8 +82,8 @@ if [ -n "${CASES:-}" ]; then args+=(--cases "$CASES"); fi
 args+=("$@")  # extra evaltape live flags, e.g. --results DIR
 status=0
 OPENAI_API_KEY=${OPENAI_API_KEY:-local-no-key} "$EVALTAPE" "${args[@]}" || status=$?
-# A server that died mid-run leaves every later attempt an infra error, which a
-# replay reproduces exactly: say so and fail rather than pass on nothing.
+# A server that died mid-run leaves every later attempt an infra error, kept out of
+# the cassettes (exit 4): say why, and fail.
 if ! kill -0 "$SERVER" 2>/dev/null; then
   say "FAILED: the model server died during the run; the end of its log:"
   tail -n 20 "$LOG" >&2

@@ -18,6 +18,7 @@ from evaltape.replay._modes import Action, RecordMode, parse_mode, resolve_mode
 from evaltape.replay._process_wait import wait_exit
 from evaltape.replay._program import ProgramResult, run_program
 from evaltape.replay._proxy import TapeProxy
+from evaltape.replay._proxy_errors import RunStopped
 from evaltape.replay._proxy_limits import TOKEN_HEADER, ProxyLimits
 from evaltape.replay._routes import Route, RoutedProxies, RouteError, agent_routes, parse_route
 from evaltape.replay._sandbox import Sandbox, SandboxError, SandboxResult, run_sandboxed
@@ -49,6 +50,7 @@ __all__ = [
     "Route",
     "RouteError",
     "RoutedProxies",
+    "RunStopped",
     "Sandbox",
     "SandboxError",
     "SandboxPolicy",

@@ -13,7 +13,8 @@ real API.
 What the program sees depends only on what the transport did, so a live run
 and its replay look the same to it: an upstream transport failure becomes a
 502 in both.  A replay miss becomes a 599 with ``x-should-retry: false`` and
-is kept in ``TapeProxy.errors``.
+is kept in ``TapeProxy.errors``.  A call the transport refused because the
+run was stopped (``RunStopped``) becomes a 503 whose JSON error says so.
 """
 
 from __future__ import annotations
@@ -42,8 +43,10 @@ from evaltape.replay._proxy_errors import (
     FORBIDDEN_STATUS,
     MISS_STATUS,
     PROXY_STATUS,
+    STOPPED_STATUS,
     TOO_LARGE_STATUS,
     UPSTREAM_STATUS,
+    RunStopped,
     error_body,
     miss_kind,
 )
@@ -318,6 +321,9 @@ class _Handler(LimitedHandler):
         except ReplayError as exc:
             proxy._note(exc)
             self._error(MISS_STATUS, miss_kind(exc), str(exc))
+            return
+        except RunStopped as exc:  # recorded below as a refused call; nothing was sent
+            self._error(STOPPED_STATUS, "evaltape_run_stopped", str(exc))
             return
         except httpx.TransportError as exc:
             message = f"{type(exc).__name__}: {exc}"

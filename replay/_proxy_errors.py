@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import httpx
+
 from evaltape.replay._errors import Diverged, Exhausted, NoRecording, ReplayError
 
 MISS_STATUS = 599
@@ -18,6 +20,15 @@ FORBIDDEN_STATUS = 403
 """Status of the response to a request without the proxy's token (nothing is recorded)."""
 TOO_LARGE_STATUS = 413
 """Status of the response to a request whose body is over the proxy's limit."""
+STOPPED_STATUS = 503
+"""Status of the response a program gets for a model call refused because the run stopped."""
+
+
+class RunStopped(httpx.ConnectError):
+    """A model call refused before it was sent: the run was stopped (Ctrl-C, SIGTERM,
+    SIGHUP, ...), so nothing new reaches the provider.  A ``ConnectError``, so a client
+    sees it as a call that could not be sent; the proxy answers it with a 503."""
+
 
 _MISS_TYPES: tuple[tuple[type[ReplayError], str], ...] = (
     (Diverged, "evaltape_diverged"),

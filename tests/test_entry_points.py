@@ -127,7 +127,13 @@ def test_a_live_run_then_a_replay_from_python(tmp_path: Path, server: ChatServer
     assert live.record.run_id == live.run_id and len(live.record.attempts) == 2
     assert sorted(live_reports.attempts) == [("broken", 2), ("hello", 2)]
     assert live_reports.notes[0].startswith(f"run {live.run_id}: 2 attempts")
-    assert sorted(p.name for p in live.cassettes) == ["broken.tape", "hello.tape"]
+    # The 500 records the outage, not the model: it never goes into a cassette.
+    assert [p.name for p in live.cassettes] == ["hello.tape"] and live.recorded == 1
+    (skipped,) = live.unrecorded
+    assert (skipped.case_id, skipped.written, skipped.kept) == ("broken", False, False)
+    assert skipped.why.startswith("the provider answered HTTP 500")
+    assert skipped.line() in live_reports.warnings
+    assert not (config.cassettes / "basic" / "broken.tape").exists()
     tape = config.cassettes / "basic" / "hello.tape"
     (recorded,) = TapeReader(tape).sessions()
     (own,) = TapeReader(live.tapes / "basic" / "hello.tape").sessions()  # type: ignore[operator]
@@ -137,14 +143,14 @@ def test_a_live_run_then_a_replay_from_python(tmp_path: Path, server: ChatServer
     calls = len(server.requests)
     assert calls >= 2
 
-    replay = run_replay(ReplayRequest(config=config, host=host_at(project)))
+    replay = run_replay(ReplayRequest(config=config, host=host_at(project), cases=("hello",)))
     assert replay.ran and replay.exit_code == 0
-    assert replay.changes == (Change.UNCHANGED, Change.UNCHANGED)
+    assert replay.changes == (Change.UNCHANGED,)
     assert len(server.requests) == calls  # offline: no model call
     assert replay.record is not None and replay.record.kind is RunKind.REPLAY
     assert replay.record_path is not None and replay.record_path.is_file()
     by_case = {r.job.case.id: r for r in replay.pool.results}
-    assert sorted(by_case) == ["broken", "hello"]  # the recorded 500 is served again
+    assert sorted(by_case) == ["hello"]
     replayed = by_case["hello"]
     assert replayed.verdict is Verdict.PASSED
     # both runs' clocks start alike here, so they share a run id and its tapes folder

@@ -324,7 +324,9 @@ def test_a_live_run_exports_one_linked_trace_per_attempt_and_scores_on_its_root(
         "0",
         langfuse=langfuse,
     )
-    assert done.returncode == 0, done.stderr
+    # The provider's failure is exported, but it never goes into a cassette (exit 4).
+    assert done.returncode == 4, done.stderr
+    assert "did not record explodes [agent-1] (attempt 1) into its cassette" in done.stderr
     endpoint = f"export: traces to {langfuse.host}/api/public/otel/v1/traces"
     assert sum(endpoint in line for line in done.stderr.splitlines()) == 1
     assert SECRET not in done.stderr + done.stdout and PUBLIC not in done.stderr
@@ -495,7 +497,7 @@ def test_export_content_is_opt_in_with_one_switch(
         "--export-content",
         langfuse=langfuse,
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 4, done.stderr  # "explodes" stays out of the cassettes
     text = every_text(langfuse.spans, list(langfuse.scores.values()))
     for marker in MARKERS:
         assert marker in text
@@ -524,16 +526,18 @@ def test_no_export_turns_exporting_off_and_replays_export_only_when_asked(
         "--no-export",
         langfuse=langfuse,
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 4, done.stderr  # "explodes" stays out of the cassettes
     assert "export:" not in done.stderr
     assert langfuse.headers == []
-    assert read_record(resolve_run(project / ".evaltape" / "results")).exported == ()
+    live = read_record(resolve_run(project / ".evaltape" / "results"))
+    assert live.exported == ()
 
-    # replays never export unless asked
-    quiet = evaltape(project, "replay", langfuse=langfuse)
+    # replays never export unless asked (the run's own tapes hold all three attempts)
+    tapes = str(project / ".evaltape" / "results" / "tapes" / live.run_id)
+    quiet = evaltape(project, "replay", tapes, langfuse=langfuse)
     assert quiet.returncode == 0, quiet.stdout + quiet.stderr
     assert langfuse.headers == [] and "export:" not in quiet.stderr
-    asked = evaltape(project, "replay", "--export", langfuse=langfuse)
+    asked = evaltape(project, "replay", tapes, "--export", langfuse=langfuse)
     assert asked.returncode == 0, asked.stdout + asked.stderr
     replay_run = read_record(resolve_run(project / ".evaltape" / "results"))
     assert replay_run.kind.value == "replay" and len(replay_run.exported) == 3

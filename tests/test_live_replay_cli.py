@@ -111,7 +111,23 @@ def test_live_records_every_failure_kind_and_replay_offline_is_unchanged(
         "--retries",
         "1",
     )
-    assert live.returncode == 0, live.stderr
+    # The three failures record the provider, not the model: they stay out of the cassettes.
+    assert live.returncode == 4, live.stderr
+    unrecorded = [
+        line.removeprefix("evaltape: warning: did not record ")
+        for line in live.stderr.splitlines()
+        if "did not record" in line
+    ]
+    assert sorted(unrecorded) == [
+        "hangs [fake-1] (attempt 1) into its cassette: no model call was answered "
+        "(no recorded session to keep)",
+        "malformed [fake-1] (attempt 1) into its cassette: the provider's answer was unusable: "
+        "response body is not valid JSON: Expecting value at offset 26 "
+        "(no recorded session to keep)",
+        "server-error [fake-1] (attempt 1) into its cassette: the provider answered HTTP 500 "
+        "(no recorded session to keep)",
+    ]
+    assert "evaltape: 3 attempt(s) not recorded into the cassettes" in live.stderr
     assert "fake-1: 3/6 passed, 3 could not be judged" in live.stdout
     assert f"{3 * 15} tokens" in live.stdout  # three answers with usage, 15 tokens each
     lines = [line for line in live.stderr.splitlines() if line.startswith("[")]
@@ -133,6 +149,11 @@ def test_live_records_every_failure_kind_and_replay_offline_is_unchanged(
     assert "hang limit" in by_case["hangs"].reason
 
     cassettes = project / "cassettes" / "basic"
+    assert sorted(p.name for p in cassettes.iterdir()) == [
+        "hello.tape",
+        "rate-limited.tape",
+        "slow.tape",
+    ]
     retried = fold(sessions(cassettes / "rate-limited.tape")[0].events)
     assert retried.header.source is Source.SIMULATED
     assert dict(retried.header.metadata) == {
@@ -145,7 +166,8 @@ def test_live_records_every_failure_kind_and_replay_offline_is_unchanged(
     ]
     assert notes and notes[0].fact is FactKind.NOTE and "429" in notes[0].message
     assert len(retried.turns) == 1  # the agent never saw the 429
-    hung = sessions(cassettes / "hangs.tape")[0]
+    run_tapes = project / ".evaltape" / "results" / "tapes" / record.run_id
+    hung = sessions(run_tapes / "basic" / "hangs.tape")[0]
     assert end_status(hung) is Status.TIMEOUT
     assert any(isinstance(e, RunnerFact) and e.fact is FactKind.TIMEOUT for e in hung.events)
     reply = fold(sessions(cassettes / "hello.tape")[0].events)
@@ -155,7 +177,7 @@ def test_live_records_every_failure_kind_and_replay_offline_is_unchanged(
 
     server.stop()
     requests_before = len(server.requests)
-    replay = evaltape(project, "replay")
+    replay = evaltape(project, "replay", str(run_tapes))  # the run's own tapes hold them all
     assert replay.returncode == 0, replay.stdout + replay.stderr
     assert "hangs" in replay.stderr and "skipped" in replay.stderr
     board = [line.split() for line in replay.stdout.splitlines() if line.startswith("basic")]
@@ -288,6 +310,10 @@ def test_ctrl_c_keeps_every_finished_attempt(tmp_path: Path, server: ChatServer)
             break
     server.wait_holding(2)
     process.send_signal(signal.SIGINT)
+    for line in process.stderr:  # the run refuses new calls, then the held ones are answered
+        if line.startswith("evaltape: stopping (Ctrl-C)"):
+            break
+    server.release()
     _out, err = process.communicate(timeout=20)
     assert process.returncode == 130, err
     assert "Traceback" not in err
@@ -306,8 +332,12 @@ def test_ctrl_c_keeps_every_finished_attempt(tmp_path: Path, server: ChatServer)
         assert on_tape[session_id].complete
         assert end_status(on_tape[session_id]) is Status.COMPLETED
     cancelled = [a for a in record.attempts if "cancelled" in a.reason]
+    assert len(cancelled) == 2  # the two held when Ctrl-C came
     for a in cancelled:
         assert end_status(on_tape[a.session_id]) is Status.INTERRUPTED
+        # the call in flight finished: its answer is on the tape
+        (turn,) = fold(on_tape[a.session_id].events).turns
+        assert turn.call.status == 200
 
 
 def test_compare_runs_both_models_through_one_pool_and_replays_with_the_recorded_seed(

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 import time
 from pathlib import Path
 
+import attrs
 import httpx
 import pytest
 from agents.chat_server import ChatServer
 
 from evaltape.recorder import (
+    Exchange,
     FactKind,
     RecordedSession,
     RunnerFact,
@@ -129,6 +132,45 @@ def test_retry_waits_follow_the_providers_hint_then_back_off() -> None:
 
 
 # -- jobs and the pool -----------------------------------------------------------
+
+
+class _Watched(threading.Event):
+    """A stop event that tells when a wait on it begins (the retry's backoff)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waiting.set()
+        return super().wait(timeout)
+
+
+def test_a_stop_during_a_retry_wait_sends_no_retry(tmp_path: Path, server: ChatServer) -> None:
+    suites = suites_of(tmp_path, {"down": "[500] the provider is down"})
+    (job,) = plan_live(suites, ["m"], 1, tmp_path / "results", "run")
+    wire = LiveWire(network=httpx.HTTPTransport(), source=Source.SIMULATED, retries=3)
+    stop = Stop()
+    stop.event = watched = _Watched()
+    env = env_for(server, stop=stop, hang_limit=120.0, live=attrs.evolve(wire, retry_delay=60.0))
+    results: list[JobResult] = []
+    worker = threading.Thread(target=lambda: results.append(run_job(job, env)))
+    worker.start()
+    assert watched.waiting.wait(30)  # the first 500 is in; its retry waits 60 s
+    stop.set(StopKind.INTERRUPT, "interrupted (SIGTERM)", cause="SIGTERM")
+    worker.join(60)
+    (result,) = results
+    assert len(server.requests) == 1  # the retry was never sent
+    assert result.status is Status.INTERRUPTED
+    (session,) = TapeReader(job.tape).sessions()
+    (exchange,) = [e for e in session.events if isinstance(e, Exchange)]
+    assert exchange.response is None and exchange.error is not None
+    assert exchange.error.type == "RunStopped"
+    assert exchange.error.message == (
+        "evaltape: the run was stopped (SIGTERM); no new model calls are sent"
+    )
+    notes = [e.message for e in session.events if isinstance(e, RunnerFact)]
+    assert notes[0] == "retry 1: HTTP 500 (waited 60 s)"
 
 
 def test_two_models_take_about_as_long_as_one(tmp_path: Path) -> None:

@@ -74,6 +74,10 @@ def test_a_terminate_signal_cancels_the_run_like_ctrl_c(
     assert server.wait_holding(2)
     assert any(p.name.startswith("evaltape-") for p in scratch.iterdir())  # in flight
     process.send_signal(signum)
+    for line in process.stderr:  # the run refuses new calls, then the held ones are answered
+        if line.startswith(f"evaltape: stopping ({name})"):
+            break
+    server.release()
     _out, err = process.communicate(timeout=30)
     assert process.returncode == 130, err
     assert "Traceback" not in err

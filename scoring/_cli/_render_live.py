@@ -33,6 +33,10 @@ EXIT_AUTH = 2
 """The provider refused the credentials (also: bad input)."""
 EXIT_TIME_LIMIT = 124
 """The overall ``--time-limit`` passed; finished attempts are kept."""
+EXIT_UNRECORDED = 4
+"""``--update-cassettes`` (or ``rerecord``): some attempt's session was not as complete as
+the recording (a provider error, a refused connection, a stream cut short, no answer) and
+did not go into its cassette; the recorded session was kept."""
 
 
 def _rate_line(attempts: Sequence[AttemptResult]) -> str:
@@ -205,6 +209,13 @@ def render_outcome(outcome: LiveOutcome, opts: GateOptions) -> int:
     )
     if outcome.cassettes:
         click.echo(f"cassettes updated: {len(outcome.cassettes)} tape(s)", err=True)
+    if outcome.unrecorded:
+        kept = sum(1 for u in outcome.unrecorded if u.kept)
+        click.echo(
+            f"evaltape: {len(outcome.unrecorded)} attempt(s) not recorded into the cassettes "
+            f"({kept} recorded session(s) kept as they were)",
+            err=True,
+        )
     for line in render_volatile(outcome.volatile):
         click.echo(line, err=True)
     if pool.not_started:
@@ -220,4 +231,4 @@ def render_outcome(outcome: LiveOutcome, opts: GateOptions) -> int:
     if pool.stopped is StopKind.INTERRUPT:
         click.echo("evaltape: interrupted; finished attempts were kept", err=True)
         return EXIT_INTERRUPTED
-    return gate_code or entry_code
+    return gate_code or entry_code or (EXIT_UNRECORDED if outcome.unrecorded else 0)

@@ -103,7 +103,8 @@ Example:
     "--update-cassettes",
     is_flag=True,
     help="Also put each attempt's session into <cassettes>/<suite>/<case>.tape, replacing "
-    "the recording of the same case, model and attempt (never with --gate).",
+    "the recording of the same case, model and attempt when it is at least as complete "
+    "(never with --gate).",
 )
 @click.option(
     "--no-export",
@@ -166,13 +167,17 @@ def live(
 
     With --update-cassettes each session also replaces the recording of the same
     case, model and attempt in <cassettes>/<suite>/<case>.tape (atomically), so
-    cassettes never hold duplicates; --gate never changes the cassettes.
+    cassettes never hold duplicates; a session that ended in a provider error, a
+    refused connection, a stream cut short or with no answer (or failed with
+    fewer answered calls than the recording) keeps the recording instead;
+    --gate never changes the cassettes.
 
     Suites are validated first (bad input: FILE:LINE errors, exit 2, no model
     call).  Prints one line per finished attempt on stderr and a per-model
     summary.  Exit 0 when the run finished (whatever the verdicts; with --gate:
-    1 when the gate closed), 2 on bad input or refused credentials, 124 at
-    --time-limit, 130 on Ctrl-C.  The API
+    1 when the gate closed), 2 on bad input or refused credentials, 4 when
+    --update-cassettes could not record an attempt, 124 at --time-limit, 130 on
+    Ctrl-C, SIGTERM or SIGHUP (no new model call is sent after it).  The API
     key is read by the agent from the environment and never written.
     --entry-check runs only the cases no judged live attempt covers under their
     current definition, 3 times each, and exits 1 when one splits (a bad case)

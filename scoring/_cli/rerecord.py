@@ -57,11 +57,16 @@ Example:
 @click.option(
     "--source",
     type=click.Choice([s.value for s in SOURCES]),
-    default=Source.REAL_API.value,
-    show_default=True,
-    help="Where the model responses come from, as recorded in each session.",
+    default=None,
+    help="Where the model responses come from, as recorded in each new session "
+    "(default: the source of the session it replaces).",
 )
-@click.option("--source-detail", default="", metavar="TEXT", help="Names the server and model.")
+@click.option(
+    "--source-detail",
+    default=None,
+    metavar="TEXT",
+    help="Names the server and model (default: the replaced session's, unless --source is given).",
+)
 @click.option("--seed", type=int, default=None, help="Sampling seed handed to the agent.")
 @click.option(
     "--retries",
@@ -90,8 +95,8 @@ def rerecord(
     suite: str | None,
     budget: float | None,
     accept_harness_changes: bool,
-    source: str,
-    source_detail: str,
+    source: str | None,
+    source_detail: str | None,
     seed: int | None,
     retries: int,
     config: Config,
@@ -100,10 +105,14 @@ def rerecord(
 
     Prints the plan (one line per case and model with its attempts) and the
     cost estimated from the recorded tokens before any call; each new session
-    replaces the old one in its cassette.  Exit 0 when every planned attempt
-    was recorded again (or nothing was stale); 2 before any call on bad input,
-    CHANGED attempts without --accept-harness-changes, or an estimate over
-    --budget; 3 when the budget stopped new attempts; 124/130 as for live.
+    replaces the old one in its cassette when it is at least as complete (a
+    provider error, a refused connection or a stream cut short keeps the old
+    one), with the old one's source label unless --source is given.  Exit 0
+    when every planned attempt was recorded again (or nothing was stale); 2
+    before any call on bad input, CHANGED attempts without
+    --accept-harness-changes, or an estimate over --budget; 3 when the budget
+    stopped new attempts; 4 when an attempt could not be recorded (its old
+    session kept); 124/130 as for live.
     """
     outcome = run_rerecord(
         RerecordRequest(
@@ -114,7 +123,7 @@ def rerecord(
             suite=suite,
             budget=budget,
             accept_harness_changes=accept_harness_changes,
-            source=Source(source),
+            source=Source(source) if source is not None else None,
             source_detail=source_detail,
             seed=seed,
             retries=retries,
@@ -127,7 +136,7 @@ def rerecord(
     code = render_outcome(outcome.live, GateOptions())
     live = outcome.live
     click.echo(
-        f"re-recorded {len(live.pool.results)} of {outcome.attempts} attempt(s) into "
+        f"re-recorded {live.recorded} of {outcome.attempts} attempt(s) into "
         f"{len(live.cassettes)} cassette(s)"
     )
     if code == 0 and live.pool.not_started:

@@ -122,6 +122,17 @@ def live_json(outcome: LiveOutcome, results: RunResults) -> Json:
         "record_path": _path(outcome.record_path),
         "tapes": _path(outcome.tapes),
         "cassettes": [str(p) for p in outcome.cassettes],
+        "unrecorded": [
+            {
+                "case": u.case_id,
+                "model": u.model,
+                "attempt": u.attempt,
+                "cassette": str(u.cassette),
+                "kept": u.kept,
+                "why": u.why,
+            }
+            for u in outcome.unrecorded
+        ],
         "models": list(outcome.models),
         "trials": outcome.trials,
         "judge_status": outcome.judge_status.value,

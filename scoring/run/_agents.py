@@ -36,7 +36,7 @@ import attrs
 import httpx
 
 from evaltape.recorder import HarnessEvent, Scalar, recording_client
-from evaltape.replay import Route, Sandbox
+from evaltape.replay import Route, RunStopped, Sandbox
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.cases._cases import Case
 from evaltape.scoring.run._task import (
@@ -151,13 +151,20 @@ def retry_delay(headers: httpx.Headers, attempt: int, *, base: float, cap: float
     return min(cap, base * 2.0**attempt)
 
 
+STOPPED = "evaltape: the run was stopped; no new model calls are sent"
+"""What a call refused after a stop is told when no ``refusal`` says more."""
+
+
 class RetryingTransport:
     """Retries rate limits, provider 5xx and connection failures before anyone sees them.
 
     It sits *below* the recording transport, so the agent (and the tape) sees
     only the final response; each retry is reported through ``on_retry`` (the
     runner records it as a ``RunnerFact``).  A 401/403 is passed on unchanged
-    after ``on_auth`` is told.  Waits end early when ``stop`` is set.
+    after ``on_auth`` is told.  Once ``stop`` is set nothing more is sent: a
+    new call, or the retry of one, raises ``RunStopped`` (a ``ConnectError``)
+    with the text ``refusal`` gives, which the recording transport above
+    records; waits end early.  A call already sent goes on to its answer.
     """
 
     def __init__(
@@ -170,9 +177,11 @@ class RetryingTransport:
         on_retry: Callable[[str], None] = lambda message: None,
         on_auth: Callable[[str], None] = lambda message: None,
         stop: threading.Event | None = None,
+        refusal: Callable[[], str] = lambda: STOPPED,
         close_real: bool = True,
     ) -> None:
         self.real = real
+        self.refusal = refusal
         self.close_real = close_real
         self.retries = retries
         self.base_delay = base_delay
@@ -185,6 +194,8 @@ class RetryingTransport:
         """Send ``request``; retry while the answer is retryable and tries remain."""
         for n in range(self.retries + 1):
             last = n == self.retries
+            if self.stop.is_set():  # neither a new call nor a retry is sent after a stop
+                raise RunStopped(self.refusal(), request=request)
             try:
                 response: httpx.Response = self.real.handle_request(request)
             except httpx.TransportError as exc:

@@ -83,6 +83,8 @@ def _seed(job: Job, env: JobEnv) -> int | None:
 def _header(job: Job, env: JobEnv, session_id: str) -> SessionStarted:
     if job.recorded is not None:
         source, detail = job.recorded.header.source, job.recorded.header.source_detail
+    elif job.label is not None:
+        source, detail = job.label.source, job.label.detail
     else:
         assert env.live is not None
         source, detail = env.live.source, env.live.source_detail
@@ -122,6 +124,7 @@ def _live_transport(env: JobEnv, wire: LiveWire, tee: Tee) -> RetryingTransport:
         on_retry=on_retry,
         on_auth=on_auth,
         stop=env.stop.event,
+        refusal=env.stop.refusal,
     )
 
 

@@ -66,6 +66,19 @@ class Job:
     over ``JobEnv.environ``; never written to the tape.  ``os.environ`` is never changed."""
     confirmation: bool = False
     """A gate's confirmation re-run of a case that broke (``AttemptResult.confirmation``)."""
+    label: SourceLabel | None = None
+    """Live: where this attempt's responses come from, when it is not the run's
+    ``LiveWire.source`` (a re-recorded session keeps its recording's)."""
+
+
+@attrs.frozen(kw_only=True)
+class SourceLabel:
+    """Where a live session's responses come from, as its header records it."""
+
+    source: Source
+    """``real_api``, ``local_server`` or ``simulated``."""
+    detail: str = ""
+    """Free text naming server and model."""
 
 
 @attrs.frozen(kw_only=True)

@@ -26,15 +26,15 @@ from evaltape.scoring.results._baselines import BaselineError
 from evaltape.scoring.results._history import RunLog
 from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
 from evaltape.scoring.run._budget import Budget
-from evaltape.scoring.run._cassettes import update_cassette
+from evaltape.scoring.run._cassettes import CassetteUpdate, update_cassette
 from evaltape.scoring.run._confirm import confirm_in_rounds, plan_confirmations
 from evaltape.scoring.run._env import job_env, live_wire
 from evaltape.scoring.run._executors import resolve_executor
 from evaltape.scoring.run._export_step import finish_export, submit
 from evaltape.scoring.run._flags import models_problem, seed_problem
 from evaltape.scoring.run._host import SILENT, Host, Reporter, records_redactor
-from evaltape.scoring.run._jobs import Job, JobResult
-from evaltape.scoring.run._plan import AttemptKey, plan_live
+from evaltape.scoring.run._jobs import Job, JobResult, SourceLabel
+from evaltape.scoring.run._plan import AttemptKey, cassette_tape, plan_live
 from evaltape.scoring.run._pool import PoolOutcome, run_pool
 from evaltape.scoring.run._sandboxing import sandbox_for
 from evaltape.scoring.run._setup import (
@@ -111,6 +111,9 @@ class LiveRequest:
     the live session of the same case, model and attempt index (refused with a gate)."""
     only: tuple[AttemptKey, ...] = ()
     """Only these (case id, model, attempt index) of the planned attempts; empty: all."""
+    labels: tuple[tuple[AttemptKey, SourceLabel], ...] = ()
+    """Attempts whose sessions record another source than ``source`` (a re-recorded
+    session keeps its recording's)."""
     budget: float | None = None
     """USD: once the attempts' cost reaches it, no new attempt starts (running ones finish
     and are kept); ``LiveOutcome.pool.not_started`` counts the rest."""
@@ -134,6 +137,11 @@ class LiveOutcome:
     """The run's own tapes folder, ``<results>/tapes/<run id>``."""
     cassettes: tuple[Path, ...] = ()
     """The cassettes rewritten with this run's sessions (``update_cassettes``)."""
+    recorded: int = 0
+    """How many sessions went into the cassettes (``update_cassettes``)."""
+    unrecorded: tuple[CassetteUpdate, ...] = ()
+    """Attempts whose session did not go into its cassette (``update_cassettes``): not as
+    complete as the recording, which was kept, or broken with no recording to replace."""
     models: tuple[str, ...] = ()
     """The models under test."""
     trials: int = 0
@@ -211,6 +219,12 @@ def run_live(request: LiveRequest) -> LiveOutcome:
     sandbox = sandbox_for(config, host, reporter)
     run_id = make_run_id(host.clock, host.entropy)
     jobs = plan_live(chosen, request.models, trials, config.results, run_id, only=request.only)
+    if request.labels:
+        labels = dict(request.labels)
+        jobs = tuple(
+            attrs.evolve(job, label=labels.get((job.case.id, job.model, job.attempt)))
+            for job in jobs
+        )
     judge = judge_for(config, host.environ, [job.model for job in jobs])
     floors = Floors(mean=config.judge_mean_floor, trial=config.judge_trial_floor)
     exporter = exporter_for(
@@ -242,6 +256,8 @@ def run_live(request: LiveRequest) -> LiveOutcome:
     )  # fmt: skip
 
     updated: dict[Path, None] = {}
+    unrecorded: list[CassetteUpdate] = []
+    recorded = [0]
     planned = [len(jobs)]  # grows by the gate's confirmation re-runs
 
     def on_result(result: JobResult) -> None:
@@ -249,12 +265,23 @@ def run_live(request: LiveRequest) -> LiveOutcome:
         reporter.attempt(result, planned[0])
         if request.update_cassettes:
             try:
-                cassette = update_cassette(config.cassettes, result)
+                update = update_cassette(config.cassettes, result)
             except TapeError as exc:
-                reporter.warning(f"cassette not updated: {exc}")
+                job = result.job
+                update = CassetteUpdate(
+                    case_id=job.case.id, model=job.model, attempt=job.attempt,
+                    cassette=cassette_tape(config.cassettes, job.case)[0], written=False,
+                    why=f"cassette not updated: {exc}",
+                )  # fmt: skip
+                unrecorded.append(update)
+                reporter.warning(update.line())
             else:
-                if cassette is not None:
-                    updated[cassette] = None
+                if update.written:
+                    updated[update.cassette] = None
+                    recorded[0] += 1
+                else:
+                    unrecorded.append(update)
+                    reporter.warning(update.line())
         submit(exporter, result)
 
     cases = sum(len(s.cases) for s in chosen)
@@ -284,6 +311,7 @@ def run_live(request: LiveRequest) -> LiveOutcome:
             time_limit=limit,
             budget=budget,
             executor=executor,
+            on_stop=reporter.note,
         )
 
     pool = run(jobs)
@@ -353,6 +381,8 @@ def run_live(request: LiveRequest) -> LiveOutcome:
         record_path=log.path,
         tapes=config.results / "tapes" / run_id,
         cassettes=tuple(updated),
+        recorded=recorded[0],
+        unrecorded=tuple(unrecorded),
         models=request.models,
         trials=trials,
         pool=pool,

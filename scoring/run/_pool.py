@@ -89,6 +89,7 @@ def run_pool(
     clock: Callable[[], float] = time.monotonic,
     budget: Budget | None = None,
     executor: ExecutorFactory = thread_executor,
+    on_stop: Callable[[str], None] = lambda line: None,
 ) -> PoolOutcome:
     """Run ``jobs`` ``concurrency`` at a time; Ctrl-C, 401/403 or ``time_limit`` stop early.
 
@@ -97,7 +98,9 @@ def run_pool(
     finished ones are kept.  With a ``budget``, jobs start only while the
     spent cost is below it; the rest are counted in ``not_started``.  ``executor``
     computes the jobs (threads of this process by default); their sessions are
-    written to the tapes here, as each is collected.
+    written to the tapes here, as each is collected.  ``on_stop`` gets one line
+    when a signal stops the run: running attempts then end once their agents
+    stop (their new model calls are refused), and a second signal stops waiting.
     """
     results: list[JobResult] = []
     started = clock()
@@ -109,8 +112,15 @@ def run_pool(
     with ctrl_c:
         while pool.outstanding():
             try:
-                if ctrl_c.count:
-                    env.stop.set(StopKind.INTERRUPT, f"interrupted ({ctrl_c.name})")
+                if ctrl_c.count and not env.stop.is_set():
+                    env.stop.set(
+                        StopKind.INTERRUPT, f"interrupted ({ctrl_c.name})", cause=ctrl_c.name
+                    )
+                    on_stop(
+                        f"evaltape: stopping ({ctrl_c.name}): no new model calls are sent; "
+                        f"waiting for the running attempts to end ({ctrl_c.name} again stops "
+                        "waiting)"
+                    )
                 if ctrl_c.count > 1:
                     break
                 for computed in pool.collect(timeout=0.1):

@@ -6,7 +6,9 @@ only when accepted, its CHANGED ones) are planned with the same case, model
 and attempt index; the plan and its cost, estimated from the recorded
 sessions' tokens, are reported; then a refusal (harness changes not
 accepted, the estimate over the budget) comes before any model call.  The
-live run replaces each re-recorded session in its cassette.
+live run replaces each re-recorded session in its cassette when the new one
+is at least as complete (``_cassettes``), and each new session keeps the
+source label of the one it replaces unless the request names one.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from evaltape.scoring.cost._pricing import Prices
 from evaltape.scoring.results._record_files import read_record, resolve_run
 from evaltape.scoring.results._records import RunKind, RunRecord
 from evaltape.scoring.run._host import SILENT, Host, Reporter
+from evaltape.scoring.run._jobs import SourceLabel
 from evaltape.scoring.run._live import LiveOutcome, LiveRequest, run_live
 from evaltape.scoring.run._plan import AttemptKey, cassette_tape
 from evaltape.scoring.run._replay import ReplayRequest, run_replay
@@ -55,10 +58,12 @@ class RerecordRequest:
     """USD: refuse when the estimate exceeds it; stop starting attempts once spent."""
     accept_harness_changes: bool = False
     """Also re-record CHANGED attempts (a tool result or the conversation changed)."""
-    source: Source = Source.REAL_API
-    """Where the model responses come from, as recorded in each session."""
-    source_detail: str = ""
-    """Free text naming the server and model."""
+    source: Source | None = None
+    """Where the model responses come from, as recorded in each new session; None: each
+    keeps its recording's source (and, unless ``source_detail`` is given, its detail)."""
+    source_detail: str | None = None
+    """Free text naming the server and model; None: the recording's when ``source`` is None,
+    else ""."""
     seed: int | None = None
     """Sampling seed; attempt ``n`` gets ``seed + n``."""
     retries: int = 4
@@ -154,6 +159,44 @@ def _recorded_cost(
     return None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)
 
 
+def _recorded_labels(
+    config: Config, planned: tuple[Planned, ...], cases: Mapping[str, Case]
+) -> dict[AttemptKey, SourceLabel]:
+    """Each planned attempt's source as its newest recorded session's header says."""
+    labels: dict[AttemptKey, SourceLabel] = {}
+    for p in planned:
+        tape, _ = cassette_tape(config.cassettes, cases[p.case_id])
+        if not tape.exists():
+            continue
+        for info in TapeReader(tape, strict=False).scan():
+            h = info.header
+            if (
+                h is not None
+                and h.mode is Mode.LIVE
+                and (h.case_id, h.model) == (p.case_id, p.model)
+                and h.attempt in p.attempts
+            ):
+                key = (p.case_id, p.model, h.attempt)
+                labels[key] = SourceLabel(source=h.source, detail=h.source_detail)
+    return labels
+
+
+def _labels(
+    request: RerecordRequest, planned: tuple[Planned, ...], cases: Mapping[str, Case]
+) -> tuple[Source, str, tuple[tuple[AttemptKey, SourceLabel], ...]]:
+    """The run's source and detail, and the attempts that keep their recording's."""
+    if request.source is not None:
+        return request.source, request.source_detail or "", ()
+    recorded = _recorded_labels(request.config, planned, cases)
+    detail = request.source_detail or ""
+    if request.source_detail is not None:
+        recorded = {k: attrs.evolve(v, detail=detail) for k, v in recorded.items()}
+    sources = {label.source for label in recorded.values()}
+    # One recorded source for all: the run's too (what its key warnings go by).
+    source = sources.pop() if len(sources) == 1 else Source.REAL_API
+    return source, detail, tuple(recorded.items())
+
+
 def _plan(
     record: RunRecord, cases: Mapping[str, Case], accept: bool
 ) -> tuple[dict[tuple[str, str], set[int]], dict[tuple[str, str], Change]]:
@@ -230,6 +273,7 @@ def run_rerecord(request: RerecordRequest) -> RerecordOutcome:
     only: tuple[AttemptKey, ...] = tuple(
         (p.case_id, p.model, a) for p in planned for a in p.attempts
     )
+    source, detail, labels = _labels(request, planned, cases)
     live = run_live(
         LiveRequest(
             config=config,
@@ -238,8 +282,9 @@ def run_rerecord(request: RerecordRequest) -> RerecordOutcome:
             trials=max(a for p in planned for a in p.attempts) + 1,
             cases=tuple(dict.fromkeys(p.case_id for p in planned)),
             only=only,
-            source=request.source,
-            source_detail=request.source_detail,
+            source=source,
+            source_detail=detail,
+            labels=labels,
             seed=request.seed,
             retries=request.retries,
             export=False,

@@ -24,15 +24,24 @@ class Stop:
         self.event = threading.Event()
         self.kind: StopKind | None = None
         self.reason = ""
+        self.cause = ""
         self._lock = threading.Lock()
 
-    def set(self, kind: StopKind, reason: str) -> None:
-        """Ask every job to stop; later calls keep the first reason."""
+    def set(self, kind: StopKind, reason: str, cause: str = "") -> None:
+        """Ask every job to stop; later calls keep the first reason.
+
+        ``cause`` names what stopped the run in a few words (``SIGTERM``); the
+        reason stands in for it when it is empty."""
         with self._lock:
             if self.kind is None:
                 self.kind = kind
                 self.reason = reason
+                self.cause = cause or reason
         self.event.set()
+
+    def refusal(self) -> str:
+        """What a model call asked for after the stop is told instead of being sent."""
+        return f"evaltape: the run was stopped ({self.cause}); no new model calls are sent"
 
     def is_set(self) -> bool:
         """True once a stop was asked for."""

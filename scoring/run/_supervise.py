@@ -3,6 +3,12 @@
 The hang limit and the run-wide stop signal are checked every ``POLL``
 seconds; what the agent's failure was (a timeout, the provider's or the
 wire's fault, the agent's own) decides how the session ends.
+
+After a signal stops a live run (``StopKind.INTERRUPT``) the attempt waits
+for its agent, up to the hang limit: every new model call is refused below the
+recording transport, so the agent soon stops, and the calls it had in flight
+finish and are recorded, as are the refused ones.  The session then ends
+``interrupted``.  Refused credentials and the overall time limit stop at once.
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ def drive(
 ) -> tuple[Status, str]:
     """Run the agent in a daemon thread; watch the hang limit and the stop signal."""
     box: list[AgentOutcome] = []
+    late: list[bool] = []  # the agent ended after the stop came
 
     def target() -> None:
         try:
@@ -67,18 +74,24 @@ def drive(
                 box.append(run_command(env.spec.target, setup))
         except BaseException as exc:  # the agent must not take the runner down
             box.append(AgentOutcome(error=f"{type(exc).__name__}: {exc}", exception=exc))
+        finally:
+            late.append(env.stop.is_set())
 
     thread = threading.Thread(target=target, name=f"evaltape-agent-{setup.case.id}", daemon=True)
     started = time.monotonic()
     thread.start()
+    # Live, a signal waits for the agent (its calls in flight are paid for); a replay costs
+    # nothing and stops at once, as do refused credentials and the time limit.
+    waits = replayer is None
     while thread.is_alive():
-        if env.stop.is_set():
+        if env.stop.is_set() and not (waits and env.stop.kind is StopKind.INTERRUPT):
             break
         left = env.hang_limit - (time.monotonic() - started)
         if left <= 0:
             break
         thread.join(min(POLL, left))
-    if thread.is_alive() or not box:
+    cut_short = waits and env.stop.kind is StopKind.INTERRUPT and any(late)
+    if cut_short or thread.is_alive() or not box:
         if env.stop.is_set():
             message = f"cancelled: {env.stop.reason}"
             tee.append(RunnerFact(at=tee.now(), fact=FactKind.INTERRUPT, message=message))

@@ -41,7 +41,9 @@ class WireBridge:
         )
 
     def _error(self, flavor: Flavor, exc: httpx.TransportError, request: Any) -> Exception:
-        return flavor.error(type(exc).__name__, str(exc), request)
+        # The nearest class the client's library has too (RunStopped: its ConnectError).
+        name = next(c.__name__ for c in type(exc).__mro__ if hasattr(flavor.module, c.__name__))
+        return flavor.error(name, str(exc), request)
 
     def _send(self, flavor: Flavor, request: Any, out: httpx.Request) -> httpx.Response:
         try:

@@ -13,6 +13,10 @@ get the same behaviour whatever order they arrive in:
 - ``[slow]``: waits ``slow`` seconds before answering;
 - anything else: ``echo: <prompt>`` with usage, after ``latency`` seconds.
 
+``outage`` breaks every answer whatever the prompt, the way a provider's
+outage would: ``"500"`` answers HTTP 500, ``"cut"`` sends the head and half
+the body, then closes the connection.
+
 With ``meet=n`` every request waits (at most ``hang`` seconds) until ``n``
 requests are in flight at once: proof of concurrency that does not depend on
 how fast the machine is.  ``peak`` is the most requests ever in flight and
@@ -48,6 +52,8 @@ class ChatServer:
         self.hang = hang
         self.hold_after = hold_after
         self.meet = meet
+        self.outage = ""
+        """``"500"`` or ``"cut"``: every answer broken that way; "" answers as usual."""
         self.tokens = (10, 5)
         """(prompt, completion) tokens every answer reports; change it to change the cost."""
         self.requests: list[dict[str, Any]] = []
@@ -76,7 +82,7 @@ class ChatServer:
             self.requests.append(body)
         users = [m for m in body.get("messages", []) if m.get("role") == "user"]
         prompt = str(users[-1]["content"]) if users else ""
-        if "[500]" in prompt:
+        if "[500]" in prompt or self.outage == "500":
             return 500, b'{"error": {"message": "server exploded", "type": "server_error"}}', {}, 0
         if "[401]" in prompt:
             return 401, b'{"error": {"message": "bad key", "type": "invalid_request_error"}}', {}, 0
@@ -184,6 +190,7 @@ class ChatServer:
                     owner._hold(owner.hang)
                 elif delay:
                     time.sleep(delay)
+                cut = owner.outage == "cut"
                 try:
                     self.send_response(status)
                     self.send_header("content-type", "application/json")
@@ -191,7 +198,11 @@ class ChatServer:
                         self.send_header(name, value)
                     self.send_header("content-length", str(len(data)))
                     self.end_headers()
-                    self.wfile.write(data)
+                    self.wfile.write(data[: len(data) // 2] if cut else data)
+                    if cut:
+                        self.wfile.flush()
+                        self.close_connection = True
+                        self.connection.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
 
