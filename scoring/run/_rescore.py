@@ -70,7 +70,7 @@ class Flip(enum.Enum):
 
 def flip(before: Verdict | None, now: Verdict) -> Flip | None:
     """The change from ``before`` to ``now``; None when there is no earlier verdict."""
-    if before is None or before is Verdict.SKIPPED:
+    if before is None or not before.judged:
         return None
     if before is now:
         return Flip.UNCHANGED
