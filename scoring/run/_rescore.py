@@ -31,6 +31,7 @@ from evaltape.recorder import (
     Note,
     RecordedSession,
     Session,
+    SessionEnded,
     Status,
     TapeError,
     TapeReader,
@@ -50,6 +51,15 @@ from evaltape.scoring.run._judge_step import score_attempt
 
 if TYPE_CHECKING:
     from evaltape.scoring.run._rescore_exec import Rescorer
+
+RECOVERED = "recovered after a crash"
+"""How the reason of a session that ``evaltape recover`` ended begins."""
+
+
+def is_recovered(end: SessionEnded) -> bool:
+    """The session was cut short by a crash and recovered from its journal."""
+    return end.status is Status.INTERRUPTED and end.reason.startswith(RECOVERED)
+
 
 BROKEN = frozenset({Status.TIMEOUT, Status.INFRA_ERROR, Status.INTERRUPTED})
 """Session endings whose evidence is unreliable: the attempt gets verdict ``error``."""
@@ -111,6 +121,9 @@ class Rescored:
     """That verdict's reason."""
     judgement: Judgement | None = None
     """A judged case that passed every other check: the reused verdict, or why there is none."""
+    incomplete: bool = False
+    """The session was cut short by a crash of its run's driver and recovered from its
+    journal (``evaltape recover``): scored as far as it got, verdict error."""
 
     @property
     def tainted(self) -> bool:
@@ -210,6 +223,7 @@ def rescore_session(
         before=before.verdict if before is not None else None,
         before_reason=before.reason if before is not None else "",
         judgement=judgement,
+        incomplete=end is not None and is_recovered(end),
     )
 
 
