@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from agents.loop_server import LoopServer
+from test_export_langfuse import PUBLIC, SECRET, FakeLangfuse, attrs_of
 
 from evaltape.recorder import Exchange, SessionEnded, Status, TapeReader
 from evaltape.scoring import RunState, Verdict, read_history, read_record, resolve_run
@@ -235,3 +236,14 @@ def test_a_killed_driver_loses_no_answered_exchange_and_recover_closes_the_run(
     incomplete = [line for line in rescored.stdout.splitlines() if line.startswith("incomplete ")]
     assert len(incomplete) == 4, rescored.stdout
     assert all("interrupted: recovered after a crash" in line for line in incomplete)
+
+    with FakeLangfuse() as langfuse:
+        keys = {"LANGFUSE_HOST": langfuse.host, "LANGFUSE_PUBLIC_KEY": PUBLIC}
+        exported = _evaltape(
+            project, env | keys | {"LANGFUSE_SECRET_KEY": SECRET}, "export", record.run_id
+        )
+        assert exported.returncode == 0, exported.stdout + exported.stderr
+        roots = [attrs_of(s) for s in langfuse.spans]
+        roots = [a for a in roots if "evaltape.verdict" in a]
+    assert sorted(a["evaltape.verdict"] for a in roots) == ["interrupted"] * 4 + ["passed"] * 2
+    assert sum(1 for a in roots if a.get("evaltape.incomplete")) == 4
