@@ -8,10 +8,11 @@ complete event (``TapeReader`` returns the session as incomplete).  Once the
 whole session is on its real tape the journal is deleted: the final session
 supersedes it, and stays one session compressed in one go.
 
-The journal compresses each event at zstd level 1 with a 1 MiB window: an open
-journal holds well under 2 MiB of zstd state, not the several MiB of a
-long-lived high-level stream, and the exchanges it frames are already packed
-as deltas of the previous request, so the window sees only what is new.
+The journal compresses each event at zstd level 1 with a 128 KiB window: an
+open journal holds under 1 MiB of zstd state, not the 7 MiB of a long-lived
+``SessionWriter`` stream, and the exchanges it frames are already packed as
+deltas of the previous request, so a small window loses little; the journal
+is read only after a crash, and its session is compressed well on the tape.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ JOURNAL_SUFFIX = ".journal"
 JOURNAL_LEVEL = 1
 """zstd level of a journal (read only after a crash, then superseded)."""
 
-JOURNAL_WINDOW_LOG = 20
-"""zstd window of a journal: 1 MiB."""
+JOURNAL_WINDOW_LOG = 17
+"""zstd window of a journal: 128 KiB."""
 
 
 def journal_path(tape: Path, session_id: str) -> Path:

@@ -138,7 +138,7 @@ def section(rows: dict[int, dict[str, float]], reps: dict[int, int]) -> str:
 
 A run's attempt records into a `SessionBuffer` (packed in memory, compressed once
 at the end) and hands each packed event to its journal beside the tape (framed,
-zstd level 1 with a 1 MiB window, one `write` each), deleted once the whole session
+zstd level 1 with a 128 KiB window, one `write` each), deleted once the whole session
 is on the tape.  The SDK traffic of *Recording and replay per turn*, recorded
 through `RecordingTransport` with `default_redactor()`, ended and appended to a
 tape, without and with the journal; CPU time per session, the best of the
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         folder = Path(scratch)
         tape = args.traffic or record_traffic(folder, max(turns))
         exchanges = exchanges_of(tape)
-        reps = {n: 7 if n <= 25 else 5 for n in turns}
+        reps = {n: 5 if n <= 100 else 3 for n in turns}
         rows = measure(exchanges, folder, reps)
     publish(DOC, HEADING, section(rows, reps), write=not args.no_doc)
     return 0
