@@ -179,9 +179,8 @@ class RayExecutor:
         try:
             batch: list[Streamed] = ray.get(next(stream))
         except (StopIteration, ray.exceptions.RayError) as exc:
-            self._end(stream)
-            lost = exc if isinstance(exc, Exception) else RuntimeError("no result")
-            return Computed(result=error_result(job, WorkerLost(lost)), data=b"")
+            self._end(stream)  # its journal stays beside the tape
+            return Computed(result=error_result(job, WorkerLost(exc)), data=b"")
         for item in batch:
             if item[0] == "start":
                 with contextlib.suppress(TapeError):  # no journal: the attempt still runs
