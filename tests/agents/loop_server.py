@@ -3,7 +3,9 @@ sending and, after ``hold_after`` of them, holds every later request until relea
 
 Each request is answered ``step N`` (N: the assistant messages already in the
 conversation) until the conversation has ``calls`` answers, then ``done``; a
-prompt holding ``[quick]`` is answered ``done`` at once.  ``finished`` lists,
+prompt holding ``[quick]`` is answered ``done`` at once, and the others wait
+until ``quick`` such answers were sent (so the quick attempts always finish
+first, however the machine schedules them).  ``finished`` lists,
 in order, the (first user message, turn) of every response whose last byte was
 written and flushed; ``reached`` is set when there are ``hold_after`` of them,
 and ``wait_holding(n)`` waits until ``n`` requests are held.  A test that kills
@@ -22,9 +24,10 @@ from typing import Any
 class LoopServer:
     """Start with ``with LoopServer(calls=40, hold_after=50) as server:``."""
 
-    def __init__(self, *, calls: int, hold_after: int) -> None:
+    def __init__(self, *, calls: int, hold_after: int, quick: int = 0) -> None:
         self.calls = calls
         self.hold_after = hold_after
+        self.quick = quick
         self.finished: list[tuple[str, int]] = []
         self.reached = threading.Event()
         self.holding = 0
@@ -37,6 +40,14 @@ class LoopServer:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    def _quick_first(self, prompt: str) -> None:
+        if "[quick]" in prompt:
+            return
+        with self._changed:
+            self._changed.wait_for(
+                lambda: sum("[quick]" in p for p, _ in self.finished) >= self.quick, 120
+            )
 
     def _hold(self) -> None:
         with self._changed:
@@ -84,11 +95,14 @@ class LoopServer:
 
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+                body = json.loads(raw)
+                users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+                outer._quick_first(str(users[0]["content"]) if users else "")
                 outer._hold()
                 if outer._released.is_set():
                     self.close_connection = True
                     return
-                key, data = outer.answer(json.loads(raw))
+                key, data = outer.answer(body)
                 self.send_response(200)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
@@ -97,6 +111,7 @@ class LoopServer:
                 self.wfile.flush()
                 with outer._changed:
                     outer.finished.append(key)
+                    outer._changed.notify_all()
                     if len(outer.finished) >= outer.hold_after:
                         outer.reached.set()
 
