@@ -250,6 +250,11 @@ def test_status_shows_a_run_whose_driver_is_gone_as_crashed_and_offers_recover(
     text = _cli(results, "status").stdout
     assert f"recover   evaltape recover {RUN}" in text
     assert "state     crashed (the record says running, but its driver" in text
+    export = _cli(results, "export", RUN)
+    assert export.exit_code == 2
+    assert f"crashed (its driver (pid {dead}) is gone); close it first with `evaltape recover" in (
+        export.stderr
+    )
 
     write_record(results, attrs.evolve(record, heartbeat_at=time.time()))  # this process
     live = json.loads(_cli(results, "status", "--json").stdout)
