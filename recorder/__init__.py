@@ -39,6 +39,14 @@ from evaltape.recorder._events import (
     TransportError,
     WorkspaceSnapshot,
 )
+from evaltape.recorder._journal import (
+    JOURNAL_SUFFIX,
+    Journal,
+    Sink,
+    discard_journal,
+    journal_path,
+    journal_tape,
+)
 from evaltape.recorder._reader import RecordedSession, SessionInfo, TapeReader, read_sessions
 from evaltape.recorder._redact import Redactor, default_redactor
 from evaltape.recorder._rewrite import rewrite_tape
@@ -83,6 +91,7 @@ from evaltape.recorder._version import VERSION
 from evaltape.recorder._writer import SessionWriter, new_session_id, open_session
 
 __all__ = [
+    "JOURNAL_SUFFIX",
     "ROLE_HEADER",
     "SCRIPT_MATCH_ANY",
     "SCRIPT_MATCH_HEADER",
@@ -102,6 +111,7 @@ __all__ = [
     "Flavor",
     "Flavors",
     "HarnessEvent",
+    "Journal",
     "Message",
     "Mode",
     "ModelCall",
@@ -130,6 +140,7 @@ __all__ = [
     "SessionInfo",
     "SessionStarted",
     "SessionWriter",
+    "Sink",
     "Source",
     "Status",
     "TapeError",
@@ -143,9 +154,12 @@ __all__ = [
     "append_session",
     "decode_call",
     "default_redactor",
+    "discard_journal",
     "fold",
     "from_plain",
     "http_module",
+    "journal_path",
+    "journal_tape",
     "load_script",
     "new_session_id",
     "open_session",

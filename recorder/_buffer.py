@@ -7,10 +7,12 @@ the same exclusive ``flock``, so the process that computes a session need not
 be the one that owns the tape file: a worker on another machine returns the
 bytes and the driver writes them.
 
-Nothing is on disk before the session ends, so the events are kept packed
-and compressed in one go when the bytes are asked for (``_encode.py``): an
-open session holds its packed events, not a zstd stream with its window and
-match-finder tables (several MiB each, times the attempts running at once).
+The events are kept packed and compressed in one go when the bytes are asked
+for (``_encode.py``): an open session holds its packed events, not a zstd
+stream with its window and match-finder tables (several MiB each, times the
+attempts running at once).  So that a killed process loses at most the event
+in flight, each packed event can also go to a ``sink`` the moment it is taken
+(a ``Journal`` on disk, or a stream to the process that owns the journal).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from evaltape.recorder._encode import Packed, encode_frames
 from evaltape.recorder._errors import TapeError
 from evaltape.recorder._events import Event, SessionEnded, SessionStarted, Status
 from evaltape.recorder._frames import FLAG_END, FLAG_START, full_frames
+from evaltape.recorder._journal import Sink
 from evaltape.recorder._pack import Packer
 from evaltape.recorder._writer import DEFAULT_LEVEL, _check_file, _write_all, monotonic_clock
 
@@ -34,6 +37,8 @@ class SessionBuffer:
 
     Thread-safe; an event msgpack cannot hold is refused with ``TapeError``
     and the session goes on; after ``end()`` later appends are refused.
+    ``sink`` gets every packed event (header first, end last) as it is taken,
+    in order, under the buffer's lock.
     """
 
     def __init__(
@@ -42,6 +47,7 @@ class SessionBuffer:
         *,
         clock: Callable[[], float] | None = None,
         level: int = DEFAULT_LEVEL,
+        sink: Sink | None = None,
     ) -> None:
         try:
             self._session = bytes.fromhex(header.session_id)
@@ -52,6 +58,7 @@ class SessionBuffer:
         self.header = header
         self._clock = clock or monotonic_clock()
         self._level = level
+        self._sink = sink
         self._packer = Packer()
         self._lock = threading.Lock()
         self._packed: list[Packed] = []
@@ -72,6 +79,8 @@ class SessionBuffer:
                 f"cannot record {type(event).__name__}: {type(exc).__name__}: {exc}"
             ) from exc
         self._packed.append((flags, raw))
+        if self._sink is not None:
+            self._sink(flags, raw)
 
     def append(self, event: Event) -> None:
         """Take one event (packed now, so a refusal comes here; compressed at the end)."""

@@ -31,6 +31,13 @@ from evaltape.scoring.run._ab import ABOutcome, ABRequest, run_ab
 from evaltape.scoring.run._bisect import BisectOutcome, BisectRequest, BisectStep, run_bisect
 from evaltape.scoring.run._host import Host, Reporter
 from evaltape.scoring.run._live import LiveOutcome, LiveRequest, run_live
+from evaltape.scoring.run._recover import (
+    RecoveredSession,
+    RecoverOutcome,
+    RecoverRefused,
+    RecoverRequest,
+    recover_run,
+)
 from evaltape.scoring.run._replay import ReplayOutcome, ReplayRequest, run_replay
 from evaltape.scoring.run._rerecord import RerecordOutcome, RerecordRequest, run_rerecord
 from evaltape.scoring.run._rescore_entry import RescoreRequest, RescoreRunOutcome, run_rescore
@@ -76,6 +83,10 @@ __all__: list[str] = [
     "Question",
     "QuestionKind",
     "RecordError",
+    "RecoverOutcome",
+    "RecoverRefused",
+    "RecoverRequest",
+    "RecoveredSession",
     "ReplayOutcome",
     "ReplayRequest",
     "Reporter",
@@ -108,6 +119,7 @@ __all__: list[str] = [
     "pass_hat_k",
     "read_history",
     "read_record",
+    "recover_run",
     "rejudge_offline",
     "render_comparison",
     "rescore_tapes",

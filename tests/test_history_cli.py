@@ -131,7 +131,7 @@ def test_a_corrupt_history_line_is_reported_and_skipped(results: Path) -> None:
     assert errors[0].startswith("evaltape: history.jsonl:2: invalid JSON at column 2")
     assert errors[1] == (
         'evaltape: history.jsonl:3: field "state": expected one of running, completed, '
-        'failed, cancelled, got "exploded"'
+        'failed, cancelled, crashed, got "exploded"'
     )
 
 

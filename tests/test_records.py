@@ -128,7 +128,7 @@ def test_a_bad_field_is_named_with_its_file_and_attempt(tmp_path: Path) -> None:
         read_record(path)
     assert str(caught.value) == (
         f'{path}: attempts[1]: field "verdict": expected one of passed, failed, error, '
-        'skipped, got "won"'
+        'skipped, interrupted, got "won"'
     )
     path.write_text('{"schema": 1,\n "run_id": ')
     with pytest.raises(RecordError, match=r"invalid JSON at line 2 column"):

@@ -18,6 +18,7 @@ from evaltape.recorder import (
     Event,
     FileEntry,
     HarnessEvent,
+    Journal,
     SessionBuffer,
     SessionEnded,
     SessionStarted,
@@ -26,6 +27,9 @@ from evaltape.recorder import (
     TapeReader,
     WorkspaceSnapshot,
     append_session,
+    discard_journal,
+    journal_path,
+    journal_tape,
     open_session,
 )
 from evaltape.recorder._frames import FRAME_HEADER_SIZE, MAX_WINDOW, parse_frame_header, walk
@@ -144,3 +148,50 @@ def test_an_event_msgpack_cannot_hold_is_refused_and_the_session_goes_on(tmp_pat
     append_session(tmp_path / "t.tape", buffer.data)
     end = SessionEnded(at=7.0, status=Status.COMPLETED, reason="")
     assert _read(tmp_path / "t.tape") == [((HEADER, kept, end), True)]
+
+
+def test_the_journal_holds_every_event_taken_so_far_and_then_the_whole_session(
+    tmp_path: Path,
+) -> None:
+    events = _events(3)
+    tape = tmp_path / "run.tape"
+    journal = journal_path(tape, HEADER.session_id)
+    assert journal_tape(journal) == (tape, HEADER.session_id)
+    buffer = SessionBuffer(HEADER, clock=lambda: 7.0, sink=Journal(journal, HEADER.session_id))
+    assert _read(journal) == [((HEADER,), False)]
+    for n, event in enumerate(events, start=1):
+        buffer.append(event)  # on disk when append returns: no flush, no end needed
+        assert _read(journal) == [((HEADER, *events[:n]), False)]
+    buffer.end(Status.FAILED, "boom")
+    whole = (HEADER, *events, SessionEnded(at=7.0, status=Status.FAILED, reason="boom"))
+    assert _read(journal) == [(whole, True)]
+    append_session(tape, buffer.data)
+    assert _read(tape) == [(whole, True)]
+    discard_journal(tape, HEADER.session_id)
+    assert not journal.exists()
+    discard_journal(tape, HEADER.session_id)  # already gone: fine
+
+
+def test_a_journal_cut_at_every_byte_keeps_every_event_before_the_cut(tmp_path: Path) -> None:
+    events = _events(2)
+    journal = tmp_path / "j.journal"
+    buffer = SessionBuffer(HEADER, clock=lambda: 7.0, sink=Journal(journal, HEADER.session_id))
+    for event in events:
+        buffer.append(event)
+    data = journal.read_bytes()
+    cut_file = tmp_path / "cut.journal"
+    seen: list[int] = []
+    for cut in range(len(data) + 1):
+        cut_file.write_bytes(data[:cut])
+        got = [s.events for s in TapeReader(cut_file, strict=False).sessions()]
+        kept = len(got[0]) if got else 0
+        assert got == ([(HEADER, *events)[:kept]] if kept else []), f"cut at {cut}"
+        seen.append(kept)
+    assert seen == sorted(seen) and seen[-1] == len(events) + 1
+
+
+@pytest.mark.parametrize(
+    "name", ["run.tape", "run.tape.journal", "run.tape.xyz.journal", "run.tape.00aa.journal"]
+)
+def test_a_file_not_named_as_a_journal_is_not_taken_for_one(name: str) -> None:
+    assert journal_tape(Path(name)) is None

@@ -226,7 +226,7 @@ def print_scoreboard(record: RunRecord) -> None:
     for model in record.models:
         cases: dict[tuple[str, str], list[int]] = {}
         for a in record.attempts:
-            if a.model != model or a.verdict is Verdict.SKIPPED:
+            if a.model != model or not a.verdict.judged:
                 continue
             row = cases.setdefault((a.suite, a.case_id), [0, 0])
             row[0] += a.verdict is Verdict.PASSED

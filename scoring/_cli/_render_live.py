@@ -134,7 +134,7 @@ def _case_rows(outcome: PoolOutcome) -> list[CostRow]:
         CostRow(
             label=case_id,
             passed=sum(1 for r in results if r.verdict is Verdict.PASSED),
-            total=sum(1 for r in results if r.verdict is not Verdict.SKIPPED),
+            total=sum(1 for r in results if r.verdict.judged),
             duration=sum(r.duration for r in results),
             cost=costs_total(r.cost for r in results),
         )

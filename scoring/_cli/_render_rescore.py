@@ -69,6 +69,9 @@ def print_report(outcome: RescoreOutcome, floors: Floors = DEFAULT_FLOORS) -> No
         ]
         click.echo("  ".join(cells))
     for r in outcome.rescored:
+        if r.incomplete:
+            click.echo(f"incomplete {_where(r)}: {r.reason}")
+    for r in outcome.rescored:
         if r.judgement is not None:
             click.echo(f"judge {_where(r)}: {judge_check(r.judgement, floors).detail}")
     trials = ((r.case.id, r.model, r.judgement) for r in outcome.rescored)

@@ -6,6 +6,8 @@ The export steps of ``evaltape live`` and ``replay`` are the library's
 
 from __future__ import annotations
 
+import time
+
 import click
 
 from evaltape.recorder import Session
@@ -21,6 +23,7 @@ from evaltape.scoring.export._exporter import Exporter, ExportJob, Rescore
 from evaltape.scoring.export._progress import Delivered, merge, sent_before
 from evaltape.scoring.export._span_model import TraceOptions
 from evaltape.scoring.judge._judgement import JudgeError, Judgement
+from evaltape.scoring.results._health import crash_reason
 from evaltape.scoring.results._record_files import read_record, resolve_run, write_record
 from evaltape.scoring.results._records import AttemptResult, RunKind, RunState, Verdict, attempt_key
 from evaltape.scoring.run._host import Host
@@ -100,6 +103,13 @@ def export(run: str, again: bool, content: bool, config: Config) -> None:
     path = resolve_run(config.results, run)
     record = read_record(path)
     if record.state is RunState.RUNNING:
+        crashed = crash_reason(record, now=time.time())
+        if crashed:
+            fail(
+                f"run {record.run_id} crashed ({crashed}); close it first with "
+                f"`evaltape recover {record.run_id}`, then export it",
+                2,
+            )
         fail(f"run {record.run_id} is still running; export it once it has finished", 2)
     environ = Host.of_process().environ
     try:

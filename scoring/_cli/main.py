@@ -25,6 +25,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("list", "list_cases:list_cases", "List the selected cases: suite, id, kind, pinned model and markers."),
     ("history", "history:history", "List finished runs from <results>/history.jsonl, newest last."),
     ("status", "status:status", "Show the state and progress of RUN (default: latest)."),
+    ("recover", "recover:recover", "Close the record of a crashed run RUN and recover its sessions in flight."),
     ("live", "live:live", "Run the selected cases live, each attempt recorded to the run's own tapes."),
     ("replay", "replay_cmd:replay", "Replay recorded live sessions with today's harness and compare verdicts."),
     ("rerecord", "rerecord:rerecord", "Record again, live, exactly the attempts a replay found STALE."),

@@ -11,6 +11,7 @@ from evaltape.scoring._cli._boundary import boundary, fail
 from evaltape.scoring._cli._options import config_options
 from evaltape.scoring._cli.history import format_time
 from evaltape.scoring._config import Config
+from evaltape.scoring.results._health import crash_reason
 from evaltape.scoring.results._record_files import UnknownRun, read_record, resolve_run
 from evaltape.scoring.results._records import RunRecord, RunState, Verdict, tally
 from evaltape.scoring.verdicts._flips import flips_to_json, render_flips, summarize_flips
@@ -26,13 +27,29 @@ def format_span(seconds: float) -> str:
     return f"{hours}h {minutes:02d}m {secs:02d}s" if hours else f"{minutes}m {secs:02d}s"
 
 
-def summary(record: RunRecord, now: float) -> dict[str, object]:
-    """What ``status --json`` prints: counters, verdict counts and timing."""
+def shown_state(record: RunRecord, crashed: str) -> str:
+    """The state ``status`` shows: ``crashed`` for a running record whose driver is gone."""
+    return RunState.CRASHED.value if crashed else record.state.value
+
+
+def recover_hint(record: RunRecord) -> str:
+    """The command that closes a crashed run's record and recovers its sessions."""
+    return f"evaltape recover {record.run_id}"
+
+
+def summary(record: RunRecord, now: float, crashed: str = "") -> dict[str, object]:
+    """What ``status --json`` prints: counters, verdict counts and timing; a running record
+    whose driver is gone (``crashed``, why) shows state ``crashed`` and the recover command."""
     end = record.finished_at if record.finished_at is not None else now
     return {
         "run_id": record.run_id,
         "kind": record.kind.value,
-        "state": record.state.value,
+        "state": shown_state(record, crashed),
+        "crashed": crashed,
+        "recover": recover_hint(record) if crashed else "",
+        "pid": record.pid,
+        "host": record.host,
+        "heartbeat_at": record.heartbeat_at,
         "commit": record.commit,
         "total": record.total,
         "completed": record.completed,
@@ -59,9 +76,13 @@ def _repeated(record: RunRecord) -> bool:
     return record.trials > 1
 
 
-def describe(record: RunRecord, now: float) -> list[str]:
-    """The lines ``status`` prints."""
-    counts = ", ".join(f"{record.count(v)} {v.value}" for v in Verdict)
+def describe(record: RunRecord, now: float, crashed: str = "") -> list[str]:
+    """The lines ``status`` prints (``crashed``: why the run's driver is gone, if it is)."""
+    counts = ", ".join(
+        f"{record.count(v)} {v.value}"
+        for v in Verdict
+        if v is not Verdict.INTERRUPTED or record.count(v)
+    )
     models = ", ".join(
         f"{m.model} {m.passed}/{m.total}" for m in tally(record.attempts, record.models)
     )
@@ -72,13 +93,19 @@ def describe(record: RunRecord, now: float) -> list[str]:
     timing += ")"
     lines = [
         f"run       {record.run_id} ({record.kind.value})",
-        f"state     {record.state.value}",
+        f"state     {shown_state(record, crashed)}"
+        + (f" (the record says running, but {crashed})" if crashed else ""),
         f"progress  {record.completed}/{record.total} attempts",
         f"verdicts  {counts}",
         f"models    {models or '-'}",
         f"elapsed   {timing}",
         f"commit    {record.commit or '-'}  (evaltape {record.version})",
     ]
+    if crashed:
+        lines.append(
+            f"recover   {recover_hint(record)}  (history line, interrupted attempts, "
+            "partial sessions, workspaces)"
+        )
     if record.purpose:
         lines.append(f"purpose   {record.purpose}")
     if record.gate:
@@ -111,8 +138,10 @@ def status(run: str, as_json: bool, config: Config) -> None:
     """Show the state and progress of RUN (default: latest).
 
     RUN is "latest", a run id, a unique prefix of one, or the path of a run
-    record.  A run still in progress shows how many attempts are done so far.
-    Exits 2 when no run matches (or a prefix matches several).
+    record.  A run still in progress shows how many attempts are done so far; a
+    run whose driver died (its pid gone, or no heartbeat for 30 s) shows as
+    crashed, with the "evaltape recover RUN" command that closes it.  Exits 2
+    when no run matches (or a prefix matches several).
     """
     try:
         path = resolve_run(config.results, run)
@@ -121,8 +150,9 @@ def status(run: str, as_json: bool, config: Config) -> None:
         return
     record = read_record(path)
     now = time.time()
+    crashed = crash_reason(record, now=now)
     if as_json:
-        click.echo(json.dumps(summary(record, now), sort_keys=True))
+        click.echo(json.dumps(summary(record, now, crashed), sort_keys=True))
         return
-    for line in describe(record, now):
+    for line in describe(record, now, crashed):
         click.echo(line)

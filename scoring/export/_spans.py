@@ -205,6 +205,11 @@ def _root_attrs(
     )
     if header.seed is not None:
         out += (("gen_ai.request.seed", header.seed),)
+    if attempt.verdict is Verdict.INTERRUPTED:  # cut short by a crash, recovered
+        out += (
+            ("evaltape.incomplete", True),
+            ("langfuse.trace.metadata.incomplete", True),
+        )
     if attempt.verdict is Verdict.ERROR and not attempt.quarantined:
         out += (("error.type", end.status.value if end is not None else "incomplete"),)
     if options.content:

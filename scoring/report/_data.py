@@ -122,7 +122,7 @@ def trace_anchor(side: int, index: int) -> str:
 
 
 def _counted(a: AttemptResult) -> bool:
-    return a.verdict is not Verdict.SKIPPED and not a.tainted
+    return a.verdict.judged and not a.tainted
 
 
 def case_rows(attempts: Sequence[AttemptResult], side: str, side_no: int) -> tuple[CaseRow, ...]:

@@ -40,6 +40,7 @@ VERDICT_KINDS = {
     Verdict.FAILED: Kind.FAILED,
     Verdict.ERROR: Kind.ERROR,
     Verdict.SKIPPED: Kind.UNTESTED,
+    Verdict.INTERRUPTED: Kind.UNTESTED,
 }
 """A live or rescored verdict's kind."""
 

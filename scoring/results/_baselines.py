@@ -86,7 +86,7 @@ class Baseline:
     @property
     def judged(self) -> int:
         """Attempts that were judged (skipped ones are not)."""
-        return sum(1 for a in self.attempts if a.verdict is not Verdict.SKIPPED)
+        return sum(1 for a in self.attempts if a.verdict.judged)
 
 
 def default_name(suites: Sequence[str], model: str) -> str:

@@ -9,8 +9,10 @@ the run's record file current and appends the history line when it ends.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -242,14 +244,22 @@ def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
             yield number, raw
 
 
+HEARTBEAT = 5.0
+"""Seconds between a running run's heartbeats (its record rewritten with ``heartbeat_at``)."""
+
+
 class RunLog:
     """Keeps a run's record file current while the run is in progress.
 
-    ``start()`` writes the record; ``add()`` appends an attempt and rewrites
-    the file at most once per ``interval`` seconds by ``clock`` (so a long run
-    costs a bounded number of rewrites per second, not one per attempt);
-    ``finish()`` always writes the final record and appends the history
-    line.  ``add`` may be called from several threads.
+    ``start()`` writes the record, stamped with this process's id and host
+    name; ``add()`` appends an attempt and rewrites the file at once (so each
+    finished attempt is on disk before the next one is reported), unless
+    ``interval`` seconds by ``clock`` have not passed since the last write;
+    ``finish()`` always writes the final record and appends the history line.
+    With ``heartbeat`` (seconds), a thread rewrites the record that often with
+    a fresh ``heartbeat_at`` until the run finishes, so a reader can tell a
+    live run from one whose driver died (``run_health``).  ``add`` may be
+    called from several threads.
     """
 
     def __init__(
@@ -258,8 +268,9 @@ class RunLog:
         record: RunRecord,
         *,
         clock: Callable[[], float],
-        interval: float = 0.5,
+        interval: float = 0.0,
         redactor: Redactor | None = None,
+        heartbeat: float | None = None,
     ) -> None:
         self.results = results
         """The results folder."""
@@ -268,6 +279,9 @@ class RunLog:
         self._attempts: list[AttemptResult] = list(record.attempts)
         self._clock = clock
         self._interval = interval
+        self._heartbeat = heartbeat
+        self._beats: threading.Thread | None = None
+        self._stop_beating = threading.Event()
         self._last_write: float | None = None
         self._lock = threading.Lock()
         self._finished = False
@@ -286,12 +300,29 @@ class RunLog:
             return attrs.evolve(self._record, attempts=tuple(self._attempts))
 
     def start(self) -> RunRecord:
-        """Write the initial record (normally in state running)."""
+        """Write the initial record (normally in state running), stamped with this
+        process's id and host name, and start the heartbeat (if asked for)."""
         with self._lock:
-            return self._write(self._clock())
+            self._record = attrs.evolve(self._record, pid=os.getpid(), host=socket.gethostname())
+            written = self._write(self._clock())
+        if self._heartbeat is not None and self._beats is None:
+            self._beats = threading.Thread(
+                target=self._beat, args=(self._heartbeat,), name="evaltape-heartbeat", daemon=True
+            )
+            self._beats.start()
+        return written
+
+    def _beat(self, every: float) -> None:
+        while not self._stop_beating.wait(every):
+            with self._lock:
+                if self._finished:
+                    return
+                # A full disk: the next beat tries again; the run goes on.
+                with contextlib.suppress(RecordError):
+                    self._write(self._clock())
 
     def add(self, attempt: AttemptResult) -> None:
-        """Record one finished attempt; rewrites the file if ``interval`` has passed."""
+        """Record one finished attempt; rewrites the file unless ``interval`` has not passed."""
         with self._lock:
             self._check_open()
             self._attempts.append(attempt)
@@ -317,6 +348,7 @@ class RunLog:
         """Write the final record in ``state``, append its history line, and return it."""
         if state is RunState.RUNNING:
             raise ValueError("finish() needs a final state, not running")
+        self._stop_beating.set()
         with self._lock:
             self._check_open()
             now = self._clock()
@@ -333,7 +365,13 @@ class RunLog:
             raise RuntimeError(f"run {self._record.run_id} is already finished")
 
     def _write(self, now: float) -> RunRecord:
-        current = attrs.evolve(self._record, attempts=tuple(self._attempts), updated_at=now)
+        beat = now if self._heartbeat is not None and not self._finished else None
+        current = attrs.evolve(
+            self._record,
+            attempts=tuple(self._attempts),
+            updated_at=now,
+            heartbeat_at=beat if beat is not None else self._record.heartbeat_at,
+        )
         write_record(self.results, current, self._redactor)
         self._last_write = now
         self.writes += 1

@@ -92,6 +92,9 @@ def record_to_json(r: RunRecord) -> dict[str, object]:
         "exported": list(r.exported),
         "export_partial": {key: list(names) for key, names in r.export_partial},
         **({"confirm_trials": r.confirm_trials} if r.confirm_trials else {}),
+        **({"pid": r.pid, "host": r.host} if r.pid is not None else {}),
+        **({"heartbeat_at": r.heartbeat_at} if r.heartbeat_at is not None else {}),
+        **({"workspaces": r.workspaces} if r.workspaces else {}),
     }
 
 
@@ -279,6 +282,10 @@ def record_from_json(data: object, where: str) -> RunRecord:
         exported=f.texts("exported") if "exported" in f.data else (),
         export_partial=_partial(f, where) if "export_partial" in f.data else (),
         confirm_trials=f.whole("confirm_trials") if "confirm_trials" in f.data else 0,
+        pid=f.whole("pid") if "pid" in f.data else None,
+        host=f.text("host") if "host" in f.data else "",
+        heartbeat_at=f.number("heartbeat_at") if "heartbeat_at" in f.data else None,
+        workspaces=f.text("workspaces") if "workspaces" in f.data else "",
     )
 
 

@@ -40,6 +40,14 @@ class Verdict(enum.Enum):
     """The attempt could not be judged: infrastructure failure, timeout, crash."""
     SKIPPED = "skipped"
     """Not run (for example, a replay with no recorded tape for the case)."""
+    INTERRUPTED = "interrupted"
+    """Cut short when the run's driver died; its session, up to the last event on disk,
+    was put on the run's tapes by ``evaltape recover``.  Neither a pass nor a fail."""
+
+    @property
+    def judged(self) -> bool:
+        """The attempt counts as a pass or a fail (or an error): not skipped, not interrupted."""
+        return self not in (Verdict.SKIPPED, Verdict.INTERRUPTED)
 
 
 class RunKind(enum.Enum):
@@ -64,6 +72,9 @@ class RunState(enum.Enum):
     """The run stopped early on an error of its own."""
     CANCELLED = "cancelled"
     """Someone stopped the run (Ctrl-C, a CI timeout)."""
+    CRASHED = "crashed"
+    """The run's driver died (killed, out of memory, power loss) and ``evaltape recover``
+    closed its record; attempts in flight are ``interrupted``."""
 
 
 def _one_line(text: str) -> str:
@@ -144,13 +155,23 @@ class RunRecord:
     kind: RunKind
     """Live, replay or rescore."""
     state: RunState
-    """Running, completed, failed or cancelled."""
+    """Running, completed, failed, cancelled or crashed."""
     started_at: float
     """Unix time the run started."""
     finished_at: float | None = None
     """Unix time the run ended; None while it runs."""
     updated_at: float | None = None
     """Unix time the record was last written; shows whether a running run is alive."""
+    pid: int | None = None
+    """The process id of the run's driver (the process that writes this record)."""
+    host: str = ""
+    """The name of the machine the driver runs on (a pid means something only there)."""
+    heartbeat_at: float | None = None
+    """Unix time the driver last said it was alive (rewritten every few seconds while it
+    runs); None for a record written before heartbeats existed."""
+    workspaces: str = ""
+    """The folder holding the run's attempt workspaces (``evaltape-run-<run id>`` in the
+    temporary folder), so a crashed run's leftovers can be found; "" when none."""
     commit: str = ""
     """Short git commit of the harness (``git_commit``); "" outside a git repository."""
     version: str = VERSION
@@ -205,7 +226,7 @@ class ModelTally:
     passed: int
     """Attempts that passed."""
     total: int
-    """Attempts that were judged (skipped ones are not counted)."""
+    """Attempts that were judged (skipped and interrupted ones are not counted)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -228,7 +249,7 @@ def tally(attempts: Iterable[AttemptResult], models: Sequence[str] = ()) -> tupl
     """Passed/total per model: ``models`` first (even with no attempts), then any others."""
     counts: dict[str, list[int]] = {m: [0, 0] for m in models}
     for a in attempts:
-        if a.verdict is Verdict.SKIPPED:
+        if not a.verdict.judged:
             counts.setdefault(a.model, [0, 0])
             continue
         row = counts.setdefault(a.model, [0, 0])
@@ -241,7 +262,7 @@ def inconsistent_cases(attempts: Iterable[AttemptResult]) -> tuple[Inconsistency
     """Cases whose judged attempts with one model did not all agree on passing."""
     groups: dict[tuple[str, str, str], list[int]] = {}
     for a in attempts:
-        if a.verdict is Verdict.SKIPPED:
+        if not a.verdict.judged:
             continue
         row = groups.setdefault((a.suite, a.case_id, a.model), [0, 0])
         row[0] += a.verdict is Verdict.PASSED

@@ -3,7 +3,10 @@
 The attempt is computed first (``compute_job``: the session is encoded in
 memory) and then written (``write_job``: its bytes appended to the tape), so
 the two can happen in different processes: an executor's worker computes, the
-run's driver alone writes tapes.
+run's driver alone writes tapes.  Meanwhile every event goes to the session's
+journal as it happens (``journal``: a file beside the tape, written by the
+driver), so a killed driver loses at most the event in flight; the pool
+deletes the journal once the whole session is on the tape and in the record.
 
 The session gets its start, the exchanges, runner facts, the workspace
 snapshot and its end.  It is scored (and judged) before it ends, so the
@@ -14,6 +17,7 @@ as recorded, and the two verdicts give its ``ReplayDecision``.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +25,18 @@ import attrs
 
 from evaltape.recorder import (
     FactKind,
+    Journal,
     Mode,
     RunnerFact,
     Scrubber,
     SessionBuffer,
     SessionStarted,
+    Sink,
     Status,
     TapeError,
     append_session,
     fold,
+    journal_path,
     new_session_id,
     workspace_spellings,
 )
@@ -128,6 +135,16 @@ def _live_transport(env: JobEnv, wire: LiveWire, tee: Tee) -> RetryingTransport:
     )
 
 
+JournalOpener = Callable[[Job, SessionStarted], Sink]
+"""Opens the journal of a job's new session (given its header): where each packed event
+goes the moment it is taken."""
+
+
+def file_journal(job: Job, header: SessionStarted) -> Sink:
+    """The session's journal file beside the job's tape (``journal_path``)."""
+    return Journal(journal_path(job.tape, header.session_id), header.session_id)
+
+
 @attrs.frozen(kw_only=True)
 class Computed:
     """One attempt computed but not yet written: its result and its session's tape bytes."""
@@ -157,11 +174,13 @@ def run_job(job: Job, env: JobEnv) -> JobResult:
     return write_job(compute_job(job, env))
 
 
-def compute_job(job: Job, env: JobEnv) -> Computed:
-    """Run one attempt and score it, its session encoded in memory; nothing is written.
+def compute_job(job: Job, env: JobEnv, journal: JournalOpener | None = None) -> Computed:
+    """Run one attempt and score it, its session encoded in memory and, with ``journal``,
+    each event handed to the session's journal as it is taken; the tape is not written.
 
-    Never raises for the agent's or provider's faults.  A live job needs
-    ``env.live``; without it ``ValueError`` is raised.
+    Never raises for the agent's or provider's faults (a journal that cannot be opened
+    leaves the attempt without one).  A live job needs ``env.live``; without it
+    ``ValueError`` is raised.
     """
     if job.recorded is None and env.live is None:
         raise ValueError("a live job needs JobEnv.live (the network transport)")
@@ -169,13 +188,20 @@ def compute_job(job: Job, env: JobEnv) -> Computed:
     session_id = new_session_id()
     header = env.redactor.redact_event(_header(job, env, session_id))
     assert isinstance(header, SessionStarted)
-    buffer = SessionBuffer(header, level=LIVE_LEVEL if job.recorded is None else DEFAULT_LEVEL)
+    sink: Sink | None = None
+    if journal is not None:
+        try:
+            sink = journal(job, header)
+        except TapeError:
+            sink = None  # the attempt still runs; its session is whole on the tape at the end
+    level = LIVE_LEVEL if job.recorded is None else DEFAULT_LEVEL
+    buffer = SessionBuffer(header, level=level, sink=sink)
     tee = Tee(buffer, header, env.redactor)
     replayer: ReplayTransport | None = None
     status, reason = Status.COMPLETED, ""
     workspace: Path | None = None
     try:
-        workspace = make_workspace(job.case)
+        workspace = make_workspace(job.case, parent=env.workspaces)
     except WorkspaceError as exc:
         status, reason = Status.INFRA_ERROR, str(exc)
     if workspace is not None:

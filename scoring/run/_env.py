@@ -49,11 +49,13 @@ def job_env(
     live: LiveWire | None = None,
     replay: ReplayRules | None = None,
     sandbox: Sandbox | None = None,
+    workspaces: Path | None = None,
 ) -> JobEnv:
     """What every job of the run reads, with a fresh stop signal and the default scorer.
 
     ``sandbox`` (default: bubblewrap found on the host's PATH) runs verify
-    commands and is the agent's ``Task.sandbox``.
+    commands and is the agent's ``Task.sandbox``; ``workspaces`` is the folder the
+    attempts' workspaces are made in (``run_workspaces``; default the temporary folder).
     """
     chosen = sandbox if sandbox is not None else Sandbox.find(host.environ)
     return JobEnv(
@@ -76,6 +78,7 @@ def job_env(
         replay=replay if replay is not None else ReplayRules(),
         redactor=default_redactor().extended(values=secret_values(host.environ)),
         sandbox=chosen,
+        workspaces=workspaces,
     )
 
 

@@ -18,7 +18,7 @@ from typing import Protocol
 
 import attrs
 
-from evaltape.scoring.run._attempt import Computed, compute_job
+from evaltape.scoring.run._attempt import Computed, compute_job, file_journal
 from evaltape.scoring.run._budget import Budget
 from evaltape.scoring.run._jobs import Job, JobEnv, JobResult, error_result
 
@@ -66,12 +66,13 @@ ExecutorFactory = Callable[[JobEnv, int, Guard], Executor]
 
 
 def guarded_compute(job: Job, env: JobEnv, guard: Guard) -> Computed | None:
-    """Compute ``job`` if the guard admits it (None when not); a job that raises (a
-    scorer's bug) gets an error result."""
+    """Compute ``job`` if the guard admits it (None when not), its session journalled to
+    a file beside its tape as it goes; a job that raises (a scorer's bug) gets an error
+    result."""
     if not guard.admits():
         return None
     try:
-        computed = compute_job(job, env)
+        computed = compute_job(job, env, journal=file_journal)
     except Exception as exc:
         computed = Computed(result=error_result(job, exc), data=b"")
     guard.charge(computed.result)

@@ -154,6 +154,9 @@ class JobEnv:
     """Where verify commands and the agent's tools run (``Task.sandbox``)."""
     upstreams: tuple[Route, ...] = ()
     """Providers' base URLs for command agents besides ``base_url`` (``--upstream``)."""
+    workspaces: Path | None = None
+    """The folder each attempt's workspace is made in (``run_workspaces``); None: the
+    system's temporary folder."""
 
 
 @attrs.frozen(kw_only=True)

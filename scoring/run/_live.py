@@ -23,7 +23,7 @@ from evaltape.scoring.judge._floors import judge_status
 from evaltape.scoring.judge._judge import Judge
 from evaltape.scoring.judge._judgement import Floors, JudgeStatus
 from evaltape.scoring.results._baselines import BaselineError
-from evaltape.scoring.results._history import RunLog
+from evaltape.scoring.results._history import HEARTBEAT, RunLog
 from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
 from evaltape.scoring.run._budget import Budget
 from evaltape.scoring.run._cassettes import CassetteUpdate, update_cassette
@@ -48,6 +48,7 @@ from evaltape.scoring.run._setup import (
     warn_without_keys,
 )
 from evaltape.scoring.run._volatile_tapes import volatile_in_tapes
+from evaltape.scoring.run._workspace import run_workspaces, tidy_run_workspaces
 from evaltape.scoring.verdicts._entry_check import (
     ENTRY_PURPOSE,
     ENTRY_TRIALS,
@@ -245,10 +246,16 @@ def run_live(request: LiveRequest) -> LiveOutcome:
         total=len(jobs),
         confirm_trials=opts.confirm if opts.gate else 0,
     )
-    log = RunLog(config.results, record, clock=host.clock, redactor=records_redactor(host))
+    workspaces = run_workspaces(run_id)
+    record = attrs.evolve(record, workspaces=str(workspaces))
+    log = RunLog(
+        config.results, record, clock=host.clock, redactor=records_redactor(host),
+        heartbeat=HEARTBEAT,
+    )  # fmt: skip
     log.start()
     env = job_env(
         config, host, selection, commit=commit, judge=judge, prices=prices, sandbox=sandbox,
+        workspaces=workspaces,
         live=live_wire(
             host, source=request.source, source_detail=request.source_detail,
             seed=request.seed, retries=request.retries,
@@ -363,6 +370,7 @@ def run_live(request: LiveRequest) -> LiveOutcome:
     spent = (
         (f"budget reached: {pool.not_started} attempt(s) not started",) if pool.not_started else ()
     )
+    tidy_run_workspaces(workspaces)
     final = finish(log, pool, notes=(*spent, *judge_notes(judge, status)))
     saved: tuple[SavedBaseline, ...] = ()
     blocked, save_error = False, ""

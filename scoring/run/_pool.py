@@ -6,6 +6,7 @@ comparing two models takes about as long as running one.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
 import time
@@ -14,7 +15,8 @@ from typing import Any
 
 import attrs
 
-from evaltape.scoring.run._attempt import write_job
+from evaltape.recorder import TapeError, discard_journal
+from evaltape.scoring.run._attempt import Computed, write_job
 from evaltape.scoring.run._budget import Budget
 from evaltape.scoring.run._executor import ExecutorFactory, Guard, thread_executor
 from evaltape.scoring.run._jobs import Job, JobEnv, JobResult
@@ -79,6 +81,16 @@ class _CtrlC:
             signal.signal(signum, previous)
 
 
+def _superseded(computed: Computed, result: JobResult) -> None:
+    """The session is whole on its tape and reported (``on_result`` put it in the run
+    record): its journal is not needed any more.  A session the tape refused keeps it."""
+    if computed.data and result is computed.result:
+        # A journal left over (not deletable) holds a session whole on its tape: never
+        # recovered twice, ``evaltape recover`` only deletes it.
+        with contextlib.suppress(TapeError):
+            discard_journal(result.job.tape, result.session_id)
+
+
 def run_pool(
     jobs: Sequence[Job],
     env: JobEnv,
@@ -98,9 +110,10 @@ def run_pool(
     finished ones are kept.  With a ``budget``, jobs start only while the
     spent cost is below it; the rest are counted in ``not_started``.  ``executor``
     computes the jobs (threads of this process by default); their sessions are
-    written to the tapes here, as each is collected.  ``on_stop`` gets one line
-    when a signal stops the run: running attempts then end once their agents
-    stop (their new model calls are refused), and a second signal stops waiting.
+    written to the tapes here, as each is collected, and their journals deleted once
+    ``on_result`` has returned.  ``on_stop`` gets one line when a signal stops the
+    run: running attempts then end once their agents stop (their new model calls
+    are refused), and a second signal stops waiting.
     """
     results: list[JobResult] = []
     started = clock()
@@ -127,6 +140,7 @@ def run_pool(
                     result = write_job(computed)
                     results.append(result)
                     on_result(result)
+                    _superseded(computed, result)
                 if time_limit is not None and clock() - started > time_limit:
                     env.stop.set(
                         StopKind.LIMIT, f"the overall time limit of {time_limit:g} s passed"

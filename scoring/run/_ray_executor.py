@@ -3,30 +3,40 @@
 Imported only for ``--executor ray`` (it imports ``ray``, the ``evaltape[ray]``
 extra).  Each job travels with its inputs (case, model, attempt, the recorded
 session) and the run's ``JobEnv`` goes once to the object store
-(``shipped_env``); a task returns the attempt's result and its session's tape
-bytes, which the driver writes.  Workers need the installed package and
-nothing else: no shared folder, no tape file.
+(``shipped_env``).  A task is a streaming generator: while the attempt runs it
+yields each packed event of its session as it is taken (batched: whatever
+accumulated since the last yield), and the driver appends them to the
+session's journal beside the tape, so a killed driver or worker loses at most
+the events in flight between them; at the end the task yields the attempt's
+result and its session's tape bytes, which the driver writes.  Workers need
+the installed package and nothing else: no shared folder, no tape file.
 
 The driver keeps at most ``concurrency`` tasks in flight across every model,
 asks the guard before each one starts (stop signal, budget) and charges it as
 each one ends.  A worker that dies loses only its in-flight attempts: each
-becomes an infrastructure error (verdict error, tainted), never a silent rerun.
-On a stop, in-flight tasks are cancelled (``ray.cancel``) and not recorded;
-finished ones are kept.  With no address a local Ray instance is started for
+becomes an infrastructure error (verdict error, tainted), never a silent rerun;
+the journal of its session stays on disk beside the tape.  On a stop, in-flight
+tasks are cancelled (``ray.cancel``) and not recorded (their journals are
+deleted); finished ones are kept.  With no address a local Ray instance is started for
 the run (``concurrency`` CPUs, bound to 127.0.0.1, no dashboard, no usage
 statistics) and shut down after it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import queue
+import threading
 import uuid
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import ray
 import ray.exceptions
 
+from evaltape.recorder import Journal, SessionStarted, Sink, TapeError, journal_path
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.run._attempt import Computed, compute_job
 from evaltape.scoring.run._env import shipped_env, worker_env
@@ -46,21 +56,42 @@ def _env_on_worker(token: str, env: JobEnv, project: str) -> JobEnv:
     return _WORKER_ENV[token]
 
 
-def run_on_worker(
-    job: Job, env: JobEnv, token: str, project: str
-) -> tuple[Computed, tuple[str, str] | None]:
-    """The task body: compute ``job`` on this worker.  Returns what it computed and the
-    stop it raised (kind and reason, e.g. refused credentials), if any."""
+Streamed = tuple[Any, ...]
+"""One item a task streams: ``("start", session id)``, ``("frame", flags, packed event)``
+or ``("done", Computed, stop raised or None)``."""
+
+
+def run_on_worker(job: Job, env: JobEnv, token: str, project: str) -> Iterator[list[Streamed]]:
+    """The task body: compute ``job`` on this worker, yielding the session's packed events
+    as they are taken (in batches) and, last, what it computed and the stop it raised
+    (kind and reason, e.g. refused credentials), if any."""
     local = _env_on_worker(token, env, project)
-    try:
-        computed = compute_job(job, local)
-    except Exception as exc:  # a scorer's bug: this job only
-        computed = Computed(result=error_result(job, exc), data=b"")
-    stop = local.stop
-    raised = (stop.kind.value, stop.reason) if stop.kind is not None else None
-    if raised is not None:  # the next job of this run on this worker starts afresh
-        _WORKER_ENV.clear()
-    return computed, raised
+    items: queue.Queue[Streamed] = queue.Queue()
+
+    def journal(job: Job, header: SessionStarted) -> Sink:
+        items.put(("start", header.session_id))
+        return lambda flags, raw: items.put(("frame", flags, raw))
+
+    def work() -> None:
+        try:
+            computed = compute_job(job, local, journal=journal)
+        except Exception as exc:  # a scorer's bug: this job only
+            computed = Computed(result=error_result(job, exc), data=b"")
+        stop = local.stop
+        raised = (stop.kind.value, stop.reason) if stop.kind is not None else None
+        if raised is not None:  # the next job of this run on this worker starts afresh
+            _WORKER_ENV.clear()
+        items.put(("done", computed, raised))
+
+    threading.Thread(target=work, name="evaltape-job", daemon=True).start()
+    while True:
+        batch = [items.get()]
+        with contextlib.suppress(queue.Empty):
+            while batch[-1][0] != "done":
+                batch.append(items.get_nowait())
+        yield batch
+        if batch[-1][0] == "done":
+            return
 
 
 class RayUnavailable(ScoringError):
@@ -104,9 +135,10 @@ class RayExecutor:
         self._token = uuid.uuid4().hex
         self._project = str(project)
         self._shipped = ray.put(shipped_env(env))
-        self._task = ray.remote(num_cpus=1, max_retries=0)(run_on_worker)
+        self._task = ray.remote(num_cpus=1, max_retries=0, num_returns="streaming")(run_on_worker)
         self._queue: deque[Job] = deque()
         self._running: dict[Any, Job] = {}
+        self._journals: dict[Any, Journal] = {}
 
     def submit(self, job: Job) -> None:
         """Queue ``job``; it is sent when fewer than ``concurrency`` tasks are in flight."""
@@ -123,25 +155,52 @@ class RayExecutor:
             self._running[ref] = job
 
     def collect(self, timeout: float) -> tuple[Computed, ...]:
-        """Tasks finished since the last call; a failed task is an infrastructure error."""
+        """Tasks finished since the last call, their streamed events journalled on the way;
+        a failed task is an infrastructure error."""
         self._top_up()
         if not self._running:
             return ()
-        ready, _ = ray.wait(list(self._running), num_returns=1, timeout=timeout)
+        streams = list(self._running)
+        ready, _ = ray.wait(streams, num_returns=1, timeout=timeout)
+        if ready:  # and every other stream with an item waiting
+            ready, _ = ray.wait(streams, num_returns=len(streams), timeout=0)
         out: list[Computed] = []
-        for ref in ready:
-            job = self._running.pop(ref)
-            try:
-                computed, raised = ray.get(ref)
-            except ray.exceptions.RayError as exc:
-                computed = Computed(result=error_result(job, WorkerLost(exc)), data=b"")
-            else:
-                if raised is not None:
-                    self._env.stop.set(StopKind(raised[0]), raised[1])
-            self._guard.charge(computed.result)
-            out.append(computed)
+        for stream in ready:
+            computed = self._take(stream)
+            if computed is not None:
+                self._guard.charge(computed.result)
+                out.append(computed)
         self._top_up()
         return tuple(out)
+
+    def _take(self, stream: Any) -> Computed | None:
+        """Handle one streamed batch of ``stream``: journal its events; its result if done."""
+        job = self._running[stream]
+        try:
+            batch: list[Streamed] = ray.get(next(stream))
+        except (StopIteration, ray.exceptions.RayError) as exc:
+            self._end(stream)  # its journal stays beside the tape
+            return Computed(result=error_result(job, WorkerLost(exc)), data=b"")
+        for item in batch:
+            if item[0] == "start":
+                with contextlib.suppress(TapeError):  # no journal: the attempt still runs
+                    self._journals[stream] = Journal(journal_path(job.tape, item[1]), item[1])
+            elif item[0] == "frame" and stream in self._journals:
+                self._journals[stream](item[1], item[2])
+            elif item[0] == "done":
+                self._end(stream)
+                computed, raised = item[1], item[2]
+                if raised is not None:
+                    self._env.stop.set(StopKind(raised[0]), raised[1])
+                assert isinstance(computed, Computed)
+                return computed
+        return None
+
+    def _end(self, stream: Any) -> None:
+        self._running.pop(stream, None)
+        journal = self._journals.pop(stream, None)
+        if journal is not None:
+            journal.close()
 
     def outstanding(self) -> int:
         """Jobs queued or in flight."""
@@ -150,9 +209,14 @@ class RayExecutor:
     def cancel(self) -> None:
         """Drop queued jobs and cancel in-flight tasks; their attempts are not recorded."""
         self._queue.clear()
-        for ref in self._running:
-            ray.cancel(ref)
-        self._running.clear()
+        for stream in list(self._running):
+            with contextlib.suppress(Exception):  # already finished, or its worker gone
+                ray.cancel(stream)
+            journal = self._journals.get(stream)
+            self._end(stream)
+            if journal is not None:
+                with contextlib.suppress(OSError):
+                    journal.path.unlink()
 
     def close(self, *, wait: bool) -> None:
         """Cancel what is left; shut down the local Ray instance this run started."""

@@ -19,7 +19,7 @@ from evaltape.scoring.cost._pricing import Prices
 from evaltape.scoring.judge._floors import judge_status
 from evaltape.scoring.judge._judge import Judge
 from evaltape.scoring.judge._judgement import Floors, JudgeStatus
-from evaltape.scoring.results._history import RunLog
+from evaltape.scoring.results._history import HEARTBEAT, RunLog
 from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
 from evaltape.scoring.run._env import job_env
 from evaltape.scoring.run._executors import resolve_executor
@@ -36,6 +36,7 @@ from evaltape.scoring.run._setup import (
     load_selection,
     prices_for,
 )
+from evaltape.scoring.run._workspace import run_workspaces, tidy_run_workspaces
 from evaltape.scoring.verdicts._replaycheck import (
     Change,
     find_recorded,
@@ -215,10 +216,16 @@ def run_replay(request: ReplayRequest) -> ReplayOutcome:
         total=len(jobs),
         notes=("assume-same-model",) if request.lenient else (),
     )
-    log = RunLog(config.results, record, clock=host.clock, redactor=records_redactor(host))
+    workspaces = run_workspaces(run_id)
+    record = attrs.evolve(record, workspaces=str(workspaces))
+    log = RunLog(
+        config.results, record, clock=host.clock, redactor=records_redactor(host),
+        heartbeat=HEARTBEAT,
+    )  # fmt: skip
     log.start()
     env = job_env(
         config, host, selection, commit=commit, judge=judge, prices=prices, sandbox=sandbox,
+        workspaces=workspaces,
         replay=ReplayRules(lenient=request.lenient, allow_live_judge=request.allow_live_judge),
     )  # fmt: skip
     if judge is not None:
@@ -233,6 +240,7 @@ def run_replay(request: ReplayRequest) -> ReplayOutcome:
         jobs, env, concurrency=config.concurrency, on_result=on_result, executor=executor
     )
     untested.extend(_not_replayed(pool))
+    tidy_run_workspaces(workspaces)
     finish_export(exporter, log, reporter)
     status = judge_status(r.judgement for r in pool.results)
     who = (f"judge: {judge.who}",) if judge is not None else ()

@@ -31,6 +31,7 @@ from evaltape.recorder import (
     Note,
     RecordedSession,
     Session,
+    SessionEnded,
     Status,
     TapeError,
     TapeReader,
@@ -51,6 +52,15 @@ from evaltape.scoring.run._judge_step import score_attempt
 if TYPE_CHECKING:
     from evaltape.scoring.run._rescore_exec import Rescorer
 
+RECOVERED = "recovered after a crash"
+"""How the reason of a session that ``evaltape recover`` ended begins."""
+
+
+def is_recovered(end: SessionEnded) -> bool:
+    """The session was cut short by a crash and recovered from its journal."""
+    return end.status is Status.INTERRUPTED and end.reason.startswith(RECOVERED)
+
+
 BROKEN = frozenset({Status.TIMEOUT, Status.INFRA_ERROR, Status.INTERRUPTED})
 """Session endings whose evidence is unreliable: the attempt gets verdict ``error``."""
 
@@ -70,7 +80,7 @@ class Flip(enum.Enum):
 
 def flip(before: Verdict | None, now: Verdict) -> Flip | None:
     """The change from ``before`` to ``now``; None when there is no earlier verdict."""
-    if before is None or before is Verdict.SKIPPED:
+    if before is None or not before.judged:
         return None
     if before is now:
         return Flip.UNCHANGED
@@ -111,6 +121,9 @@ class Rescored:
     """That verdict's reason."""
     judgement: Judgement | None = None
     """A judged case that passed every other check: the reused verdict, or why there is none."""
+    incomplete: bool = False
+    """The session was cut short by a crash of its run's driver and recovered from its
+    journal (``evaltape recover``): scored as far as it got, verdict error."""
 
     @property
     def tainted(self) -> bool:
@@ -210,6 +223,7 @@ def rescore_session(
         before=before.verdict if before is not None else None,
         before_reason=before.reason if before is not None else "",
         judgement=judgement,
+        incomplete=end is not None and is_recovered(end),
     )
 
 

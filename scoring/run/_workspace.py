@@ -31,8 +31,51 @@ class WorkspaceError(ScoringError):
     """A case's files could not be laid out in the attempt's folder."""
 
 
+RUN_FOLDER_PREFIX = "evaltape-run-"
+"""How the folder of a run's workspaces is named in the temporary folder (then the run id)."""
+
+
+def run_workspaces(run_id: str, temp: str | os.PathLike[str] | None = None) -> Path:
+    """The folder a run's attempts make their workspaces in: ``evaltape-run-<run id>`` in
+    ``temp`` (default: the system's temporary folder).  Kept in the run record, so the
+    workspaces a killed run left behind can be found and only they removed."""
+    return Path(temp if temp is not None else tempfile.gettempdir()) / (RUN_FOLDER_PREFIX + run_id)
+
+
+def remove_run_workspaces(folder: Path, run_id: str) -> int:
+    """Delete the run's workspace folder (``run_workspaces``) and what is in it; the number
+    of attempt workspaces it held.  Anything not named as this run's folder, or that is a
+    symbolic link, is left alone and ``WorkspaceError`` raised."""
+    if folder.name != RUN_FOLDER_PREFIX + run_id:
+        raise WorkspaceError(f"{folder}: not the workspace folder of run {run_id}; left alone")
+    if folder.is_symlink():
+        raise WorkspaceError(f"{folder}: a symbolic link, not a workspace folder; left alone")
+    if not folder.is_dir():
+        return 0
+    held = sum(1 for entry in folder.iterdir() if entry.name.startswith("evaltape-"))
+    remove_workspace(folder)
+    if folder.exists():
+        raise WorkspaceError(f"{folder}: could not be removed")
+    return held
+
+
+def tidy_run_workspaces(folder: Path) -> None:
+    """Remove the run's workspace folder once its attempts are done, if it is empty (an
+    abandoned agent thread may still be in one of its workspaces)."""
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
 def make_workspace(case: Case, *, parent: str | os.PathLike[str] | None = None) -> Path:
-    """A new temporary folder holding ``case.files`` (relative paths, UTF-8 text)."""
+    """A new temporary folder holding ``case.files`` (relative paths, UTF-8 text), in
+    ``parent`` (made if missing; default: the system's temporary folder)."""
+    if parent is not None:
+        try:
+            Path(parent).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise WorkspaceError(
+                f"{parent}: cannot make the run's workspace folder: {exc}"
+            ) from exc
     root = Path(tempfile.mkdtemp(prefix="evaltape-", dir=parent))
     try:
         for rel, text in (case.files or {}).items():

@@ -185,7 +185,7 @@ def summarize_flips(attempts: Iterable[AttemptResult]) -> FlipSummary:
     """
     groups: dict[tuple[str, str, str], list[AttemptResult]] = {}
     for a in attempts:
-        if a.verdict is not Verdict.SKIPPED:
+        if a.verdict.judged:
             groups.setdefault((a.suite, a.case_id, a.model), []).append(a)
     all_passed = all_failed = 0
     flipped: list[FlippedCase] = []

@@ -70,7 +70,7 @@ def case_outcomes(attempts: Iterable[AttemptResult]) -> dict[CaseKey, CaseOutcom
         row = counts.setdefault(key, [0, 0])
         q, g = flags.get(key, (False, False))
         flags[key] = (q or a.quarantined, g or a.known_gap)
-        if a.verdict is Verdict.SKIPPED or a.tainted:
+        if not a.verdict.judged or a.tainted:
             continue
         row[0] += a.verdict is Verdict.PASSED
         row[1] += 1
