@@ -187,6 +187,14 @@ def attrs_of(span: Span) -> dict[str, Any]:
     return {kv.key: value(kv.value) for kv in span.attributes}
 
 
+def metadata_of(span: Span) -> dict[str, Any]:
+    """The trace metadata a span carries, each value decoded from its JSON as Langfuse reads it."""
+    prefix = "langfuse.trace.metadata."
+    return {
+        k[len(prefix) :]: json.loads(v) for k, v in attrs_of(span).items() if k.startswith(prefix)
+    }
+
+
 def every_text(spans: list[Span], scores: list[dict[str, Any]]) -> str:
     parts = [s.name for s in spans]
     for s in spans:
@@ -360,9 +368,12 @@ def test_a_live_run_exports_one_linked_trace_per_attempt_and_scores_on_its_root(
     assert a["gen_ai.request.model"] == "agent-1"
     assert a["langfuse.session.id"] == record.run_id
     assert a["langfuse.environment"] == "default"
-    assert a["langfuse.trace.metadata.case"] == "find-word"
-    assert a["langfuse.trace.metadata.attempt"] == 0
-    assert a["langfuse.trace.metadata.verdict"] == "passed"
+    meta = metadata_of(root)
+    assert meta["case"] == "find-word" and meta["suite"] == "basic"
+    assert meta["attempt"] == 1  # as the command line counts attempts
+    assert meta["verdict"] == "passed" and meta["mode"] == "live"
+    # the trace's metadata is on every observation, as the Langfuse SDK propagates it
+    assert all(metadata_of(s) == meta for s in children)
     assert "basic" in a["langfuse.trace.tags"] and "passed" in a["langfuse.trace.tags"]
     assert root.status.code == Status.STATUS_CODE_UNSET
 
@@ -437,6 +448,9 @@ def test_a_live_run_exports_one_linked_trace_per_attempt_and_scores_on_its_root(
     )
     assert mine["passed"]["dataType"] == "BOOLEAN" and mine["passed"]["value"] == 1
     assert mine["judge"]["dataType"] == "NUMERIC" and mine["judge"]["value"] == 4
+    assert mine["verdict"]["dataType"] == "CATEGORICAL" and mine["verdict"]["value"] == "passed"
+    assert "replay.change" not in mine  # a live attempt has no replay decision
+    assert evaluations["verdict"]["gen_ai.evaluation.score.label"] == "passed"
     checks = [n for n in mine if n.startswith("check.")]
     assert checks and all(mine[n]["dataType"] == "BOOLEAN" for n in checks)
     assert set(evaluations) == set(mine)
@@ -444,10 +458,14 @@ def test_a_live_run_exports_one_linked_trace_per_attempt_and_scores_on_its_root(
     # a crashed attempt is an error; a quarantined case's failure is not
     broken = roots["basic/explodes"]
     assert broken.status.code == Status.STATUS_CODE_ERROR
-    assert attrs_of(broken)["langfuse.trace.metadata.verdict"] == "error"
+    assert metadata_of(broken)["verdict"] == "error"
+    assert (
+        by_trace[broken.trace_id.hex()]
+        and {s["name"]: s["value"] for s in by_trace[broken.trace_id.hex()]}["verdict"] == "error"
+    )
     flaky = roots["basic/flaky"]
-    assert attrs_of(flaky)["langfuse.trace.metadata.verdict"] == "failed"
-    assert attrs_of(flaky)["langfuse.trace.metadata.quarantined"] is True
+    assert metadata_of(flaky)["verdict"] == "failed"
+    assert metadata_of(flaky)["quarantined"] is True
     assert flaky.status.code == Status.STATUS_CODE_UNSET
 
     # nothing the model, agent or user wrote left the machine
@@ -502,6 +520,25 @@ def test_export_content_is_opt_in_with_one_switch(
     assert AGENT_KEY not in text and SECRET not in text
     tool = next(s for s in langfuse.spans if s.name == "execute_tool read")
     assert attrs_of(tool)["gen_ai.tool.call.result"] == "FILE-MARKER the code word is PELICAN"
+    # Langfuse shows an observation's input and output from langfuse.observation.*
+    t = attrs_of(tool)
+    assert t["langfuse.observation.output"] == "FILE-MARKER the code word is PELICAN"
+    assert json.loads(t["langfuse.observation.input"]) == {"path": "notes.txt"}
+    root = next(
+        s
+        for s in langfuse.spans
+        if not s.parent_span_id and attrs_of(s)["langfuse.trace.name"] == "basic/find-word"
+    )
+    r = attrs_of(root)
+    assert r["langfuse.observation.input"] == "PROMPT-MARKER what is the code word in notes.txt?"
+    assert r["langfuse.observation.output"] == "ANSWER-MARKER PELICAN"
+    chats = [
+        attrs_of(s)
+        for s in langfuse.spans
+        if s.trace_id == root.trace_id and s.name.startswith("chat")
+    ]
+    assert all("PROMPT-MARKER" in c["langfuse.observation.input"] for c in chats)
+    assert any("ANSWER-MARKER" in c["langfuse.observation.output"] for c in chats)
     judge = next(s for s in langfuse.scores.values() if s["name"] == "judge")
     assert judge["comment"] == "RATIONALE-MARKER named it"
 
@@ -539,7 +576,11 @@ def test_no_export_turns_exporting_off_and_replays_export_only_when_asked(
     assert replay_run.kind.value == "replay" and len(replay_run.exported) == 3
     roots = [s for s in langfuse.spans if not s.parent_span_id]
     assert {attrs_of(r)["langfuse.session.id"] for r in roots} == {replay_run.run_id}
-    assert {attrs_of(r)["langfuse.trace.metadata.mode"] for r in roots} == {"replay"}
+    assert {metadata_of(r)["mode"] for r in roots} == {"replay"}
+    changes = [s for s in langfuse.scores.values() if s["name"] == "replay.change"]
+    assert len(changes) == 3 and all(s["dataType"] == "CATEGORICAL" for s in changes)
+    assert {s["value"] for s in changes} <= {"unchanged", "regression", "improvement"}
+    assert {s["traceId"] for s in changes} == {r.trace_id.hex() for r in roots}
 
 
 def test_the_standard_variables_pick_the_endpoint_headers_and_timeout() -> None:
