@@ -122,6 +122,15 @@ def test_a_replay_run_is_a_second_labelled_run_of_the_same_dataset(
     replay_traces = {i["traceId"] for i in runs[replay_run]}
     roots = roots_by_trace(langfuse)
     assert {attrs_of(roots[t])["langfuse.session.id"] for t in replay_traces} == {replay_id}
+
+    # a rescore run is exported and linked the same way, labelled as one
+    rescored = evaltape(project, "rescore", "cassettes", langfuse=langfuse)
+    assert rescored.returncode == 0, rescored.stdout + rescored.stderr
+    third = evaltape(project, "export", "latest", langfuse=langfuse)
+    assert third.returncode == 0, third.stderr
+    assert "exported 3 of 3 attempt(s)" in third.stdout
+    names = list(runs_seen(langfuse))
+    assert len(names) == 3 and sum(n.startswith("rescore agent-1") for n in names) == 1
     assert langfuse.refused == []
 
 
