@@ -72,6 +72,8 @@ class Config:
     """Seconds after which an open model call counts as hung."""
     pricing: Path | None
     """Price-override file, if any."""
+    dataset: str | None
+    """Langfuse dataset ``evaltape export`` links attempts to; None: none."""
     scorers: str | None
     """Custom scorers for every case, ``module:function`` comma-separated; None: none."""
     sandbox: bool

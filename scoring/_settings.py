@@ -179,6 +179,14 @@ SETTINGS: tuple[Setting, ...] = (
         help="JSON file of per-model prices that override the built-in table.",
     ),
     Setting(
+        name="dataset",
+        kind=SettingKind.TEXT,
+        default=None,
+        metavar="NAME",
+        help="Langfuse dataset `evaltape export` keeps the suites' cases in and links each "
+        "exported attempt to, as a dataset run named after the evaltape run.",
+    ),
+    Setting(
         name="scorers",
         kind=SettingKind.TEXT,
         default=None,

@@ -4,6 +4,7 @@ one warning line, retries only where they can help, and fast backoff in tests.""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import socket
@@ -18,10 +19,15 @@ import httpx
 import pytest
 from agents.chat_server import ChatServer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.resources import Resource
 
 from evaltape.scoring import read_record, resolve_run
 from evaltape.scoring.export._config import Target
+from evaltape.scoring.export._sdk_spans import sdk_spans
 from evaltape.scoring.export._send import Backoff, ExportFailed, Sender
+from evaltape.scoring.export._span_model import Span as SpanValue
+from evaltape.scoring.export._span_model import SpanKind
+from evaltape.scoring.export._traces_out import EXPORTER_LOGGERS, TraceSender
 
 AGENTS = Path(__file__).parent / "agents"
 REPO = Path(__file__).parent.parent
@@ -153,6 +159,15 @@ def export_warnings(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if "warning: export" in line]
 
 
+OURS = ("evaltape: ", "export: ", "run ", "[", "tapes: ")
+"""How every line evaltape itself writes to stderr during a run or an export begins."""
+
+
+def foreign_lines(stderr: str) -> list[str]:
+    """Lines on stderr that evaltape did not write (the OpenTelemetry exporter's own logging)."""
+    return [line for line in stderr.splitlines() if line.strip() and not line.startswith(OURS)]
+
+
 def exported(root: Path) -> tuple[str, ...]:
     return read_record(resolve_run(root / ".evaltape" / "results")).exported
 
@@ -170,6 +185,7 @@ def test_a_dead_collector_costs_one_warning_line_and_the_run_exits_0(
         line,
     ), line
     assert "Traceback" not in done.stderr
+    assert foreign_lines(done.stderr) == []  # the exporter's retries and failure stay quiet
     assert "fake-1: 2/2 passed" in done.stdout
     assert exported(tmp_path) == ()
 
@@ -194,11 +210,75 @@ def test_a_503_then_200_is_retried_and_delivered(tmp_path: Path, server: ChatSer
         )
     assert done.returncode == 0, done.stderr
     assert export_warnings(done.stderr) == []
+    assert foreign_lines(done.stderr) == []  # no "Transient error ... retrying" either
     assert len(collector.bodies) == 3  # the first attempt twice, the second once
     assert collector.bodies[0] == collector.bodies[1]  # the retry resends the same spans
     assert collector.spans > 3
     assert sorted(exported(tmp_path)) == ["basic/one/fake-1/0", "basic/two/fake-1/0"]
     assert f"export: traces to {collector.url}/v1/traces (OTLP/HTTP)" in done.stderr
+
+
+def test_a_collector_answering_503_costs_one_line_and_nothing_else_on_stderr(
+    tmp_path: Path, server: ChatServer
+) -> None:
+    refusals = [(503, {"retry-after": "0"})] * 40  # more than the exporter ever tries
+    with Collector(*refusals) as collector:
+        done = live(project(tmp_path, server), OTEL_EXPORTER_OTLP_ENDPOINT=collector.url)
+    assert done.returncode == 0, done.stderr
+    (line,) = export_warnings(done.stderr)
+    assert re.search(r"failed: HTTP 503 after \d+ tries; the run is unaffected$", line), line
+    assert foreign_lines(done.stderr) == []
+    assert len(collector.bodies) > 1  # retried, quietly
+    assert exported(tmp_path) == ()
+
+
+class Kept(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def test_the_exporters_logging_is_off_while_it_sends_and_restored_after(tmp_path: Path) -> None:
+    target = Target(url=f"http://127.0.0.1:{closed_port()}/v1/traces", timeout=0.5)
+    kept = Kept()
+    loggers = [logging.getLogger(n) for n in EXPORTER_LOGGERS]
+    for logger in loggers:
+        logger.addHandler(kept)
+    try:
+        for before in (False, True):
+            for logger in loggers:
+                logger.disabled = before
+            sender = TraceSender(target)
+            try:
+                with pytest.raises(ExportFailed, match="cannot connect"):
+                    sender.send(sdk_spans((one_span(),), Resource({})))
+            finally:
+                sender.close()
+            assert kept.messages == []  # the exporter's "Transient error ..." went nowhere
+            assert [logger.disabled for logger in loggers] == [before] * len(loggers)
+        for logger in loggers:
+            logger.disabled = False
+            logger.warning("after the export")
+        assert kept.messages == ["after the export"] * len(loggers)  # logging works again
+    finally:
+        for logger in loggers:
+            logger.removeHandler(kept)
+            logger.disabled = False
+
+
+def one_span() -> SpanValue:
+    return SpanValue(
+        trace_id=b"\1" * 16,
+        span_id=b"\2" * 8,
+        parent_span_id=b"",
+        name="invoke_agent test",
+        kind=SpanKind.INTERNAL,
+        start_ns=1_000,
+        end_ns=2_000,
+    )
 
 
 def test_a_hanging_collector_times_out_in_one_line(tmp_path: Path, server: ChatServer) -> None:
@@ -262,4 +342,5 @@ def test_export_command_reports_a_dead_collector_and_exits_1(
     assert len(errors) == 1
     assert errors[0].startswith(f"evaltape: error: export to 127.0.0.1:{port} failed: ")
     assert "cannot connect" in errors[0] and "Traceback" not in done.stderr
+    assert foreign_lines(done.stderr) == []
     assert exported(root) == ()

@@ -11,10 +11,12 @@ import os
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from fakeapi import FakeAPI, Reply, ToolUse
@@ -70,8 +72,28 @@ def run(task):
 RUBRIC = "# Rubric: test\n\nGive 5 to a reply that names the code word.\n"
 
 
+SDK_DATA = Path(__file__).parent / "data" / "langfuse_sdk"
+SDK = {r["path"]: r for r in json.loads((SDK_DATA / "requests.json").read_text())["requests"]}
+"""What the Langfuse SDK sent, by path (see tests/data/langfuse_sdk/README.md)."""
+RUN_ITEM = json.loads((SDK_DATA / "run_item.json").read_text())
+"""The public API's dataset run items, as the server defines them."""
+SCORE_KEYS = {k for body in SDK["/api/public/scores"]["json"] for k in body}
+DATASETS_PATH = next(p for p in SDK if p.endswith("/datasets"))
+DATASET_KEYS = set(SDK[DATASETS_PATH]["json"])
+ITEMS_PATH = next(p for p in SDK if p.endswith("/dataset-items"))
+ITEM_KEYS = set(SDK[ITEMS_PATH]["json"])
+SDK_SPANS = SDK["/api/public/otel/v1/traces"]["spans"]
+EVERY_SPAN = {"langfuse.trace.name", "session.id", "langfuse.trace.tags"} & set.intersection(
+    *(set(s["attributes"]) for s in SDK_SPANS)
+)
+"""Trace-level attributes the SDK put on every span of its trace."""
+METADATA = "langfuse.trace.metadata."
+
+
 class FakeLangfuse:
-    """Langfuse's OTLP traces endpoint and scores API, strict about what it accepts."""
+    """Langfuse's OTLP traces endpoint, scores API and datasets API, strict about what it
+    accepts: request paths, body keys and value shapes are the ones the Langfuse SDK sent
+    (``tests/data/langfuse_sdk``); anything else is refused and noted in ``refused``."""
 
     def __init__(self) -> None:
         self.spans: list[Span] = []
@@ -86,6 +108,16 @@ class FakeLangfuse:
         self.resources: list[dict[str, Any]] = []
         """Each span's resource attributes, in the order of ``spans``."""
         self.headers: list[dict[str, str]] = []
+        self.datasets: dict[str, dict[str, Any]] = {}
+        """Datasets by name."""
+        self.items: dict[str, dict[str, Any]] = {}
+        """Dataset items by id."""
+        self.runs: dict[tuple[str, str], dict[str, Any]] = {}
+        """Dataset runs by (dataset id, run name)."""
+        self.run_items: list[dict[str, Any]] = []
+        """Every dataset run item created, in order (each post creates one, as Langfuse does)."""
+        self.requests: list[tuple[str, str]] = []
+        """(method, path) of every request, in order."""
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
@@ -102,11 +134,27 @@ class FakeLangfuse:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
+            def do_GET(self) -> None:
+                url = urlsplit(self.path)
+                with fake._lock:
+                    fake.requests.append(("GET", url.path))
+                if self.headers.get("authorization") != expected:
+                    return self._answer(401, "unauthorized")
+                if url.path != RUN_ITEM["list"]["path"]:
+                    return self._answer(404, "no route")
+                query = {k: v[0] for k, v in parse_qs(url.query).items()}
+                if not set(query) <= set(RUN_ITEM["list"]["query"]):
+                    return self._refuse(400, f"unknown query {sorted(query)}")
+                with fake._lock:
+                    answer = fake.list_run_items(query)
+                return self._answer(*answer)
+
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", "0")))
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 with fake._lock:
                     fake.headers.append(headers)
+                    fake.requests.append(("POST", self.path))
                 if headers.get("authorization") != expected:
                     return self._answer(401, "unauthorized")
                 if self.path == "/api/public/otel/v1/traces":
@@ -122,22 +170,34 @@ class FakeLangfuse:
                             for ss in rs.scope_spans:
                                 fake.spans.extend(ss.spans)
                                 fake.resources.extend(res for _ in ss.spans)
+                                fake.refused.extend(check_spans(list(ss.spans)))
                     return self._answer(200, "{}")
+                if headers.get("content-type") != "application/json":
+                    return self._refuse(415, "json only")
                 if self.path == "/api/public/scores":
                     score = json.loads(body)
                     problem = fake.check_score(score)
                     if score.get("name") in fake.refuse:
                         problem = f"score {score['name']} refused"
                     if problem:
-                        with fake._lock:
-                            fake.refused.append(problem)
-                        return self._answer(400, problem)
+                        return self._refuse(400, problem)
                     with fake._lock:
                         fake.score_posts += 1
                         fake.posted.append((score["traceId"], score["name"]))
                         fake.scores[score["id"]] = score
                     return self._answer(200, json.dumps({"id": score["id"]}))
+                if self.path in (DATASETS_PATH, ITEMS_PATH, RUN_ITEM["path"]):
+                    with fake._lock:
+                        status, text = fake.datasets_api(self.path, json.loads(body))
+                    if status >= 400:
+                        return self._refuse(status, text)
+                    return self._answer(status, text)
                 return self._answer(404, "no route")
+
+            def _refuse(self, status: int, problem: str) -> None:
+                with fake._lock:
+                    fake.refused.append(problem)
+                self._answer(status, problem)
 
             def _answer(self, status: int, text: str) -> None:
                 data = text.encode()
@@ -162,18 +222,99 @@ class FakeLangfuse:
     def check_score(score: dict[str, Any]) -> str:
         if not isinstance(score.get("name"), str) or "id" not in score:
             return "a score needs an id and a name"
+        if not set(score) <= SCORE_KEYS:
+            return f"score keys the SDK never sends: {sorted(set(score) - SCORE_KEYS)}"
         if score.get("observationId") and not score.get("traceId"):
             return "observationId only together with traceId"
         if score["dataType"] == "BOOLEAN" and score["value"] not in (0, 1):
             return "BOOLEAN takes 0 or 1"
         if score["dataType"] == "NUMERIC" and not isinstance(score["value"], int | float):
             return "NUMERIC takes a number"
+        if score["dataType"] == "CATEGORICAL" and not isinstance(score["value"], str):
+            return "CATEGORICAL takes a string"
         if "timestamp" in score:
             try:
                 datetime.datetime.fromisoformat(score["timestamp"])
             except ValueError:
                 return "timestamp is not ISO 8601"
         return ""
+
+    def datasets_api(self, path: str, body: dict[str, Any]) -> tuple[int, str]:
+        """Datasets upserted by name, items by id, and one new run item per post."""
+        if path == DATASETS_PATH:
+            if not set(body) <= DATASET_KEYS or not isinstance(body.get("name"), str):
+                return 400, f"dataset body {sorted(body)}"
+            known = self.datasets.get(body["name"], {"id": f"ds-{len(self.datasets) + 1}"})
+            self.datasets[body["name"]] = known | body
+            return 200, json.dumps(self.datasets[body["name"]])
+        if path == ITEMS_PATH:
+            if not set(body) <= ITEM_KEYS or not isinstance(body.get("id"), str):
+                return 400, f"item body {sorted(body)}"
+            dataset = self.datasets.get(body["datasetName"])
+            if dataset is None:
+                return 404, "dataset not found"
+            before = self.items.get(body["id"])
+            if before is not None and before["datasetId"] != dataset["id"]:
+                return 400, "an item id cannot move to another dataset"
+            self.items[body["id"]] = body | {"datasetId": dataset["id"], "status": "ACTIVE"}
+            return 200, json.dumps(self.items[body["id"]])
+        missing = [k for k in RUN_ITEM["required"] if not body.get(k)]
+        if not set(body) <= set(RUN_ITEM["keys"]) or missing:
+            return 400, f"run item body {sorted(body)}"
+        item = self.items.get(body["datasetItemId"])
+        if item is None:
+            return 404, "Dataset item not found"
+        if not body.get("traceId"):
+            return 404, "Trace not found"
+        key = (item["datasetId"], body["runName"])
+        run = self.runs.setdefault(key, {"id": f"run-{len(self.runs) + 1}", "name": key[1]})
+        run["metadata"] = body.get("metadata")
+        made = {
+            "id": str(uuid.uuid4()),  # Langfuse accepts no id of ours: a repost is a new item
+            "datasetRunId": run["id"],
+            "datasetRunName": run["name"],
+            "datasetItemId": item["id"],
+            "traceId": body["traceId"],
+            "observationId": body.get("observationId"),
+        }
+        self.run_items.append(made)
+        return 200, json.dumps(made)
+
+    def list_run_items(self, query: dict[str, str]) -> tuple[int, str]:
+        run = self.runs.get((query.get("datasetId", ""), query.get("runName", "")))
+        if run is None:
+            return 404, json.dumps({"message": "Dataset run not found"})
+        page, limit = int(query.get("page", "1")), int(query.get("limit", "50"))
+        mine = [r for r in self.run_items if r["datasetRunId"] == run["id"]]
+        pages = -(-len(mine) // limit)
+        data = mine[(page - 1) * limit : page * limit]
+        meta = {"page": page, "limit": limit, "totalItems": len(mine), "totalPages": pages}
+        return 200, json.dumps({"data": data, "meta": meta})
+
+
+def check_spans(spans: list[Span]) -> list[str]:
+    """What the SDK puts on every span of a trace that these spans lack: the trace-level
+    attributes, and the trace's metadata (JSON-encoded) on each of its observations."""
+    problems = []
+    keys: dict[bytes, set[frozenset[str]]] = {}
+    for span in spans:
+        meta = frozenset(k for k in attrs_of(span) if k.startswith(METADATA))
+        keys.setdefault(span.trace_id, set()).add(meta)
+    problems += [
+        f"trace {t.hex()}: metadata differs by span" for t, k in keys.items() if len(k) > 1
+    ]
+    for span in spans:
+        a = attrs_of(span)
+        missing = EVERY_SPAN - set(a)
+        if missing:
+            problems.append(f"{span.name}: no {sorted(missing)}")
+        for key, raw in a.items():
+            if key.startswith(METADATA):
+                try:
+                    json.loads(raw)
+                except (TypeError, ValueError):
+                    problems.append(f"{span.name}: {key} is not JSON, as the SDK sends it")
+    return problems
 
 
 def value(v: AnyValue) -> Any:
@@ -185,6 +326,14 @@ def value(v: AnyValue) -> Any:
 
 def attrs_of(span: Span) -> dict[str, Any]:
     return {kv.key: value(kv.value) for kv in span.attributes}
+
+
+def metadata_of(span: Span) -> dict[str, Any]:
+    """The trace metadata a span carries, each value decoded from its JSON as Langfuse reads it."""
+    prefix = "langfuse.trace.metadata."
+    return {
+        k[len(prefix) :]: json.loads(v) for k, v in attrs_of(span).items() if k.startswith(prefix)
+    }
 
 
 def every_text(spans: list[Span], scores: list[dict[str, Any]]) -> str:
@@ -362,9 +511,12 @@ def test_a_live_run_exports_one_linked_trace_per_attempt_and_scores_on_its_root(
     assert a["gen_ai.request.model"] == "agent-1"
     assert a["langfuse.session.id"] == record.run_id
     assert a["langfuse.environment"] == "default"
-    assert a["langfuse.trace.metadata.case"] == "find-word"
-    assert a["langfuse.trace.metadata.attempt"] == 0
-    assert a["langfuse.trace.metadata.verdict"] == "passed"
+    meta = metadata_of(root)
+    assert meta["case"] == "find-word" and meta["suite"] == "basic"
+    assert meta["attempt"] == 1  # as the command line counts attempts
+    assert meta["verdict"] == "passed" and meta["mode"] == "live"
+    # the trace's metadata is on every observation, as the Langfuse SDK propagates it
+    assert all(metadata_of(s) == meta for s in children)
     assert "basic" in a["langfuse.trace.tags"] and "passed" in a["langfuse.trace.tags"]
     assert root.status.code == Status.STATUS_CODE_UNSET
 
@@ -439,6 +591,9 @@ def test_a_live_run_exports_one_linked_trace_per_attempt_and_scores_on_its_root(
     )
     assert mine["passed"]["dataType"] == "BOOLEAN" and mine["passed"]["value"] == 1
     assert mine["judge"]["dataType"] == "NUMERIC" and mine["judge"]["value"] == 4
+    assert mine["verdict"]["dataType"] == "CATEGORICAL" and mine["verdict"]["value"] == "passed"
+    assert "replay.change" not in mine  # a live attempt has no replay decision
+    assert evaluations["verdict"]["gen_ai.evaluation.score.label"] == "passed"
     checks = [n for n in mine if n.startswith("check.")]
     assert checks and all(mine[n]["dataType"] == "BOOLEAN" for n in checks)
     assert set(evaluations) == set(mine)
@@ -446,10 +601,14 @@ def test_a_live_run_exports_one_linked_trace_per_attempt_and_scores_on_its_root(
     # a crashed attempt is an error; a quarantined case's failure is not
     broken = roots["basic/explodes"]
     assert broken.status.code == Status.STATUS_CODE_ERROR
-    assert attrs_of(broken)["langfuse.trace.metadata.verdict"] == "error"
+    assert metadata_of(broken)["verdict"] == "error"
+    assert (
+        by_trace[broken.trace_id.hex()]
+        and {s["name"]: s["value"] for s in by_trace[broken.trace_id.hex()]}["verdict"] == "error"
+    )
     flaky = roots["basic/flaky"]
-    assert attrs_of(flaky)["langfuse.trace.metadata.verdict"] == "failed"
-    assert attrs_of(flaky)["langfuse.trace.metadata.quarantined"] is True
+    assert metadata_of(flaky)["verdict"] == "failed"
+    assert metadata_of(flaky)["quarantined"] is True
     assert flaky.status.code == Status.STATUS_CODE_UNSET
 
     # nothing the model, agent or user wrote left the machine
@@ -504,6 +663,25 @@ def test_export_content_is_opt_in_with_one_switch(
     assert AGENT_KEY not in text and SECRET not in text
     tool = next(s for s in langfuse.spans if s.name == "execute_tool read")
     assert attrs_of(tool)["gen_ai.tool.call.result"] == "FILE-MARKER the code word is PELICAN"
+    # Langfuse shows an observation's input and output from langfuse.observation.*
+    t = attrs_of(tool)
+    assert t["langfuse.observation.output"] == "FILE-MARKER the code word is PELICAN"
+    assert json.loads(t["langfuse.observation.input"]) == {"path": "notes.txt"}
+    root = next(
+        s
+        for s in langfuse.spans
+        if not s.parent_span_id and attrs_of(s)["langfuse.trace.name"] == "basic/find-word"
+    )
+    r = attrs_of(root)
+    assert r["langfuse.observation.input"] == "PROMPT-MARKER what is the code word in notes.txt?"
+    assert r["langfuse.observation.output"] == "ANSWER-MARKER PELICAN"
+    chats = [
+        attrs_of(s)
+        for s in langfuse.spans
+        if s.trace_id == root.trace_id and s.name.startswith("chat")
+    ]
+    assert all("PROMPT-MARKER" in c["langfuse.observation.input"] for c in chats)
+    assert any("ANSWER-MARKER" in c["langfuse.observation.output"] for c in chats)
     judge = next(s for s in langfuse.scores.values() if s["name"] == "judge")
     assert judge["comment"] == "RATIONALE-MARKER named it"
 
@@ -543,7 +721,11 @@ def test_no_export_turns_exporting_off_and_replays_export_only_when_asked(
     assert replay_run.kind.value == "replay" and len(replay_run.exported) == 3
     roots = [s for s in langfuse.spans if not s.parent_span_id]
     assert {attrs_of(r)["langfuse.session.id"] for r in roots} == {replay_run.run_id}
-    assert {attrs_of(r)["langfuse.trace.metadata.mode"] for r in roots} == {"replay"}
+    assert {metadata_of(r)["mode"] for r in roots} == {"replay"}
+    changes = [s for s in langfuse.scores.values() if s["name"] == "replay.change"]
+    assert len(changes) == 3 and all(s["dataType"] == "CATEGORICAL" for s in changes)
+    assert {s["value"] for s in changes} <= {"unchanged", "regression", "improvement"}
+    assert {s["traceId"] for s in changes} == {r.trace_id.hex() for r in roots}
 
 
 def test_the_standard_variables_pick_the_endpoint_headers_and_timeout() -> None:

@@ -60,9 +60,12 @@ def chat_span(
         if options.content:
             message = call.error or (exchange.error.message if exchange.error else "")
     if options.content:
+        sent, answered = messages_json(call.input_messages), output_json(call)
         out += (
-            ("gen_ai.input.messages", messages_json(call.input_messages)),
-            ("gen_ai.output.messages", output_json(call)),
+            ("gen_ai.input.messages", sent),
+            ("gen_ai.output.messages", answered),
+            ("langfuse.observation.input", sent),
+            ("langfuse.observation.output", answered),
         )
     started = session.header.started_at
     return Span(
@@ -139,7 +142,13 @@ def _tool_attrs(record: ToolCallRecord, options: TraceOptions) -> Attrs:
     if record.call.id:
         out += (("gen_ai.tool.call.id", record.call.id),)
     if options.content:
-        out += (("gen_ai.tool.call.arguments", record.call.arguments),)
+        out += (
+            ("gen_ai.tool.call.arguments", record.call.arguments),
+            ("langfuse.observation.input", record.call.arguments),
+        )
         if record.result is not None:
-            out += (("gen_ai.tool.call.result", record.result),)
+            out += (
+                ("gen_ai.tool.call.result", record.result),
+                ("langfuse.observation.output", record.result),
+            )
     return out

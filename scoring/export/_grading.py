@@ -11,6 +11,8 @@ so it is as stable as the attempt's.
 
 from __future__ import annotations
 
+import json
+
 from evaltape.recorder import Session, Usage, decode_call
 from evaltape.scoring.cost._pricing import Prices, call_cost
 from evaltape.scoring.export._span_attrs import (
@@ -68,7 +70,7 @@ def grading_span(
     out += (
         ("evaltape.graded.trace_id", graded.trace_id.hex()),
         ("evaltape.graded.span_id", graded.span_id.hex()),
-        ("langfuse.trace.metadata.graded_trace_id", graded.trace_id.hex()),
+        ("langfuse.trace.metadata.graded_trace_id", json.dumps(graded.trace_id.hex())),
     )
     if judgement is not None:
         out += (

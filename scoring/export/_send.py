@@ -88,14 +88,36 @@ class Sender:
 
     def post(self, target: Target, body: bytes, content_type: str) -> httpx.Response:
         """POST ``body`` to ``target``; the 2xx response, or ``ExportFailed``."""
+        return self.send("POST", target, body, content_type)
+
+    def get(self, target: Target, params: dict[str, str | int]) -> httpx.Response:
+        """GET ``target`` with query ``params``: the 2xx or 404 response (the caller decides
+        what a missing resource means), or ``ExportFailed``."""
+        return self.send("GET", target, b"", "", params)
+
+    def send(
+        self,
+        method: str,
+        target: Target,
+        body: bytes,
+        content_type: str,
+        params: dict[str, str | int] | None = None,
+    ) -> httpx.Response:
+        """One request with the retries above; the 2xx response, or ``ExportFailed``."""
         headers = dict(target.headers)
-        headers["content-type"] = content_type
+        if content_type:
+            headers["content-type"] = content_type
         host = target.host
         tries = max(1, self.backoff.attempts)
         for n in range(tries):
             try:
-                response = self.client.post(
-                    target.url, content=body, headers=headers, timeout=target.timeout
+                response = self.client.request(
+                    method,
+                    target.url,
+                    content=body or None,
+                    params=params,
+                    headers=headers,
+                    timeout=target.timeout,
                 )
             except httpx.TimeoutException:
                 raise ExportFailed(host, f"timed out after {target.timeout:g} s") from None
@@ -103,7 +125,7 @@ class Sender:
                 raise ExportFailed(host, f"cannot connect ({one_line(str(exc))})") from None
             except httpx.HTTPError as exc:
                 raise ExportFailed(host, f"{type(exc).__name__}: {one_line(str(exc))}") from None
-            if response.is_success:
+            if response.is_success or (method == "GET" and response.status_code == 404):
                 return response
             status = f"HTTP {response.status_code}"
             detail = one_line(response.text) if response.text else response.reason_phrase

@@ -90,11 +90,11 @@ class ScoreValue:
     """One score of an attempt: ``passed``, ``judge`` or a check."""
 
     name: str
-    """``passed``, ``judge``, or ``check.<check name>``."""
-    value: float
-    """0/1 for a BOOLEAN score, 0-5 for the judge."""
+    """``passed``, ``verdict``, ``replay.change``, ``judge``, or ``check.<check name>``."""
+    value: float | str
+    """0/1 for a BOOLEAN score, 0-5 for the judge, the category of a CATEGORICAL one."""
     data_type: str
-    """``BOOLEAN`` or ``NUMERIC`` (Langfuse's data types)."""
+    """``BOOLEAN``, ``NUMERIC`` or ``CATEGORICAL`` (Langfuse's data types)."""
     comment: str = ""
     """Why (a reason, a check's detail, the judge's rationale); only with content."""
     metadata: tuple[tuple[str, str], ...] = ()

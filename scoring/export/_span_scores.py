@@ -11,16 +11,23 @@ from evaltape.scoring.results._records import AttemptResult, Verdict
 def attempt_scores(
     attempt: AttemptResult, score: Score | None, judgement: Judgement | None, *, content: bool
 ) -> tuple[ScoreValue, ...]:
-    """``passed`` (BOOLEAN), ``judge`` (NUMERIC 0-5) when scored, one BOOLEAN per check."""
+    """``passed`` (BOOLEAN), ``verdict`` (CATEGORICAL), ``replay.change`` (CATEGORICAL, replayed
+    attempts), ``judge`` (NUMERIC 0-5) when scored, one BOOLEAN per check."""
     passed = attempt.verdict is Verdict.PASSED
+    why = attempt.reason if content else ""
     out = [
-        ScoreValue(
-            name="passed",
-            value=1.0 if passed else 0.0,
-            data_type="BOOLEAN",
-            comment=attempt.reason if content else "",
-        )
+        ScoreValue(name="passed", value=1.0 if passed else 0.0, data_type="BOOLEAN", comment=why),
+        ScoreValue(name="verdict", value=attempt.verdict.value, data_type="CATEGORICAL"),
     ]
+    if attempt.change:
+        out.append(
+            ScoreValue(
+                name="replay.change",
+                value=attempt.change,
+                data_type="CATEGORICAL",
+                comment=attempt.change_detail if content else "",
+            )
+        )
     judge_score = judgement.score if judgement is not None else attempt.judge_score
     if judge_score is not None:
         rationale = judgement.rationale if judgement is not None else ""
@@ -51,10 +58,11 @@ def _check_score(check: Check, seen: dict[str, int], content: bool) -> ScoreValu
 
 
 def evaluation_event(score: ScoreValue, at: int, content: bool) -> SpanEvent:
-    out: Attrs = (
-        ("gen_ai.evaluation.name", score.name),
-        ("gen_ai.evaluation.score.value", score.value),
-    )
+    out: Attrs = (("gen_ai.evaluation.name", score.name),)
+    if isinstance(score.value, str):  # CATEGORICAL: the category is the label
+        out += (("gen_ai.evaluation.score.label", score.value),)
+    else:
+        out += (("gen_ai.evaluation.score.value", score.value),)
     if score.data_type == "BOOLEAN":
         out += (("gen_ai.evaluation.score.label", "pass" if score.value else "fail"),)
     if content and score.comment:

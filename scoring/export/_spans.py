@@ -30,6 +30,8 @@ is set.
 
 from __future__ import annotations
 
+import json
+
 import attrs
 
 from evaltape.recorder import ModelCall, Session
@@ -92,12 +94,14 @@ def attempt_trace(
         error=attempt.verdict is Verdict.ERROR and not attempt.quarantined,
         status_message=_status(attempt, session, options.content),
     )
+    meta = trace_metadata(attempt, session, options)
     shared = run_attrs(
         trace_name=f"{attempt.suite}/{attempt.case_id}",
         session=options.run_id,
         tags=_tags(attempt),
         release=release,
         options=options,
+        metadata=meta,
     )
     spans = [_with(s, shared) for s in (root, *children)]
     grading = grading_span(session, judgement, root, options, prices)
@@ -108,6 +112,7 @@ def attempt_trace(
             tags=(attempt.suite, "grading"),
             release=release,
             options=options,
+            metadata=meta,
         )
         spans.append(_with(grading, graded))
         link = (("grading_trace_id", grading.trace_id.hex()),)
@@ -123,11 +128,18 @@ def attempt_trace(
 
 
 def run_attrs(
-    *, trace_name: str, session: str, tags: tuple[str, ...], release: str, options: TraceOptions
+    *,
+    trace_name: str,
+    session: str,
+    tags: tuple[str, ...],
+    release: str,
+    options: TraceOptions,
+    metadata: Attrs = (),
 ) -> Attrs:
     """What every span of a trace carries, so filtering observations by any of it finds them
     all: trace name, session (Langfuse's and the standard ``session.id``), tags,
-    environment, release, user and run id."""
+    environment, release, user, the trace metadata and run id (the Langfuse SDK's
+    ``propagate_attributes`` puts the same on every observation)."""
     out: Attrs = (
         ("langfuse.trace.name", trace_name),
         ("langfuse.session.id", session),
@@ -139,7 +151,7 @@ def run_attrs(
         out += (("langfuse.release", release),)
     if options.user:
         out += (("langfuse.user.id", options.user), ("user.id", options.user))
-    return (*out, ("evaltape.run.id", options.run_id))
+    return (*out, *metadata, ("evaltape.run.id", options.run_id))
 
 
 def _with(span: Span, shared: Attrs) -> Span:
@@ -168,35 +180,49 @@ def _status(attempt: AttemptResult, session: Session, content: bool) -> str:
     return end.status.value if end is not None else "the session has no end"
 
 
+def trace_metadata(attempt: AttemptResult, session: Session, options: TraceOptions) -> Attrs:
+    """The trace's metadata as ``langfuse.trace.metadata.<key>``, each value JSON-encoded
+    (strings included) as the Langfuse SDK encodes propagated metadata.  ``attempt`` is
+    1-based, as the command line prints it."""
+    values: list[tuple[str, object]] = [
+        ("suite", attempt.suite),
+        ("case", attempt.case_id),
+        ("model", attempt.model),
+        ("attempt", attempt.attempt + 1),
+        ("verdict", attempt.verdict.value),
+        ("mode", attempt.mode.value),
+        ("session_id", attempt.session_id),
+        ("tape", attempt.tape),
+        ("quarantined", attempt.quarantined),
+        ("known_gap", attempt.known_gap),
+        ("tainted", attempt.tainted),
+    ]
+    if attempt.change:
+        values.append(("change", attempt.change))
+    if attempt.verdict is Verdict.INTERRUPTED:  # cut short by a crash, recovered
+        values.append(("incomplete", True))
+    if session.header.harness_commit:
+        values.append(("commit", session.header.harness_commit))
+    if options.content and attempt.reason:
+        values.append(("reason", attempt.reason))
+    return tuple((f"{METADATA_PREFIX}{k}", json.dumps(v, ensure_ascii=False)) for k, v in values)
+
+
+METADATA_PREFIX = "langfuse.trace.metadata."
+"""Where Langfuse reads a trace's metadata, one attribute per key."""
+
+
 def _root_attrs(
     attempt: AttemptResult, session: Session, provider: str, options: TraceOptions
 ) -> Attrs:
     header = session.header
     end = session.end
-    meta: Attrs = (
-        ("langfuse.trace.metadata.suite", attempt.suite),
-        ("langfuse.trace.metadata.case", attempt.case_id),
-        ("langfuse.trace.metadata.model", attempt.model),
-        ("langfuse.trace.metadata.attempt", attempt.attempt),
-        ("langfuse.trace.metadata.verdict", attempt.verdict.value),
-        ("langfuse.trace.metadata.mode", attempt.mode.value),
-        ("langfuse.trace.metadata.session_id", attempt.session_id),
-        ("langfuse.trace.metadata.tape", attempt.tape),
-        ("langfuse.trace.metadata.quarantined", attempt.quarantined),
-        ("langfuse.trace.metadata.known_gap", attempt.known_gap),
-        ("langfuse.trace.metadata.tainted", attempt.tainted),
-    )
-    if header.harness_commit:
-        meta += (("langfuse.trace.metadata.commit", header.harness_commit),)
-    if options.content and attempt.reason:
-        meta += (("langfuse.trace.metadata.reason", attempt.reason),)
     out: Attrs = (
         ("gen_ai.operation.name", "invoke_agent"),
         ("gen_ai.provider.name", provider),
         ("gen_ai.agent.name", options.agent),
         ("gen_ai.request.model", attempt.model),
         ("langfuse.observation.type", "agent"),
-        *meta,
         ("evaltape.suite", attempt.suite),
         ("evaltape.case.id", attempt.case_id),
         ("evaltape.attempt", attempt.attempt),
@@ -206,16 +232,16 @@ def _root_attrs(
     if header.seed is not None:
         out += (("gen_ai.request.seed", header.seed),)
     if attempt.verdict is Verdict.INTERRUPTED:  # cut short by a crash, recovered
-        out += (
-            ("evaltape.incomplete", True),
-            ("langfuse.trace.metadata.incomplete", True),
-        )
+        out += (("evaltape.incomplete", True),)
     if attempt.verdict is Verdict.ERROR and not attempt.quarantined:
         out += (("error.type", end.status.value if end is not None else "incomplete"),)
     if options.content:
-        out += (("langfuse.trace.output", session.reply),)
         first = session.turns[0].call if session.turns else None
         users = [m.text for m in first.input_messages if m.role == "user"] if first else []
         if users:
-            out += (("langfuse.trace.input", users[-1]),)
+            out += (("langfuse.observation.input", users[-1]), ("langfuse.trace.input", users[-1]))
+        out += (
+            ("langfuse.observation.output", session.reply),
+            ("langfuse.trace.output", session.reply),
+        )
     return out

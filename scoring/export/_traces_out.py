@@ -12,11 +12,19 @@ of its own from the process (TLS certificate files, and it adds
 ``OTEL_EXPORTER_OTLP_HEADERS`` beneath the headers it is given), which only
 matters to a library caller whose ``Host`` environment differs from the
 process's.
+
+The exporter also logs each retry and failure itself ("Transient error ...
+retrying", "Failed to export span batch"), which Python prints on stderr when
+nothing else handles them.  Its loggers are therefore switched off while it
+sends and restored after, so the run's one warning line is all a user sees.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import logging
+import threading
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import requests
@@ -30,6 +38,40 @@ from evaltape.scoring.export._send import ExportFailed, one_line
 
 RETRIED = frozenset({429, 502, 503, 504})
 """Statuses the SDK's exporter tries again."""
+
+
+EXPORTER_LOGGERS = (
+    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+    "opentelemetry.exporter.otlp.proto.http._common",
+)
+"""The loggers the SDK's exporter reports retries and failures on."""
+
+_quiet_lock = threading.Lock()
+_quiet_depth = 0
+_quiet_saved: dict[str, bool] = {}
+
+
+@contextlib.contextmanager
+def quiet_exporter() -> Iterator[None]:
+    """Switch the exporter's loggers off for the block; their previous state is restored
+    when the last of any overlapping blocks ends."""
+    global _quiet_depth
+    with _quiet_lock:
+        if _quiet_depth == 0:
+            for name in EXPORTER_LOGGERS:
+                logger = logging.getLogger(name)
+                _quiet_saved[name] = logger.disabled
+                logger.disabled = True
+        _quiet_depth += 1
+    try:
+        yield
+    finally:
+        with _quiet_lock:
+            _quiet_depth -= 1
+            if _quiet_depth == 0:
+                for name, disabled in _quiet_saved.items():
+                    logging.getLogger(name).disabled = disabled
+                _quiet_saved.clear()
 
 
 class _Witness(requests.Session):
@@ -68,7 +110,9 @@ class TraceSender:
     def send(self, spans: Sequence[ReadableSpan]) -> None:
         """Export ``spans`` in one request (retried by the SDK); ``ExportFailed`` if refused."""
         before = self._session.tries
-        if self._exporter.export(spans) is SpanExportResult.SUCCESS:
+        with quiet_exporter():
+            result = self._exporter.export(spans)
+        if result is SpanExportResult.SUCCESS:
             return
         raise ExportFailed(self.target.host, self._why(self._session.tries - before))
 
@@ -90,4 +134,5 @@ class TraceSender:
 
     def close(self) -> None:
         """Shut the exporter (and its session) down."""
-        self._exporter.shutdown()  # type: ignore[no-untyped-call]
+        with quiet_exporter():
+            self._exporter.shutdown()  # type: ignore[no-untyped-call]
