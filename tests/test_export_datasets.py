@@ -44,7 +44,7 @@ def test_export_with_a_dataset_links_each_attempt_to_its_case_once(
     project = make_project(tmp_path, api)
     script_run(api)
     live = evaltape(project, *LIVE, langfuse=langfuse)
-    assert live.returncode == 0, live.stderr
+    assert live.returncode == 4, live.stderr  # "explodes" stays out of the cassettes
     record = read_record(resolve_run(project / ".evaltape" / "results"))
 
     done = evaltape(project, "export", "latest", "--dataset", DATASET, langfuse=langfuse)
@@ -98,10 +98,13 @@ def test_a_replay_run_is_a_second_labelled_run_of_the_same_dataset(
 ) -> None:
     project = make_project(tmp_path, api)
     script_run(api)
-    assert evaltape(project, *LIVE, langfuse=langfuse).returncode == 0
+    assert evaltape(project, *LIVE, langfuse=langfuse).returncode == 4  # "explodes" not in
+    live_id = read_record(resolve_run(project / ".evaltape" / "results")).run_id
     first = evaltape(project, "export", "--dataset", DATASET, langfuse=langfuse)
     assert first.returncode == 0, first.stderr
-    replay = evaltape(project, "replay", "--export", langfuse=langfuse)
+    # The run's own tapes hold all three attempts (the cassettes keep no provider error).
+    tapes = str(project / ".evaltape" / "results" / "tapes" / live_id)
+    replay = evaltape(project, "replay", tapes, "--export", langfuse=langfuse)
     assert replay.returncode == 0, replay.stdout + replay.stderr
     replay_id = read_record(resolve_run(project / ".evaltape" / "results")).run_id
 
@@ -124,7 +127,7 @@ def test_a_replay_run_is_a_second_labelled_run_of_the_same_dataset(
     assert {attrs_of(roots[t])["langfuse.session.id"] for t in replay_traces} == {replay_id}
 
     # a rescore run is exported and linked the same way, labelled as one
-    rescored = evaltape(project, "rescore", "cassettes", langfuse=langfuse)
+    rescored = evaltape(project, "rescore", tapes, langfuse=langfuse)
     assert rescored.returncode == 0, rescored.stdout + rescored.stderr
     third = evaltape(project, "export", "latest", langfuse=langfuse)
     assert third.returncode == 0, third.stderr
@@ -139,7 +142,7 @@ def test_a_dataset_without_langfuse_is_refused_in_one_line(
 ) -> None:
     project = make_project(tmp_path, api)
     script_run(api)
-    assert evaltape(project, *LIVE, "--no-export", langfuse=langfuse).returncode == 0
+    assert evaltape(project, *LIVE, "--no-export", langfuse=langfuse).returncode == 4
     collector = {
         "LANGFUSE_HOST": "",
         "LANGFUSE_PUBLIC_KEY": "",
