@@ -112,6 +112,10 @@ def usd(value: float | None) -> str:
 def _replay_record(request: RerecordRequest) -> RunRecord:
     config = request.config
     if request.from_run is None:
+        request.reporter.note(
+            "replaying the recordings to find the stale attempts (nothing is sent; "
+            "STALE below is what is to be recorded again)"
+        )
         outcome = run_replay(
             ReplayRequest(
                 config=config,
