@@ -15,11 +15,11 @@ import attrs
 
 from evaltape.recorder import Status
 from evaltape.scoring._config import Config, display_path
+from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.cost._pricing import Prices
 from evaltape.scoring.judge._floors import judge_status
 from evaltape.scoring.judge._judge import Judge
 from evaltape.scoring.judge._judgement import Floors, JudgeStatus
-from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.results._history import RunLog
 from evaltape.scoring.results._record_files import read_record
 from evaltape.scoring.results._records import (
