@@ -82,6 +82,9 @@ class Config:
     """Providers' base URLs for command agents, besides ``base_url`` (docs/agents.md)."""
     source: Path | None
     """The config file that was read, or None when only defaults and flags apply."""
+    price: tuple[str, ...] = ()
+    """``--price MODEL=IN/OUT`` flags (USD per million tokens), merged over ``pricing``;
+    a flag only, checked when the prices are resolved."""
 
 
 class ConfigError(ScoringError):

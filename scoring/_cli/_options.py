@@ -105,6 +105,17 @@ def _upstreams(ctx: click.Context, param: click.Parameter, given: tuple[str, ...
     return table
 
 
+PRICE_OPTION = click.option(
+    "--price",
+    "price",
+    multiple=True,
+    metavar="MODEL=IN/OUT",
+    help="USD per million input/output tokens for MODEL, over the price table; 0/0 for a "
+    "free model (a local server). Repeatable.",
+)
+"""``--price``, beside every ``--pricing``: a price without writing a pricing file."""
+
+
 def config_options(*names: str) -> Callable[[Callable[..., R]], Callable[..., R]]:
     """Add a flag per named setting (default: the four folders) and ``--config FILE``.
 
@@ -120,6 +131,7 @@ def config_options(*names: str) -> Callable[[Callable[..., R]], Callable[..., R]
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> R:
             config_file = kwargs.pop("config_file")
+            price: tuple[str, ...] = kwargs.pop("price", ())
             overrides = {name: kwargs.pop(name) for name in chosen}
             try:
                 config = load_config(Path.cwd(), overrides, config_file=config_file)
@@ -127,10 +139,12 @@ def config_options(*names: str) -> Callable[[Callable[..., R]], Callable[..., R]
                 for problem in exc.problems:
                     click.echo(f"evaltape: error: {problem}", err=True)
                 raise SystemExit(2) from exc
-            return func(*args, config=config, **kwargs)
+            return func(*args, config=attrs.evolve(config, price=price), **kwargs)
 
         decorated: Callable[..., Any] = wrapper
         for name in reversed(chosen):
+            if name == "pricing":
+                decorated = PRICE_OPTION(decorated)
             decorated = _option(_BY_NAME[name])(decorated)
         decorated = click.option(
             "--config",

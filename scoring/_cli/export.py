@@ -15,7 +15,7 @@ from evaltape.scoring._config import Config, display_path, scorer_names
 from evaltape.scoring.cases._cases import CaseError
 from evaltape.scoring.cases._load import load_suites
 from evaltape.scoring.checks._score import Score
-from evaltape.scoring.cost._pricing import resolve_prices
+from evaltape.scoring.cost._pricing import resolve_prices, with_price_flags
 from evaltape.scoring.export._config import ExportConfigError, export_config
 from evaltape.scoring.export._exporter import Exporter, ExportJob, Rescore
 from evaltape.scoring.export._progress import Delivered, merge, sent_before
@@ -127,7 +127,7 @@ def export(run: str, again: bool, content: bool, config: Config) -> None:
         click.echo(f"run {record.run_id}: nothing to export ({len(done)} already exported)")
         return
     click.echo(f"export: {target.describe()}", err=True)
-    prices = resolve_prices(config.pricing, environ)
+    prices = with_price_flags(resolve_prices(config.pricing, environ), config.price)
     options = TraceOptions(
         run_id=record.run_id,
         agent=config.agent or "agent",

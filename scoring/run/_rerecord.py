@@ -224,7 +224,8 @@ def run_rerecord(request: RerecordRequest) -> RerecordOutcome:
         if estimate is None:
             raise RunRefused(
                 f"cannot hold --budget {request.budget:g}: the estimate is n/a{why}; "
-                "pass --pricing FILE"
+                f"pass --price {unpriced[0] if unpriced else 'MODEL'}=IN/OUT (USD per million "
+                "tokens; 0/0 for a free model) or --pricing FILE"
             )
         if estimate > request.budget:
             raise RunRefused(
