@@ -105,6 +105,32 @@ def _upstreams(ctx: click.Context, param: click.Parameter, given: tuple[str, ...
     return table
 
 
+class CommonFirst(click.Command):
+    """A command whose ``--help`` lists the everyday options first, the rest after.
+
+    ``@click.command(cls=CommonFirst, common=("model", "trials"))`` names the
+    common ones by parameter name; both sections keep the declaration order.
+    """
+
+    def __init__(self, *args: Any, common: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.common = common
+
+    def sections(self, ctx: click.Context) -> tuple[tuple[str, list[click.Parameter]], ...]:
+        """``("Common options", [...])`` and ``("More options", [...])``."""
+        params = [p for p in self.get_params(ctx) if isinstance(p, click.Option)]
+        common = [p for p in params if p.name in self.common]
+        rest = [p for p in params if p.name not in self.common]
+        return (("Common options", common), ("More options", rest))
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        for title, params in self.sections(ctx):
+            rows = [r for r in (p.get_help_record(ctx) for p in params) if r is not None]
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
 PRICE_OPTION = click.option(
     "--price",
     "price",
