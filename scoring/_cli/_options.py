@@ -119,8 +119,8 @@ class CommonFirst(click.Command):
     def sections(self, ctx: click.Context) -> tuple[tuple[str, list[click.Parameter]], ...]:
         """``("Common options", [...])`` and ``("More options", [...])``."""
         params = [p for p in self.get_params(ctx) if isinstance(p, click.Option)]
-        common = [p for p in params if p.name in self.common]
-        rest = [p for p in params if p.name not in self.common]
+        common: list[click.Parameter] = [p for p in params if p.name in self.common]
+        rest: list[click.Parameter] = [p for p in params if p.name not in self.common]
         return (("Common options", common), ("More options", rest))
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
