@@ -58,6 +58,15 @@ def _option(setting: Setting) -> Callable[[Callable[..., Any]], Callable[..., An
             default=None,
             help=setting.help + f" [config: {setting.name}; default: {setting.default}]",
         )
+    if setting.kind is SettingKind.PRICES:
+        return click.option(
+            setting.flag,
+            setting.name,
+            multiple=True,
+            callback=_prices,
+            metavar=setting.metavar,
+            help=setting.help + f" Repeat for more; replaces the config's [config: {setting.name}]",
+        )
     if setting.kind is SettingKind.UPSTREAMS:
         return click.option(
             setting.flag,
@@ -89,6 +98,18 @@ def _rules(ctx: click.Context, param: click.Parameter, given: tuple[str, ...]) -
         if not sep or not pattern:
             raise click.BadParameter(f"expected REGEX=REPLACEMENT, got {rule!r}", ctx, param)
         table[pattern] = replacement
+    return table
+
+
+def _prices(ctx: click.Context, param: click.Parameter, given: tuple[str, ...]) -> object:
+    """``--price MODEL=IN/OUT`` flags as the table the config file would hold (each value is
+    checked when the prices are resolved, as the file's are)."""
+    if not given:
+        return None
+    table: dict[str, str] = {}
+    for text in given:
+        model, sep, rates = text.rpartition("=")
+        table[model if sep else text] = rates if sep else ""
     return table
 
 
@@ -131,17 +152,6 @@ class CommonFirst(click.Command):
                     formatter.write_dl(rows)
 
 
-PRICE_OPTION = click.option(
-    "--price",
-    "price",
-    multiple=True,
-    metavar="MODEL=IN/OUT",
-    help="USD per million input/output tokens for MODEL, over the price table; 0/0 for a "
-    "free model (a local server). Repeatable.",
-)
-"""``--price``, beside every ``--pricing``: a price without writing a pricing file."""
-
-
 def config_options(*names: str) -> Callable[[Callable[..., R]], Callable[..., R]]:
     """Add a flag per named setting (default: the four folders) and ``--config FILE``.
 
@@ -157,7 +167,6 @@ def config_options(*names: str) -> Callable[[Callable[..., R]], Callable[..., R]
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> R:
             config_file = kwargs.pop("config_file")
-            price: tuple[str, ...] = kwargs.pop("price", ())
             overrides = {name: kwargs.pop(name) for name in chosen}
             try:
                 config = load_config(Path.cwd(), overrides, config_file=config_file)
@@ -165,12 +174,10 @@ def config_options(*names: str) -> Callable[[Callable[..., R]], Callable[..., R]
                 for problem in exc.problems:
                     click.echo(f"evaltape: error: {problem}", err=True)
                 raise SystemExit(2) from exc
-            return func(*args, config=attrs.evolve(config, price=price), **kwargs)
+            return func(*args, config=config, **kwargs)
 
         decorated: Callable[..., Any] = wrapper
         for name in reversed(chosen):
-            if name == "pricing":
-                decorated = PRICE_OPTION(decorated)
             decorated = _option(_BY_NAME[name])(decorated)
         decorated = click.option(
             "--config",

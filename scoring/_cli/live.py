@@ -153,6 +153,7 @@ Example:
     "judge_mean_floor",
     "judge_trial_floor",
     "pricing",
+    "price",
     "sandbox",
 )
 @_gate_flow.gate_options

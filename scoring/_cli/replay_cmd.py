@@ -109,6 +109,7 @@ Example:
     "judge_mean_floor",
     "judge_trial_floor",
     "pricing",
+    "price",
     "sandbox",
     "scrub",
 )

@@ -80,6 +80,7 @@ Example:
     "upstream",
     "concurrency",
     "pricing",
+    "price",
     "sandbox",
 )
 @boundary
