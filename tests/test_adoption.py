@@ -19,7 +19,9 @@ import pytest
 from agents.chat_server import ChatServer
 from harness_project import MODEL, evaltape, make_project, plant
 
-from evaltape.scoring import read_record, resolve_run
+from evaltape.scoring import Score, read_record, resolve_run
+from evaltape.scoring.verdicts._replay_report import Row, outcomes
+from evaltape.scoring.verdicts._replaycheck import Change, ReplayDecision
 
 PROGRESS = re.compile(r"^\[(\d+)/(\d+)\] (\S+) :: (\S+) \(attempt (\d+)\) (\S+)", re.M)
 EDIT = "    system = SYSTEM\n"
@@ -272,3 +274,43 @@ def test_docs_say_when_to_use_task_client_and_task_openai() -> None:
     running = (Path(__file__).parent.parent / "docs" / "running.md").read_text()
     assert "http_client=task.client" in running
     assert "task.openai(async_=True)" in running
+
+
+def test_a_regression_line_counts_the_other_reasons_and_improvements_are_grouped_too() -> None:
+    def row(attempt: int, change: Change, why: str) -> Row:
+        passed, failed = Score(passed=True, reason="ok"), Score(passed=False, reason=why)
+        worse = change is Change.REGRESSION
+        return Row(
+            suite="s",
+            case_id="c",
+            model="m",
+            attempt=attempt,
+            decision=ReplayDecision(
+                change=change, rescored=passed if worse else failed, replayed=failed
+            ),
+        )
+
+    rows = [row(0, Change.REGRESSION, "a"), row(1, Change.REGRESSION, "b")]
+    rows.append(row(2, Change.UNCHANGED, "-"))
+    assert outcomes(rows) == (
+        "REGRESSION s/c m: 2 of 3 attempts (recorded: pass; replayed: a; 1 other reason, "
+        "-v lists each attempt)",
+    )
+    assert len(outcomes(rows, verbose=True)) == 3
+    better = [
+        Row(
+            suite="s",
+            case_id="c",
+            model="m",
+            attempt=n,
+            decision=ReplayDecision(
+                change=Change.IMPROVEMENT,
+                rescored=Score(passed=False, reason="was wrong"),
+                replayed=Score(passed=True, reason="ok"),
+            ),
+        )
+        for n in range(3)
+    ]
+    assert outcomes(better) == (
+        "improvement s/c m: 3 of 3 attempts (recorded: was wrong; replayed: pass)",
+    )
