@@ -82,6 +82,9 @@ class Config:
     """User scrub rules for request bodies, in file order (the workspace path is built in)."""
     upstream: tuple[Route, ...]
     """Providers' base URLs for command agents, besides ``base_url`` (docs/agents.md)."""
+    price: tuple[str, ...]
+    """``MODEL=IN/OUT`` prices (USD per million tokens) merged over ``pricing``; checked
+    when the prices are resolved (``scoring.cost``)."""
     source: Path | None
     """The config file that was read, or None when only defaults and flags apply."""
 
@@ -141,6 +144,7 @@ def load_config(
         values["rubrics"] = suites / "rubrics"
     values.setdefault("scrub", ())
     values.setdefault("upstream", ())
+    values.setdefault("price", ())
     for setting in SETTINGS:
         values.setdefault(setting.name, None)
     return Config(source=source, **values)  # type: ignore[arg-type]
@@ -230,6 +234,11 @@ def _check(problems: list[str], where: str, setting: Setting, value: object) -> 
         return _check_rules(problems, where, value)
     if kind is SettingKind.UPSTREAMS:
         return _check_upstreams(problems, where, value)
+    if kind is SettingKind.PRICES:
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            problems.append(f'{where}: expected a table of model = "IN/OUT" (USD per million)')
+            return False
+        return True
     if kind is SettingKind.SWITCH:
         if not isinstance(value, bool):
             problems.append(f"{where}: expected true or false, got {_type(value)}")
@@ -338,6 +347,9 @@ def _resolve(setting: Setting, value: object, base: Path) -> object:
     if setting.kind is SettingKind.UPSTREAMS:
         assert isinstance(value, dict)
         return tuple(parse_route(f"{k}={v}") for k, v in value.items())
+    if setting.kind is SettingKind.PRICES:
+        assert isinstance(value, dict)
+        return tuple(f"{k}={v}" for k, v in value.items())
     if setting.kind in (SettingKind.SECONDS, SettingKind.SCORE):
         assert isinstance(value, int | float)
         return float(value)

@@ -32,6 +32,9 @@ class SettingKind(enum.Enum):
     """true or false; the flag comes in a pair (``--sandbox/--no-sandbox``)."""
     UPSTREAMS = "upstreams"
     """A table of provider name -> base URL; the flag is repeated ``--upstream NAME=URL``."""
+    PRICES = "prices"
+    """A table of model -> ``"IN/OUT"`` USD per million tokens; the flag is repeated
+    ``--price MODEL=IN/OUT``."""
 
 
 @attrs.frozen(kw_only=True)
@@ -217,6 +220,14 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="NAME=URL",
         help="A provider's base URL for command agents (anthropic=URL, or a new NAME that "
         "gets its own NAME_BASE_URL endpoint); openai's is base_url.",
+    ),
+    Setting(
+        name="price",
+        kind=SettingKind.PRICES,
+        default=None,
+        metavar="MODEL=IN/OUT",
+        help="USD per million input/output tokens for MODEL, over the price table and "
+        "pricing file; 0/0 for a free model (a local server).",
     ),
 )
 """Every setting, in documentation order."""

@@ -208,7 +208,7 @@ def test_an_edit_written_to_the_wrong_file_is_a_regression(
     result = evaltape(project, "replay")
     assert result.returncode == 1, result.stdout + result.stderr
     (line,) = report_lines(result, "REGRESSION")
-    assert line.startswith(f"REGRESSION {SUITE}/{CASE_ID} {MODEL} (attempt 1): recorded: pass;")
+    assert line.startswith(f"REGRESSION {SUITE}/{CASE_ID} {MODEL}: 1 of 1 attempt (recorded: pass;")
     replayed = line.split("; replayed: ", 1)[1]
     assert "verify exited 1" in replayed
     assert verify_failure(recorded.fixture, tmp_path) in replayed

@@ -56,17 +56,26 @@ def refused(result: subprocess.CompletedProcess[str]) -> str:
     return errors[0].removeprefix("evaltape: error: ")
 
 
+RECORD_INTO_CASSETTES = (
+    "record into the cassettes with `evaltape live --update-cassettes`, then replay"
+)
+"""The next step a replay with no cassettes names when no live run was recorded either."""
+
+
 def test_a_missing_cassettes_folder_is_nothing_to_replay(tmp_path: Path) -> None:
     project = project_with(tmp_path / "p", "hello")
     line = refused(evaltape(project, "replay"))
-    assert line == "cassettes: no such file or folder; nothing to replay"
+    assert line == (
+        f"cassettes: no such file or folder; nothing to replay; {RECORD_INTO_CASSETTES}"
+    )
 
 
 def test_an_empty_cassettes_folder_is_nothing_to_replay(tmp_path: Path) -> None:
     project = project_with(tmp_path / "p", "hello")
     (project / "cassettes" / "basic").mkdir(parents=True)
     assert (
-        refused(evaltape(project, "replay")) == "no tapes (*.tape) in cassettes; nothing to replay"
+        refused(evaltape(project, "replay"))
+        == f"no tapes (*.tape) in cassettes; nothing to replay; {RECORD_INTO_CASSETTES}"
     )
 
 

@@ -58,6 +58,15 @@ def _option(setting: Setting) -> Callable[[Callable[..., Any]], Callable[..., An
             default=None,
             help=setting.help + f" [config: {setting.name}; default: {setting.default}]",
         )
+    if setting.kind is SettingKind.PRICES:
+        return click.option(
+            setting.flag,
+            setting.name,
+            multiple=True,
+            callback=_prices,
+            metavar=setting.metavar,
+            help=setting.help + f" Repeat for more; replaces the config's [config: {setting.name}]",
+        )
     if setting.kind is SettingKind.UPSTREAMS:
         return click.option(
             setting.flag,
@@ -92,6 +101,18 @@ def _rules(ctx: click.Context, param: click.Parameter, given: tuple[str, ...]) -
     return table
 
 
+def _prices(ctx: click.Context, param: click.Parameter, given: tuple[str, ...]) -> object:
+    """``--price MODEL=IN/OUT`` flags as the table the config file would hold (each value is
+    checked when the prices are resolved, as the file's are)."""
+    if not given:
+        return None
+    table: dict[str, str] = {}
+    for text in given:
+        model, sep, rates = text.rpartition("=")
+        table[model if sep else text] = rates if sep else ""
+    return table
+
+
 def _upstreams(ctx: click.Context, param: click.Parameter, given: tuple[str, ...]) -> object:
     """``--upstream NAME=URL`` flags as the table the config file would hold."""
     if not given:
@@ -103,6 +124,32 @@ def _upstreams(ctx: click.Context, param: click.Parameter, given: tuple[str, ...
             raise click.BadParameter(f"expected NAME=URL, got {text!r}", ctx, param)
         table[name.strip()] = url.strip()
     return table
+
+
+class CommonFirst(click.Command):
+    """A command whose ``--help`` lists the everyday options first, the rest after.
+
+    ``@click.command(cls=CommonFirst, common=("model", "trials"))`` names the
+    common ones by parameter name; both sections keep the declaration order.
+    """
+
+    def __init__(self, *args: Any, common: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.common = common
+
+    def sections(self, ctx: click.Context) -> tuple[tuple[str, list[click.Parameter]], ...]:
+        """``("Common options", [...])`` and ``("More options", [...])``."""
+        params = [p for p in self.get_params(ctx) if isinstance(p, click.Option)]
+        common: list[click.Parameter] = [p for p in params if p.name in self.common]
+        rest: list[click.Parameter] = [p for p in params if p.name not in self.common]
+        return (("Common options", common), ("More options", rest))
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        for title, params in self.sections(ctx):
+            rows = [r for r in (p.get_help_record(ctx) for p in params) if r is not None]
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
 
 
 def config_options(*names: str) -> Callable[[Callable[..., R]], Callable[..., R]]:

@@ -8,7 +8,7 @@ from typing import IO
 
 import click
 
-from evaltape.scoring.results._records import Verdict
+from evaltape.scoring.results._records import RunKind, Verdict
 from evaltape.scoring.run._jobs import JobResult
 from evaltape.scoring.verdicts._replaycheck import Change
 
@@ -29,16 +29,24 @@ class Progress:
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
 
     def line(self, result: JobResult) -> str:
-        """The line printed for ``result``."""
+        """The line printed for ``result``.
+
+        A replayed attempt whose recording no longer matched says what the replay
+        found (``STALE``, ``CHANGED``) in place of a verdict: a stale recording is
+        news about the tape, not a failure of the attempt.
+        """
         self.done += 1
         job = result.job
         word = {Verdict.PASSED: "PASS", Verdict.FAILED: "FAIL"}.get(result.verdict, "ERROR")
+        change = result.decision.change if result.decision is not None else Change.UNCHANGED
+        if change in (Change.STALE, Change.CHANGED):
+            word = change.value.upper()
+        elif change is not Change.UNCHANGED:
+            word += f" {change.value.upper()}"
         text = (
             f"[{self.done}/{self.total}] {job.model} :: {job.case.id} "
             f"(attempt {job.attempt + 1}) {word}"
         )
-        if result.decision is not None and result.decision.change is not Change.UNCHANGED:
-            text += f" {result.decision.change.value.upper()}"
         return text + (f" {result.reason}" if result.reason else "")
 
     def __call__(self, result: JobResult) -> None:
@@ -59,6 +67,7 @@ class CliReporter:
 
     def __init__(self, line: Callable[[JobResult, int], None] | None = None) -> None:
         self._progress: Progress | None = None
+        self._mode: RunKind | None = None
         self._line = line
 
     def note(self, line: str) -> None:
@@ -74,6 +83,9 @@ class CliReporter:
         if self._line is not None:
             self._line(result, total)
             return
-        if self._progress is None:
+        if self._progress is None or result.job.mode is not self._mode:
+            # A new run (``rerecord``'s replay, then its live run) counts from 1 again.
             self._progress = Progress(total)
+            self._mode = result.job.mode
+        self._progress.total = total  # the gate's confirmation re-runs add attempts
         self._progress(result)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import click
 
+from evaltape.scoring._cli._options import CommonFirst
+
 EXAMPLE_HEADING = "Example:"
 """The line of a command's epilog that its example follows."""
 
@@ -44,15 +46,23 @@ def command_section(group: click.Group, name: str) -> str:
     usage = " ".join(["Usage: evaltape", name, *command.collect_usage_pieces(ctx)])
     body = (command.help or "").strip().split("\n\n")
     paragraphs = [" ".join(p.split()) for p in body]
-    rows = []
-    for param in command.get_params(ctx):
-        record = param.get_help_record(ctx)
-        if isinstance(param, click.Option) and "--help" not in param.opts and record is not None:
-            rows.append(f"| `{_cell(record[0])}` | {_cell(record[1])} |")
+    sections = (
+        command.sections(ctx)
+        if isinstance(command, CommonFirst)
+        else (("", command.get_params(ctx)),)
+    )
     parts = [f"## `evaltape {name}`", "", "```", usage, "```", ""]
     for p in paragraphs:
         parts += [p, ""]
-    parts += ["| option | meaning |", "|---|---|", *rows, ""]
+    for title, params in sections:
+        rows = []
+        for param in params:
+            record = param.get_help_record(ctx)
+            if isinstance(param, click.Option) and "--help" not in param.opts and record:
+                rows.append(f"| `{_cell(record[0])}` | {_cell(record[1])} |")
+        if title:
+            parts += [f"{title}:", ""]
+        parts += ["| option | meaning |", "|---|---|", *rows, ""]
     example = example_of(command)
     if example:
         parts += ["Example:", "", "```sh", example, "```", ""]

@@ -73,8 +73,9 @@ def print_summary(
 
     Every cost carries the price table's vintage; a model with no price shows
     ``n/a``, never $0.00.  A single-model run lists each case (tokens, cost)
-    and a ``Usage:`` block of token buckets; ``--compare`` gets one table row
-    per model (passed/total, duration, tokens, cost).  Judged cases get one
+    and, when calls used the prompt cache or reasoned, a ``Usage:`` block of
+    token buckets; ``--compare`` gets one table row per model (passed/total,
+    duration, tokens, cost).  Judged cases get one
     line each with their floor decision; grading tokens and cost get lines of
     their own (never added to the agent's); the summary ends with
     ``judge_status: ...`` (only the scoreboard and the gate report follow it).
@@ -119,10 +120,18 @@ def print_summary(
         click.echo("Cases:")
         for line in case_lines(_case_rows(outcome)):
             click.echo(line)
-        for line in usage_block(run_cost, prices):
-            click.echo(line)
+        if beyond_in_and_out(run_cost.usage):
+            for line in usage_block(run_cost, prices):
+                click.echo(line)
     click.echo(f"{len(outcome.results)} attempts · {tokens(total)}")
     return _print_judge(outcome, judge, floors, prices)
+
+
+def beyond_in_and_out(usage: Usage) -> bool:
+    """Whether the ``Usage:`` block says more than the model's line (tokens in and out) and
+    its cost line: cached or reasoning tokens, or calls that reported no usage."""
+    extra = usage.cache_read_tokens + usage.cache_write_tokens + usage.reasoning_tokens
+    return bool(extra) or not usage.reported
 
 
 def _case_rows(outcome: PoolOutcome) -> list[CostRow]:

@@ -66,7 +66,9 @@ def print_report(
     ]
     spent = "" if asked else "$0.00 spent; "
     click.echo(f"{spent}{tokens:,} tokens of recorded model calls replayed")
-    recorded = costs_total(r.cost for r in outcome.results)
+    recorded = costs_total(
+        r.cost if r.recorded_cost is None else r.recorded_cost for r in outcome.results
+    )
     vintage = prices if prices is not None else built_in_prices()
     click.echo(f"what they cost when recorded: {cost_line(recorded, vintage, 'recorded')}")
     trials = ((r.job.case.id, r.job.model, r.judgement) for r in outcome.results)

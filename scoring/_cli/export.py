@@ -41,7 +41,7 @@ Example:
     help="Include prompts, messages, tool arguments and results, reasons and the judge's "
     "rationale.  Off by default: only structure, timings, usage, costs and scores leave.",
 )
-@config_options("suites", "rubrics", "cassettes", "results", "agent", "pricing", "dataset")
+@config_options("suites", "rubrics", "cassettes", "results", "agent", "pricing", "price", "dataset")
 @boundary
 def export(run: str, again: bool, content: bool, config: Config) -> None:
     """Export the attempts of a finished run RUN (default: latest) as OTLP traces.

@@ -10,6 +10,7 @@ from evaltape.recorder import Source
 from evaltape.scoring._cli import _gate_flow
 from evaltape.scoring._cli._boundary import boundary, interruptible
 from evaltape.scoring._cli._options import (
+    CommonFirst,
     ResultFiles,
     cases_option,
     config_options,
@@ -55,6 +56,22 @@ Example:
 
 
 @click.command(
+    cls=CommonFirst,
+    common=(
+        "model",
+        "compare",
+        "trials",
+        "cases",
+        "suite",
+        "update_cassettes",
+        "agent",
+        "base_url",
+        "concurrency",
+        "price",
+        "pricing",
+        "gate",
+        "config_file",
+    ),
     short_help="Run the selected cases live, each attempt recorded to the run's own tapes.",
     epilog=EXAMPLE,
 )
@@ -137,6 +154,7 @@ Example:
     "judge_mean_floor",
     "judge_trial_floor",
     "pricing",
+    "price",
     "sandbox",
 )
 @_gate_flow.gate_options

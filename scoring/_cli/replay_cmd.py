@@ -10,6 +10,7 @@ import click
 
 from evaltape.scoring._cli._boundary import EXIT_INTERRUPTED, boundary, fail, interruptible
 from evaltape.scoring._cli._options import (
+    CommonFirst,
     ResultFiles,
     cases_option,
     config_options,
@@ -33,6 +34,19 @@ Example:
 
 @click.command(
     "replay",
+    cls=CommonFirst,
+    common=(
+        "latest",
+        "lenient",
+        "verbose",
+        "cases",
+        "suite",
+        "agent",
+        "price",
+        "pricing",
+        "junit_file",
+        "config_file",
+    ),
     short_help="Replay recorded live sessions with today's harness and compare verdicts.",
     epilog=EXAMPLE,
 )
@@ -95,6 +109,7 @@ Example:
     "judge_mean_floor",
     "judge_trial_floor",
     "pricing",
+    "price",
     "sandbox",
     "scrub",
 )

@@ -85,6 +85,7 @@ Example:
     "upstream",
     "concurrency",
     "pricing",
+    "price",
     "sandbox",
 )
 @boundary

@@ -222,6 +222,41 @@ def load_prices(override: Path | None = None, *, required: bool = False) -> Pric
     return parse_prices(text, shown, base)
 
 
+def _per_million(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def parse_price_flag(text: str) -> tuple[str, Price]:
+    """``MODEL=IN/OUT`` (USD per million input / output tokens; ``0/0`` is free) as a
+    model id and its price; cache reads and writes cost ``IN``.  Raises ``PricingError``."""
+    model, sep, rates = text.rpartition("=")
+    given_in, slash, given_out = rates.partition("/")
+    rate_in, rate_out = _per_million(given_in), _per_million(given_out)
+    if not sep or not model.strip() or not slash or rate_in is None or rate_out is None:
+        raise PricingError(
+            f'--price "{text}": expected MODEL=IN/OUT, USD per million input and output '
+            "tokens as numbers >= 0 (e.g. --price my-model=0/0 for a free local model)"
+        )
+    return model.strip(), Price(input=rate_in, output=rate_out)
+
+
+def with_price_flags(prices: Prices, given: tuple[str, ...]) -> Prices:
+    """``prices`` with each ``--price MODEL=IN/OUT`` merged over it (the last one of a
+    model wins)."""
+    if not given:
+        return prices
+    entries = dict(prices.entries)
+    for text in given:
+        model, price = parse_price_flag(text)
+        entries[normalise_model(model)] = price
+    shown = ", ".join(filter(None, (prices.override, "--price")))
+    return attrs.evolve(prices, entries=entries, override=shown)
+
+
 def resolve_prices(
     configured: Path | None, environ: Mapping[str, str], home: Path | None = None
 ) -> Prices:

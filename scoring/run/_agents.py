@@ -106,6 +106,21 @@ def parse_agent(spec: str | None) -> AgentSpec:
     return AgentSpec(kind=AgentKind.COMMAND, target=spec)
 
 
+OUR_PACKAGES = ("scoring", "recorder", "replay")
+"""evaltape's packages, installed under ``evaltape.`` (never at the top level)."""
+
+
+def _import_hint(exc: Exception) -> str:
+    """The import to write when an agent imports one of our packages by its folder name
+    (``from scoring import Task``, as in a checkout of the repository)."""
+    missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    if not missing or missing.partition(".")[0] not in OUR_PACKAGES:
+        return ""
+    example = "from evaltape.scoring import Task" if missing == "scoring" else ""
+    said = f" (e.g. `{example}`)" if example else ""
+    return f"; evaltape's packages are imported as evaltape.{missing}{said}"
+
+
 def load_agent(spec: AgentSpec, cwd: Path) -> Agent | None:
     """Import a Python agent (``cwd`` first on ``sys.path``); None for a command agent."""
     if spec.kind is AgentKind.COMMAND:
@@ -123,6 +138,7 @@ def load_agent(spec: AgentSpec, cwd: Path) -> Agent | None:
     except Exception as exc:
         raise AgentError(
             f'agent "{spec.target}": cannot import {module_name}: {type(exc).__name__}: {exc}'
+            f"{_import_hint(exc)}"
         ) from exc
     func = getattr(module, attr, None)
     if not callable(func):

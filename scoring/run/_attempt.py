@@ -300,6 +300,7 @@ def compute_job(job: Job, env: JobEnv, journal: JournalOpener | None = None) -> 
         judge_usage=judge_usage(session),
         cost=cost_of_session(env.prices, job.model, session),
         judge_cost=judge_cost_of_session(env.prices, session),
+        recorded_cost=None if tape is None else cost_of_session(env.prices, job.model, tape),
         outputs_digest=outputs_digest(session),
         effects_digest=effects_digest(session),
     )

@@ -21,9 +21,10 @@ class Budget:
         self._lock = threading.Lock()
 
     def admits(self) -> bool:
-        """True while the spent cost is below the limit."""
+        """True while the spent cost is below the limit, or nothing was spent at all: a
+        free model (``--price MODEL=0/0``) runs under ``--budget 0``."""
         with self._lock:
-            return self.spent < self.limit
+            return self.spent < self.limit or self.spent == 0.0
 
     def charge(self, result: JobResult) -> None:
         """Add what the attempt cost: its model calls and its judge (unknown prices add 0)."""

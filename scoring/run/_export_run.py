@@ -22,7 +22,7 @@ from evaltape.scoring._config import Config, display_path, scorer_names
 from evaltape.scoring.cases._cases import Case, CaseError
 from evaltape.scoring.cases._load import load_suites
 from evaltape.scoring.checks._score import Score
-from evaltape.scoring.cost._pricing import resolve_prices
+from evaltape.scoring.cost._pricing import resolve_prices, with_price_flags
 from evaltape.scoring.export._config import ExportConfig, ExportConfigError, export_config
 from evaltape.scoring.export._datasets import DatasetOutcome, RunLabel, RunLink, link_run
 from evaltape.scoring.export._exporter import Exporter, ExportJob, Rescore
@@ -182,7 +182,7 @@ def _send(
     def save(delivered: Delivered) -> None:  # written at once: a later stop loses nothing
         write_record(config.results, merge(read_record(path), (delivered,)))
 
-    prices = resolve_prices(config.pricing, host.environ)
+    prices = with_price_flags(resolve_prices(config.pricing, host.environ), config.price)
     exporter = Exporter(target, options, prices, rescore=_rescorer(cases), on_delivered=save)
     for a in chosen:
         mode = RunKind.REPLAY if a.mode is RunKind.REPLAY else RunKind.LIVE

@@ -191,6 +191,9 @@ class JobResult:
     """The agent's model calls by token bucket, and their USD (None when unknown)."""
     judge_cost: CostBreakdown = attrs.field(factory=CostBreakdown)
     """The judge's calls grading this attempt, priced apart; never part of ``cost``."""
+    recorded_cost: CostBreakdown | None = None
+    """Replay: the agent's calls in the recorded session, priced with today's table (what
+    they cost when recorded, whatever the replay served); None for a live attempt."""
     outputs_digest: str = ""
     """``scoring._flips.outputs_digest`` of the session; "" when it never started."""
     effects_digest: str = ""

@@ -15,12 +15,21 @@ import attrs
 
 from evaltape.recorder import Status
 from evaltape.scoring._config import Config, display_path
+from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.cost._pricing import Prices
 from evaltape.scoring.judge._floors import judge_status
 from evaltape.scoring.judge._judge import Judge
 from evaltape.scoring.judge._judgement import Floors, JudgeStatus
 from evaltape.scoring.results._history import HEARTBEAT, RunLog
-from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
+from evaltape.scoring.results._record_files import read_record
+from evaltape.scoring.results._records import (
+    RUNS_DIR,
+    RunKind,
+    RunRecord,
+    RunState,
+    git_commit,
+    make_run_id,
+)
 from evaltape.scoring.run._env import job_env
 from evaltape.scoring.run._executors import resolve_executor
 from evaltape.scoring.run._export_step import finish_export, submit
@@ -161,6 +170,26 @@ def tapes_to_replay(given: tuple[Path, ...]) -> tuple[Path, ...]:
     return tuple(files)
 
 
+def next_step_without_cassettes(results: Path) -> str:
+    """What to run when the cassettes hold nothing: replay the newest live run's own
+    tapes (``evaltape live`` without ``--update-cassettes`` records only there), or
+    record into the cassettes."""
+    record = "record into the cassettes with `evaltape live --update-cassettes`"
+    runs = sorted((results / RUNS_DIR).glob("*.json"), reverse=True)
+    for path in runs[:50]:  # the newest live run is almost always among the last few
+        try:
+            run = read_record(path)
+        except ScoringError:
+            continue
+        tapes = results / "tapes" / run.run_id
+        if run.kind is RunKind.LIVE and tapes.is_dir():
+            return (
+                f"; to replay the run just recorded: `evaltape replay {display_path(tapes)}`, "
+                f"or {record}"
+            )
+    return f"; {record}, then replay"
+
+
 def run_replay(request: ReplayRequest) -> ReplayOutcome:
     """Replay the recorded sessions of the request's cases and compare verdicts.
 
@@ -170,7 +199,12 @@ def run_replay(request: ReplayRequest) -> ReplayOutcome:
     config, host, reporter = request.config, request.host, request.reporter
     selection = load_selection(config, host, request.cases, request.suite)
     prices = prices_for(config, host.environ)
-    files = tapes_to_replay(request.tapes or (config.cassettes,))
+    try:
+        files = tapes_to_replay(request.tapes or (config.cassettes,))
+    except RunRefused as exc:
+        if request.tapes:
+            raise
+        raise RunRefused(f"{exc}{next_step_without_cassettes(config.results)}") from exc
     all_cases = {c.id: c for s in selection.suites for c in s.cases}
     found = find_recorded(files, selection.chosen, latest=request.latest, all_cases=all_cases)
     for line in (*found.notes, *found.orphans):

@@ -117,6 +117,10 @@ def usd(value: float | None) -> str:
 def _replay_record(request: RerecordRequest) -> RunRecord:
     config = request.config
     if request.from_run is None:
+        request.reporter.note(
+            "replaying the recordings to find the stale attempts (nothing is sent; "
+            "STALE below is what is to be recorded again)"
+        )
         outcome = run_replay(
             ReplayRequest(
                 config=config,
@@ -263,7 +267,8 @@ def run_rerecord(request: RerecordRequest) -> RerecordOutcome:
         if estimate is None:
             raise RunRefused(
                 f"cannot hold --budget {request.budget:g}: the estimate is n/a{why}; "
-                "pass --pricing FILE"
+                f"pass --price {unpriced[0] if unpriced else 'MODEL'}=IN/OUT (USD per million "
+                "tokens; 0/0 for a free model) or --pricing FILE"
             )
         if estimate > request.budget:
             raise RunRefused(

@@ -15,7 +15,12 @@ from evaltape.scoring._config import Config, display_path, scorer_names
 from evaltape.scoring._errors import ScoringError
 from evaltape.scoring.cases._cases import CaseError, Problem, SelectionError, Suite, select
 from evaltape.scoring.cases._load import load_suites
-from evaltape.scoring.cost._pricing import Prices, PricingError, resolve_prices
+from evaltape.scoring.cost._pricing import (
+    Prices,
+    PricingError,
+    resolve_prices,
+    with_price_flags,
+)
 from evaltape.scoring.export._config import ExportConfigError
 from evaltape.scoring.export._exporter import Exporter
 from evaltape.scoring.judge._judge import Judge, resolve_judge
@@ -95,7 +100,7 @@ def load_selection(
 def prices_for(config: Config, environ: Mapping[str, str]) -> Prices:
     """The price table calls are costed with; ``RunRefused`` on a bad override file."""
     try:
-        return resolve_prices(config.pricing, environ)
+        return with_price_flags(resolve_prices(config.pricing, environ), config.price)
     except PricingError as exc:
         raise RunRefused(str(exc)) from exc
 

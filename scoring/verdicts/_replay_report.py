@@ -186,8 +186,49 @@ def groups(rows: Sequence[Row], verbose: bool = False) -> tuple[str, ...]:
     return tuple(lines)
 
 
+def _grouped(rows: Sequence[Row], change: Change) -> tuple[str, ...]:
+    """One line per case and model with attempts of ``change``, its trials counted.
+
+    ``REGRESSION suite/case model: 3 of 3 attempts (recorded: pass; replayed: why)``:
+    a suite run with three trials shows a broken case once, like a stale edit, with the
+    first attempt's reason and how many other reasons there were."""
+    runs: dict[tuple[str, str, str], list[Row]] = {}
+    for r in rows:
+        runs.setdefault((r.suite, r.case_id, r.model), []).append(r)
+    lines: list[str] = []
+    for (suite, case_id, model), same in runs.items():
+        hits = [r for r in same if r.decision.change is change]
+        if not hits:
+            continue
+        if change is Change.REGRESSION:
+            word = "REGRESSION"
+            why = [r.decision.replayed.reason if r.decision.replayed else "" for r in hits]
+            text = f"recorded: pass; replayed: {why[0]}"
+        else:
+            word = "improvement"
+            why = [r.decision.rescored.reason for r in hits]
+            text = f"recorded: {why[0]}; replayed: pass"
+        others = len(set(why)) - 1
+        more = f"; {_plural(others, 'other reason')}, -v lists each attempt" if others else ""
+        lines.append(
+            f"{word} {suite}/{case_id} {model}: {len(hits)} of "
+            f"{_plural(len(same), 'attempt')} ({text}{more})"
+        )
+    return tuple(lines)
+
+
 def outcomes(rows: Sequence[Row], verbose: bool = False) -> tuple[str, ...]:
-    """One line per regression, improvement and untested attempt (every attempt with -v)."""
+    """Regressions and improvements, one line per case and model with their attempts
+    counted (one line per attempt with -v); one line per untested attempt; every
+    unchanged attempt with -v."""
+    if not verbose:
+        grouped = (*_grouped(rows, Change.REGRESSION), *_grouped(rows, Change.IMPROVEMENT))
+        untested = (
+            f"UNTESTED {r.where}: {r.decision.detail}"
+            for r in rows
+            if r.decision.change is Change.UNTESTED
+        )
+        return (*grouped, *untested)
     lines: list[str] = []
     for r in rows:
         d = r.decision
@@ -200,7 +241,7 @@ def outcomes(rows: Sequence[Row], verbose: bool = False) -> tuple[str, ...]:
             lines.append(f"improvement {r.where}: recorded: {d.rescored.reason}; replayed: pass")
         elif d.change is Change.UNTESTED:
             lines.append(f"UNTESTED {r.where}: {d.detail}")
-        elif d.change is Change.UNCHANGED and verbose:
+        elif d.change is Change.UNCHANGED:
             word = "pass" if d.rescored.passed else "FAIL"
             lines.append(f"unchanged {r.where}: {word} as recorded and as replayed")
     return tuple(lines)
