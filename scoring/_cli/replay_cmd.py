@@ -134,17 +134,20 @@ def replay(
 
     TAPES are tape files or folders (default: every tape under the cassettes
     folder).  Each recorded attempt is scored as recorded (rescored) and as
-    replayed.  pass->fail is a REGRESSION, fail->pass an improvement.  A request
-    the tape cannot answer is classified by what the harness changed: a tool
-    result or the conversation (HARNESS CHANGED: fix the harness, never
-    re-record), or only harness text such as a prompt or tool description
-    (STALE: record it live again).  Judged cases reuse the judge verdict
-    recorded for the same rubric and transcript, else are "not re-judged";
-    only --allow-live-judge lets the configured judge be asked.  The last line
-    says the decision in words.  Exit 0: unchanged (improvements allowed);
-    1: a regression or a harness change; 2: bad input, or something could not
-    be tested (no tapes, an unreadable tape, a case with no recording); 3: only
-    stale recordings; 130: interrupted.
+    replayed.  pass->fail is a REGRESSION, fail->pass an improvement.  Each
+    session is classified as a whole by what the harness changed: a tool
+    result, a text agent's observation (a user message after the model spoke),
+    the conversation, or a harness that raised or stopped early (HARNESS
+    CHANGED: fix the harness, never re-record; it wins over a prompt edit in
+    the same session), or only harness text such as a prompt or tool
+    description (STALE: record it live again).  Judged cases reuse the judge
+    verdict recorded for the same rubric and transcript, else are "not
+    re-judged"; only --allow-live-judge lets the configured judge be asked.
+    The last line says the decision in words.  Exit 0: unchanged
+    (improvements allowed); 1: a regression or a harness change; 2: bad
+    input, or something could not be tested (no tapes, an unreadable tape, a
+    case with no recording, an attempt that could not run, no attempt
+    replayed); 3: only stale recordings; 130: interrupted.
     """
     host = Host.of_process()
     outcome = run_replay(
