@@ -23,7 +23,6 @@ from evaltape.scoring.judge._floors import judge_status
 from evaltape.scoring.judge._judge import Judge
 from evaltape.scoring.judge._judgement import Floors, JudgeStatus
 from evaltape.scoring.results._baselines import BaselineError
-from evaltape.scoring.results._history import HEARTBEAT, RunLog
 from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
 from evaltape.scoring.run._budget import Budget
 from evaltape.scoring.run._cassettes import CassetteUpdate, update_cassette
@@ -32,7 +31,7 @@ from evaltape.scoring.run._env import job_env, live_wire
 from evaltape.scoring.run._executors import resolve_executor
 from evaltape.scoring.run._export_step import finish_export, submit
 from evaltape.scoring.run._flags import models_problem, seed_problem
-from evaltape.scoring.run._host import SILENT, Host, Reporter, records_redactor
+from evaltape.scoring.run._host import SILENT, Host, Reporter
 from evaltape.scoring.run._jobs import Job, JobResult, SourceLabel
 from evaltape.scoring.run._plan import AttemptKey, cassette_tape, plan_live
 from evaltape.scoring.run._pool import PoolOutcome, run_pool
@@ -45,10 +44,11 @@ from evaltape.scoring.run._setup import (
     judge_notes,
     load_selection,
     prices_for,
+    start_run_log,
     warn_without_keys,
 )
 from evaltape.scoring.run._volatile_tapes import volatile_in_tapes
-from evaltape.scoring.run._workspace import run_workspaces, tidy_run_workspaces
+from evaltape.scoring.run._workspace import tidy_run_workspaces
 from evaltape.scoring.verdicts._entry_check import (
     ENTRY_PURPOSE,
     ENTRY_TRIALS,
@@ -246,13 +246,7 @@ def run_live(request: LiveRequest) -> LiveOutcome:
         total=len(jobs),
         confirm_trials=opts.confirm if opts.gate else 0,
     )
-    workspaces = run_workspaces(run_id)
-    record = attrs.evolve(record, workspaces=str(workspaces))
-    log = RunLog(
-        config.results, record, clock=host.clock, redactor=records_redactor(host),
-        heartbeat=HEARTBEAT,
-    )  # fmt: skip
-    log.start()
+    log, workspaces = start_run_log(config, host, record)
     env = job_env(
         config, host, selection, commit=commit, judge=judge, prices=prices, sandbox=sandbox,
         workspaces=workspaces,

@@ -20,7 +20,6 @@ from evaltape.scoring.cost._pricing import Prices
 from evaltape.scoring.judge._floors import judge_status
 from evaltape.scoring.judge._judge import Judge
 from evaltape.scoring.judge._judgement import Floors, JudgeStatus
-from evaltape.scoring.results._history import HEARTBEAT, RunLog
 from evaltape.scoring.results._record_files import read_record
 from evaltape.scoring.results._records import (
     RUNS_DIR,
@@ -33,7 +32,7 @@ from evaltape.scoring.results._records import (
 from evaltape.scoring.run._env import job_env
 from evaltape.scoring.run._executors import resolve_executor
 from evaltape.scoring.run._export_step import finish_export, submit
-from evaltape.scoring.run._host import SILENT, Host, Reporter, records_redactor
+from evaltape.scoring.run._host import SILENT, Host, Reporter
 from evaltape.scoring.run._jobs import JobResult, ReplayRules
 from evaltape.scoring.run._plan import plan_replay
 from evaltape.scoring.run._pool import PoolOutcome, run_pool
@@ -44,8 +43,9 @@ from evaltape.scoring.run._setup import (
     judge_for,
     load_selection,
     prices_for,
+    start_run_log,
 )
-from evaltape.scoring.run._workspace import run_workspaces, tidy_run_workspaces
+from evaltape.scoring.run._workspace import tidy_run_workspaces
 from evaltape.scoring.verdicts._replaycheck import (
     Change,
     find_recorded,
@@ -250,13 +250,7 @@ def run_replay(request: ReplayRequest) -> ReplayOutcome:
         total=len(jobs),
         notes=("assume-same-model",) if request.lenient else (),
     )
-    workspaces = run_workspaces(run_id)
-    record = attrs.evolve(record, workspaces=str(workspaces))
-    log = RunLog(
-        config.results, record, clock=host.clock, redactor=records_redactor(host),
-        heartbeat=HEARTBEAT,
-    )  # fmt: skip
-    log.start()
+    log, workspaces = start_run_log(config, host, record)
     env = job_env(
         config, host, selection, commit=commit, judge=judge, prices=prices, sandbox=sandbox,
         workspaces=workspaces,

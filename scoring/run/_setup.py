@@ -7,6 +7,7 @@ found before anything ran); invalid suite files carry one problem per file line.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import attrs
 
@@ -26,15 +27,16 @@ from evaltape.scoring.export._exporter import Exporter
 from evaltape.scoring.judge._judge import Judge, resolve_judge
 from evaltape.scoring.judge._judgement import JudgeError, JudgeStatus
 from evaltape.scoring.judge._prompt import CONSTRAINTS
-from evaltape.scoring.results._history import RunLog
+from evaltape.scoring.results._history import HEARTBEAT, RunLog
 from evaltape.scoring.results._records import RunRecord, RunState
 from evaltape.scoring.run._agents import AgentError, AgentSpec, load_agent, parse_agent
 from evaltape.scoring.run._export_step import start_export
-from evaltape.scoring.run._host import Host, Reporter
+from evaltape.scoring.run._host import Host, Reporter, records_redactor
 from evaltape.scoring.run._jobs import DEFAULT_BASE_URL
 from evaltape.scoring.run._pool import PoolOutcome
 from evaltape.scoring.run._stop import StopKind
 from evaltape.scoring.run._task import Agent
+from evaltape.scoring.run._workspace import run_workspaces
 
 
 class RunRefused(ScoringError):
@@ -177,3 +179,16 @@ def exporter_for(
         )
     except ExportConfigError as exc:
         raise RunRefused(str(exc)) from exc
+
+
+def start_run_log(config: Config, host: Host, record: RunRecord) -> tuple[RunLog, Path]:
+    """The run's log, started with its record (naming the run's workspace folder, beating
+    its heartbeat), and that folder: where every attempt of the run makes its workspace."""
+    workspaces = run_workspaces(record.run_id)
+    record = attrs.evolve(record, workspaces=str(workspaces))
+    log = RunLog(
+        config.results, record, clock=host.clock, redactor=records_redactor(host),
+        heartbeat=HEARTBEAT,
+    )  # fmt: skip
+    log.start()
+    return log, workspaces
