@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import re
 import secrets
 import socket
 import threading
@@ -92,13 +93,20 @@ def read_body(rfile: Any, transfer_encoding: str, content_length: str | None, li
     return bytes(rfile.read(body_length(content_length, limit)))
 
 
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
+"""A chunk size as HTTP/1.1 writes it: hex digits only (no sign, no prefix), at most 16."""
+
+
 def read_chunked(rfile: IO[bytes], limit: int) -> bytes:
     """A chunked request body, refused (``TooLarge``) as soon as it passes ``limit``."""
     parts: list[bytes] = []
     total = 0
     while True:
         line = rfile.readline(1024)
-        size = int(line.split(b";")[0].strip() or b"0", 16)
+        digits = line.split(b";")[0].strip() or b"0"
+        if not _HEX.fullmatch(digits):  # "-1", "+5", "0x10": int() would take them
+            raise ValueError(f"malformed chunk size {digits[:20]!r}")
+        size = int(digits, 16)
         if size == 0:
             while rfile.readline(1024) not in (b"\r\n", b"\n", b""):
                 pass

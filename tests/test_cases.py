@@ -257,6 +257,15 @@ def test_agent_modes_match_the_checked_names() -> None:
         ({**BASE, "files": {"a": ""}, "verify": []}, 'field "verify": must not be an empty array'),
         ({**BASE, "expectTool": "", "forbidTools": ["x"]}, 'field "expectTool": must not be empty'),
         ({**BASE, "id": 7, "expectTool": "x"}, 'field "id": expected a string, got integer'),
+        *(
+            (
+                {**BASE, "id": bad, "expectTool": "x"},
+                f'field "id": {json.dumps(bad[:60])} may hold only letters, digits, ".", "_" '
+                'and "-", start with a letter or digit and be at most 128 characters (it names '
+                "the case's tape file)",
+            )
+            for bad in ("../../etc/x", "a/b", ".hidden", "two words", "x" * 129)
+        ),
     ],
 )
 def test_each_refusal_names_the_field(

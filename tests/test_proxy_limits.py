@@ -116,6 +116,21 @@ def test_a_chunked_body_past_the_limit_gets_a_413() -> None:
     assert reply.split()[1] == b"413"
 
 
+def test_a_negative_or_signed_chunk_size_is_a_bad_request_not_an_unbounded_read() -> None:
+    with TapeProxy(ReplayTransport([]), limits=ProxyLimits(max_body=100)) as proxy:
+        for size in (b"-1", b"+50", b"0x40"):
+            sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=30)
+            sock.sendall(
+                b"POST %s HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n%s\r\n%s"
+                % ((_base(proxy) + "/v1/chat/completions").encode(), size, b"x" * 500)
+            )
+            sock.shutdown(socket.SHUT_WR)  # were the size taken, read(-1) would end here
+            reply = sock.makefile("rb").read()
+            sock.close()
+            assert reply.split()[1] == b"400", reply
+            assert b"malformed chunk size" in reply
+
+
 def _closed(sock: socket.socket) -> bool:
     """True once the proxy has closed the connection (recv sees the end, or a reset)."""
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 from pathlib import Path
 
 from evaltape.scoring.cases._field_checks import FIELD_CHECKS, check_text
@@ -73,13 +74,27 @@ def check_case(case: dict[str, object], *, rubrics_dir: Path) -> Messages:
     for name in REQUIRED:
         if name not in case:
             out.append(f'missing required field "{name}"')
-        else:
-            check_text(out, name, case[name])
+        elif check_text(out, name, case[name]) and name == "id":
+            _check_id(out, str(case[name]))
     for name, check in FIELD_CHECKS:
         if name in case:
             check(out, case[name])
     _check_relations(out, case, rubrics_dir)
     return out
+
+
+SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+"""What a case id may be: it names the case's tape file, so no path separators, no
+leading dot, nothing a file system or a shell reads specially, at most 128 characters."""
+
+
+def _check_id(out: Messages, value: str) -> None:
+    if not SAFE_ID.fullmatch(value):
+        shown = json.dumps(value[:60], ensure_ascii=False)
+        out.append(
+            f'field "id": {shown} may hold only letters, digits, ".", "_" and "-", start with '
+            "a letter or digit and be at most 128 characters (it names the case's tape file)"
+        )
 
 
 # --- checks across fields ------------------------------------------------------
