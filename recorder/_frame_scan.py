@@ -8,6 +8,7 @@ and reading resumes at the next frame whose CRC checks.
 from __future__ import annotations
 
 import os
+import stat
 import zlib
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -53,6 +54,8 @@ def open_tape(path: str, buffering: int = -1) -> BinaryIO:
     """The tape file, opened for reading (``buffering`` as ``open`` takes it); ``TapeError``
     if it cannot be."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or a device would block or never end
+            raise TapeError(f"{path}: not a regular file; a tape is a file")
         return open(path, "rb", buffering=buffering)
     except OSError as exc:
         raise TapeError(f"{path}: cannot open: {exc.strerror}") from exc
@@ -65,7 +68,10 @@ def read_file_header(log: NoteLog) -> FileHeader | None:
     newer major format; a damaged header is noted (``_salvage``).
     """
     with open_tape(log.path) as f:
-        head = f.read(FILE_FIXED_SIZE)
+        try:
+            head = f.read(FILE_FIXED_SIZE)
+        except OSError as exc:  # /proc/self/mem and the like open, then refuse to be read
+            raise TapeError(f"{log.path}: cannot read: {exc.strerror}") from exc
         if not head:
             return None
         # A magic with a byte or two wrong is a damaged tape, not another file.

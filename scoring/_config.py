@@ -198,6 +198,11 @@ def _load_toml(path: Path) -> dict[str, object]:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError([f"{display_path(path)}: invalid TOML: {exc}"]) from exc
+    except UnicodeDecodeError as exc:
+        where = f"byte {exc.start + 1}"
+        raise ConfigError(
+            [f"{display_path(path)}: not UTF-8 text ({where}); not a TOML file"]
+        ) from exc
     except OSError as exc:
         raise ConfigError([f"{display_path(path)}: cannot read: {exc.strerror}"]) from exc
 

@@ -174,3 +174,16 @@ def test_a_refused_config_exits_2_with_one_line_per_problem(repo: Path) -> None:
         'evaltape: error: pyproject.toml: [tool.evaltape]: unknown setting "suite" '
         '(did you mean "suites"?)\n'
     )
+
+
+def test_a_config_file_that_is_not_text_is_one_line_and_exit_2(repo: Path) -> None:
+    (repo / "bad.toml").write_bytes(b"\x00\x01\xff")
+    done = subprocess.run(
+        [sys.executable, "-m", "evaltape.scoring._cli", "validate", "--config", "bad.toml"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr == "evaltape: error: bad.toml: not UTF-8 text (byte 3); not a TOML file\n"

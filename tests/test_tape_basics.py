@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -63,3 +64,19 @@ def test_show_lists_the_demo_tape(tmp_path: Path) -> None:
     assert "case demo/read-file" in out
     assert "hand-written script" in out
     assert "end    completed" in out
+
+
+def test_show_refuses_what_is_not_a_readable_file_in_one_line(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.tape"
+    os.mkfifo(fifo)  # opening it for reading would wait for a writer forever
+    for path, said in ((fifo, "not a regular file"), (Path("/proc/self/mem"), "cannot read")):
+        done = subprocess.run(
+            [sys.executable, "-m", "evaltape.scoring._cli", "show", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode != 0
+        (line,) = done.stderr.splitlines()
+        assert line.startswith(f"evaltape: error: {path}: {said}")
+        assert "Traceback" not in done.stderr
