@@ -124,6 +124,7 @@ class Scrubber:
     home: str = ""
     """The home folder, for the ``~``-relative form of the workspace path ("" for none)."""
     _paths: tuple[tuple[bytes, bytes], ...] = attrs.field(init=False, repr=False, eq=False)
+    _restores: tuple[tuple[bytes, bytes], ...] = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         found: dict[bytes, bytes] = {}
@@ -137,6 +138,13 @@ class Scrubber:
                     found.setdefault(spelling, derived.encode())
         ordered = sorted(found.items(), key=lambda kv: len(kv[0]), reverse=True)
         object.__setattr__(self, "_paths", tuple(ordered))
+        restores: list[tuple[bytes, bytes]] = []
+        if self.workspace:  # placeholder -> today's spelling, worked out once, not per chunk
+            path = self.workspace[0]
+            restores.append((WORKSPACE_PLACEHOLDER.encode(), path.encode("utf-8")))
+            for form, derived in derived_forms(path, self.home):
+                restores.append((derived.encode(), form.encode("utf-8")))
+        object.__setattr__(self, "_restores", tuple(restores))
 
     def scrub_text(self, data: bytes) -> bytes:
         """``data`` with the workspace path (and its derived forms) replaced (no user rules)."""
@@ -170,12 +178,10 @@ class Scrubber:
 
     def restore(self, data: bytes) -> bytes:
         """``data`` with each placeholder turned back into today's workspace path (or form)."""
-        if not self.workspace or b"<workspace" not in data:
+        if not self._restores or b"<workspace" not in data:
             return data
-        path = self.workspace[0]
-        data = data.replace(WORKSPACE_PLACEHOLDER.encode(), path.encode("utf-8"))
-        for form, placeholder in derived_forms(path, self.home):
-            data = data.replace(placeholder.encode(), form.encode("utf-8"))
+        for placeholder, spelling in self._restores:
+            data = data.replace(placeholder, spelling)
         return data
 
     def scrub_request(self, request: Request) -> Request:

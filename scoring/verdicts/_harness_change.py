@@ -124,13 +124,6 @@ def request_changes(
     return tuple(_from_finding(f, detail) for f in found.findings)
 
 
-def harness_change(
-    error: ReplayError | None, unmatched: Unmatched | None, detail: str = ""
-) -> HarnessChange:
-    """The most serious change of one missed request (see ``request_changes``)."""
-    return request_changes(error, unmatched, detail)[0]
-
-
 def _rank(h: HarnessChange) -> tuple[int, int]:
     kind = 0 if h.change is Change.CHANGED else 1
     return (kind, 0 if h.what == "tool result" else 1)
