@@ -39,8 +39,8 @@ import orjson  # noqa: E402
 from evals.perf._report import machine, publish  # noqa: E402
 from evals.perf.sdk_traffic import APIS, ModelServer, record_session  # noqa: E402
 from evaltape.recorder import Exchange, TapeReader  # noqa: E402
-from evaltape.recorder._adapters import _fast_streams as fast  # noqa: E402
-from evaltape.recorder._adapters._sse import parse_sse  # noqa: E402
+from evaltape.recorder.apis import _fast_streams as fast  # noqa: E402
+from evaltape.recorder.apis._bodies import parse_sse  # noqa: E402
 
 HEADING = "## JSON parsers on the rescore path"
 DOC = ROOT / "docs" / "performance.md"
@@ -172,7 +172,7 @@ dependency and parses a ``str`` without encoding it first, so orjson would
 add a dependency for a gain confined to one path.  That path, the
 conversation items a request adds, is parsed by msgspec too, straight from
 the body's bytes: the items before them are found by comparing the body's
-bytes with the request before (``recorder/_adapters/_reuse_quick.py``), so no
+bytes with the request before (``recorder/apis/reuse/_quick.py``), so no
 parser has to report where each item ends.
 """
 

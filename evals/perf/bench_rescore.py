@@ -201,7 +201,7 @@ The target is missed.  Scoring itself costs almost nothing; the time is in
 turning recorded bytes back into model calls.  Each turn's response is a
 server-sent event stream ({chunks / n:,.0f} chunks per session here), and the
 fold parses every chunk's JSON to rebuild the text and tool calls
-(`recorder/_adapters/_openai_chat.py`, `read_stream`): about
+(`recorder/apis/_openai_chat.py`, `read_stream`): about
 {1e6 * folding / chunks:.0f} µs per chunk.  The functions with the most own
 time (cProfile over the same tape; profiling slows everything down, so read
 the shares, not the seconds):

@@ -52,7 +52,7 @@ def report():
         json.dump({"peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}, f)
 atexit.register(report)
 sys.argv[0] = "evaltape"
-from evaltape.scoring._cli.main import cli
+from evaltape.scoring.cli.main import cli
 cli()
 """
 """``evaltape`` itself, reporting its own peak RSS (MiB) into a file as it exits."""
@@ -178,12 +178,12 @@ peaked at 452 MiB at 4 while `tracemalloc` saw 41 MiB of Python objects at
 most.  Before the change this table read: live 248, 492 and 681 MiB (1.98x
 at the default), main job 220, 407 and 799 MiB (1.85x), at 1, 4 and 16.
 Now a buffered session keeps its events packed and compresses them all when
-it ends (`recorder/_encode.py`), with the window and tables zstd picks for
+it ends (`recorder/tape/_encode.py`), with the window and tables zstd picks for
 that many bytes (the window capped at the format's 4 MiB, the tables at a
 large open writer's: 2^19 entries, 2^20 in a binary tree's chain), from a
 context that lives only for that call; the tapes came out 2.2% smaller
 (491,102 B before at 1).  A live attempt's session is compressed at level 18
-(`LIVE_LEVEL` in `scoring/run/_attempt.py`), a replayed one's at 9: the live
+(`LIVE_LEVEL` in `scoring/run/attempt/_attempt.py`), a replayed one's at 9: the live
 tapes above are 8.8% smaller than at level 9 (480,268 B at 1).  What still
 grows with the concurrency is each running attempt's own state: its agent,
 clients, workspace, the packed events and their `Event` values kept for

@@ -51,11 +51,11 @@ from evaltape.recorder import (  # noqa: E402
     _table_budget,
     open_session,
 )
-from evaltape.recorder._buffer import SessionBuffer, append_session  # noqa: E402
 from evaltape.recorder._events import Chunk  # noqa: E402
-from evaltape.recorder._pack import Packer  # noqa: E402
-from evaltape.recorder._writer import stream_params  # noqa: E402
-from evaltape.scoring.run._attempt import LIVE_LEVEL  # noqa: E402
+from evaltape.recorder.tape._buffer import SessionBuffer, append_session  # noqa: E402
+from evaltape.recorder.tape._pack import Packer  # noqa: E402
+from evaltape.recorder.tape._writer import stream_params  # noqa: E402
+from evaltape.scoring.run.attempt._attempt import LIVE_LEVEL  # noqa: E402
 
 HEADING = "## Tape size against Inspect AI"
 COMMAND = "python evals/perf/bench_size_sdk.py"
@@ -335,7 +335,7 @@ def render(rows: list[Row], found: dict[str, int], command: str) -> str:
         '`"stream": true` from its head still refers to the conversation after it.',
         "Format 1.2 stores each exchange's start and duration as whole microseconds (an",
         "int of at most 5 bytes where a float took 9), and the writer searches further",
-        "than level 9 (`AS_IT_GOES` in `recorder/_writer.py`: 64 candidates a position",
+        "than level 9 (`AS_IT_GOES` in `recorder/tape/_writer.py`: 64 candidates a position",
         "instead of 16, matches from 4 bytes) in the same tables, for about 1.5 times",
         "level 9's compression time. Format 2.0 frames an event that follows its",
         "session's previous one in the file in a 14-byte short frame instead of a",
@@ -348,7 +348,7 @@ def render(rows: list[Row], found: dict[str, int], command: str) -> str:
         "the block flushed after each event. The writer's match-finder tables matter on long",
         "sessions, whose tool results repeat files read hundreds of turns before: with",
         "2^17 entries instead of the 2^19 the first writers open in a process get",
-        f"(`recorder/_table_budget.py`), the tape of that session is "
+        f"(`recorder/tape/_table_budget.py`), the tape of that session is "
         f"{found['small tables'] / found['floor']:.3f}x the floor.",
         "Chunk times are kept to the microsecond as recorded; by their own frequencies the",
         f"steps of this session carry {found['entropy'] / 1024:.1f} KiB "

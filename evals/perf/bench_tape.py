@@ -41,8 +41,8 @@ import evaltape.recorder as recorder  # noqa: E402
 from evals.perf._report import kb, machine, replace_section  # noqa: E402
 from evals.perf.traffic import URL, AgentSession, agent_session, dumps, write_session  # noqa: E402
 from evaltape.recorder import Chunk, Exchange, TapeReader  # noqa: E402
-from evaltape.recorder._codec import to_plain  # noqa: E402
-from evaltape.recorder._pack import Packer  # noqa: E402
+from evaltape.recorder.tape._codec import to_plain  # noqa: E402
+from evaltape.recorder.tape._pack import Packer  # noqa: E402
 
 HEADING = "## Tape size and write cost"
 COMMAND = "python evals/perf/bench_tape.py"
@@ -397,7 +397,7 @@ def _machine() -> str:
     )
 
 
-WRITER_PARAMS = "the writer's own zstd parameters (`AS_IT_GOES`, recorder/_writer.py)"
+WRITER_PARAMS = "the writer's own zstd parameters (`AS_IT_GOES`, recorder/tape/_writer.py)"
 
 
 def _ratio_table(head: list[str], rows: list[list[str]], align: str = "---:") -> list[str]:
@@ -559,7 +559,7 @@ def render(rows: list[Row], *, reps: int, seed: int, command: str) -> str:
                 f"Read + fold grows with the turns ({fold_growth:.1f}x for "
                 f"{last.turns / first.turns:g}x the turns): each request repeats the whole",
                 "conversation, but the fold parses and normalizes a message only where it first",
-                "appears (`recorder/_adapters/_reuse.py`). Most of what remains is decoding the",
+                "appears (`recorder/apis/reuse/_session.py`). Most of what remains is decoding the",
                 f"streamed responses: one JSON parse per server-sent event ({first.chunks:.0f} per "
                 "turn here).",
             ]
@@ -627,7 +627,7 @@ def render(rows: list[Row], *, reps: int, seed: int, command: str) -> str:
         "- **Why the tape is small.** Each request repeats the whole conversation, so the",
         "  bytes sent grow with the square of the turns. The tape stores each request body",
         "  as a delta against one of the session's previous few bodies (common prefix +",
-        "  common suffix + the new middle, `recorder/_delta.py`), so a turn adds only its",
+        "  common suffix + the new middle, `recorder/tape/_delta.py`), so a turn adds only its",
         "  new messages; and each session is one zstd stream, so the SSE envelopes, headers",
         "  and keys that recur in every exchange compress against the earlier ones.",
         "- **What the floor is.** Every distinct message, tool schema and response body,",

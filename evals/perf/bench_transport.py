@@ -74,8 +74,8 @@ ANALYSIS = [
     "  normalize the session only when a request misses it) in `replay/_match.py`'s `Matcher`",
     "  would remove this cost from such replays. Not done: `Matcher.recorded` hands the",
     "  normalized forms to the divergence report, the lenient mode and `finish()`.",
-    "- Redaction (`recorder/_redact.py`) scans both bodies and every header value with every",
-    "  rule, and stays exact: a built-in rule's regular expression is tried only where",
+    "- Redaction (`recorder/redact/_redactor.py`) scans both bodies and every header value",
+    "  with every rule, and stays exact: a built-in rule's regular expression is tried only where",
     "  `bytes.find` sees one of its leading literals (Python's regex engine is slow at",
     "  trying a list of words such as `api|token|secret` at every position), no rule runs",
     "  over data shorter than its shortest match, and header values found clean are",
@@ -342,7 +342,7 @@ def profile(t: Traffic, side: str, top: int = 25) -> str:
 
 
 GROUPS = (
-    ("redaction (recorder/_redact.py)", ("recorder/_redact.py",)),
+    ("redaction (recorder/redact/_redactor.py)", ("recorder/redact/_redactor.py",)),
     ("zstd compression", ("zstandard",)),
     ("tape encoding and framing (recorder/)", ("/recorder/",)),
     ("request matching (replay/_match.py, json, hashlib)", ("replay/_match.py", "/json/")),

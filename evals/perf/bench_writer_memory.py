@@ -4,7 +4,7 @@ Each open session holds one zstd compression stream.  This opens N sessions at
 once (as N concurrent attempts do), appends the same recorded exchanges to each
 in turn and ends them, in a fresh process per N, and reports the process's
 peak RSS beside the single-writer figure: with the writers' budget of match-finder
-tables (``recorder/_table_budget.py``: the first 4 open writers get 2^19 entries,
+tables (``recorder/tape/_table_budget.py``: the first 4 open writers get 2^19 entries,
 any more 2^17) and with zstd's own level-9 tables, for comparison.
 
     python evals/perf/bench_writer_memory.py           # measure and update the doc
@@ -36,7 +36,7 @@ import json, resource, sys
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
 from evaltape.recorder import SessionStarted, open_session
-from evaltape.recorder import _table_budget
+from evaltape.recorder.tape import _table_budget
 from evals.perf.traffic import agent_session
 writers, folder, tables = int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
 level = None  # the writer's own parameters
@@ -131,14 +131,14 @@ against earlier ones; only what the session wrote is touched) and the match
 finder's tables, which are cleared when the stream starts, so all of them
 count, and which zstd sizes for inputs of any length at level 9 (2^21 hash
 entries, about 10 MiB per open session).  The writer's own parameters
-(`AS_IT_GOES`, `recorder/_writer.py`) search further than level 9 in tables of
+(`AS_IT_GOES`, `recorder/tape/_writer.py`) search further than level 9 in tables of
 the same size, so they hold what level 9 would with the same tables.  Large
 tables find repeats far back in a long session: on the 500-turn SDK sessions
 of *Tape size against Inspect AI*, 2^19 entries (about 2.5 MiB) make the tape
 9% smaller than 2^17 (about 1 MiB).  So the first 4 writers open in a process
 get 2^19 entries, any more get 2^17, and a writer gives its share back when its
 session ends
-(`recorder/_table_budget.py`).  What the tables cost in tape size on this
+(`recorder/tape/_table_budget.py`).  What the tables cost in tape size on this
 benchmark's traffic, one session per row:
 
 {chr(10).join(sizes)}

@@ -6,9 +6,9 @@ import os
 import re
 from pathlib import Path
 
-from evaltape.scoring._config import display_path
-from evaltape.scoring.cases._harvest import Draft, HarvestError
-from evaltape.scoring.cases._validate import parse_line
+from .._config import display_path
+from ._harvest import Draft, HarvestError
+from ._validate import parse_line
 
 CODING_FIELDS = ("files", "verify", "immutable")
 """Fields that make a suite a coding suite, which ``append_case`` refuses."""

@@ -23,8 +23,9 @@ from pathlib import Path
 import attrs
 
 from evaltape.recorder import RecordedSession, Session, TapeReader, ToolCallRecord, fold
-from evaltape.scoring._errors import ScoringError
-from evaltape.scoring.checks._trajectory import control_tools
+
+from .._errors import ScoringError
+from ..checks._trajectory import control_tools
 
 TODO = "TODO:"
 """How every placeholder the user must replace starts."""

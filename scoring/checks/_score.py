@@ -12,7 +12,8 @@ from typing import Protocol
 import attrs
 
 from evaltape.recorder import Session, Status
-from evaltape.scoring.cases._cases import Case
+
+from ..cases._cases import Case
 
 
 @attrs.frozen(kw_only=True)

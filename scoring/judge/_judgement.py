@@ -7,8 +7,9 @@ import enum
 import attrs
 
 from evaltape.recorder import Usage
-from evaltape.scoring._errors import ScoringError
-from evaltape.scoring.judge._prompt import judge_digest
+
+from .._errors import ScoringError
+from ._prompt import judge_digest
 
 DIGEST_HEADER = "x-evaltape-judge-digest"
 """Request header holding ``judge_digest(rubric, input)``: which verdict this is."""

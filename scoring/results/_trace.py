@@ -18,10 +18,11 @@ from pathlib import Path
 import attrs
 
 from evaltape.recorder import HarnessEvent, RecordedSession, Session, fold
-from evaltape.scoring.cases._cases import Case
-from evaltape.scoring.checks._score import Check, Scorer
-from evaltape.scoring.results._records import AttemptResult, RunRecord, Verdict
-from evaltape.scoring.run._rescore import TapeCache, locate_tape, rescore_session
+
+from ..cases._cases import Case
+from ..checks._score import Check, Scorer
+from ..run.rescore._rescore import TapeCache, locate_tape, rescore_session
+from ._records import AttemptResult, RunRecord, Verdict
 
 DEFAULT_WIDTH = 400
 """Characters of one value shown before it is cut (``--full`` shows all)."""

@@ -15,13 +15,14 @@ from pathlib import Path
 import attrs
 
 from evaltape.recorder import Source, Usage, default_redactor
-from evaltape.scoring._config import Config
-from evaltape.scoring.judge._floors import judge_status
-from evaltape.scoring.judge._judge import Judge
-from evaltape.scoring.judge._judgement import JudgeStatus
-from evaltape.scoring.results._record_files import write_atomic
-from evaltape.scoring.results._record_json import record_to_json
-from evaltape.scoring.results._records import (
+
+from .._config import Config
+from ..judge._floors import judge_status
+from ..judge._judge import Judge
+from ..judge._judgement import JudgeStatus
+from ..results._record_files import write_atomic
+from ..results._record_json import record_to_json
+from ..results._records import (
     AttemptResult,
     RunKind,
     RunRecord,
@@ -29,13 +30,7 @@ from evaltape.scoring.results._records import (
     git_commit,
     make_run_id,
 )
-from evaltape.scoring.run._env import job_env, live_wire
-from evaltape.scoring.run._host import SILENT, Host, Reporter
-from evaltape.scoring.run._jobs import JobResult
-from evaltape.scoring.run._pool import PoolOutcome, run_pool
-from evaltape.scoring.run._sandboxing import sandbox_for
-from evaltape.scoring.run._setup import judge_for, load_selection, warn_without_keys
-from evaltape.scoring.verdicts._ab import (
+from ..verdicts._ab import (
     BASELINE,
     CANDIDATE,
     CaseAB,
@@ -46,7 +41,13 @@ from evaltape.scoring.verdicts._ab import (
     single_model,
     variant_of,
 )
-from evaltape.scoring.verdicts._compare import Comparison, compare
+from ..verdicts._compare import Comparison, compare
+from ._env import job_env, live_wire
+from ._host import SILENT, Host, Reporter
+from ._jobs import JobResult
+from ._sandboxing import sandbox_for
+from ._setup import judge_for, load_selection, warn_without_keys
+from .executors._pool import PoolOutcome, run_pool
 
 
 @attrs.frozen(kw_only=True)

@@ -34,12 +34,12 @@ from pathlib import Path
 
 import attrs
 
-from evaltape.scoring._errors import ScoringError
-from evaltape.scoring.cases._cases import Case, Suite
-from evaltape.scoring.results._records import AttemptResult, RunKind
-from evaltape.scoring.run._jobs import Job
-from evaltape.scoring.stats._stats import fisher_exact
-from evaltape.scoring.verdicts._outcomes import CaseKey, CaseOutcome, case_outcomes
+from .._errors import ScoringError
+from ..cases._cases import Case, Suite
+from ..results._records import AttemptResult, RunKind
+from ..run._jobs import Job
+from ..stats._stats import fisher_exact
+from ._outcomes import CaseKey, CaseOutcome, case_outcomes
 
 ENV_PREFIX = "env:"
 """The one kind of variant: environment overrides."""
