@@ -41,9 +41,9 @@ from .run._recover import (
 )
 from .run._replay import ReplayOutcome, ReplayRequest, run_replay
 from .run._rerecord import RerecordOutcome, RerecordRequest, run_rerecord
+from .run._rescore import RescoreRequest, RescoreRunOutcome, run_rescore
 from .run._setup import RunRefused
 from .run.attempt._task import Answer, Question, QuestionKind, Task, answer_headlessly
-from .run.rescore._entry import RescoreRequest, RescoreRunOutcome, run_rescore
 from .run.rescore._tapes import rescore_tapes
 from .stats._signflip import sign_flip_test
 from .stats._stats import (

@@ -17,20 +17,18 @@ from evaltape.recorder import TapeReader, fold
 from evaltape.scoring import AttemptResult, RunState, Verdict, read_record
 from evaltape.scoring.cases._load import load_suites
 from evaltape.scoring.cli.main import cli
+from evaltape.scoring.run._ab import abba, plan_ab, variant_of
 from evaltape.scoring.run._jobs import Job
 from evaltape.scoring.verdicts._ab import (
     CaseVerdict,
     VariantError,
-    abba,
     case_verdict,
     case_verdicts,
     parse_variant,
     parse_variants,
-    plan_ab,
     render_cases,
     smallest_p,
     trials_needed,
-    variant_of,
 )
 
 AGENTS = Path(__file__).parent / "agents"

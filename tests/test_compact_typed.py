@@ -21,9 +21,9 @@ from evaltape.recorder import (
     Request,
     Response,
     TransportError,
-    _compact_typed,
-    _pack,
 )
+from evaltape.recorder.tape import _pack
+from evaltape.recorder.tape import _typed as _compact_typed
 from evaltape.recorder.tape._codec import to_plain
 from evaltape.recorder.tape._pack import Packer, Unpacker
 from evaltape.recorder.tape._typed import PREFIX

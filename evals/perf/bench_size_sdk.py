@@ -47,11 +47,10 @@ from evaltape.recorder import (  # noqa: E402
     Exchange,
     SessionStarted,
     TapeReader,
-    _frames,
-    _table_budget,
     open_session,
 )
 from evaltape.recorder._events import Chunk  # noqa: E402
+from evaltape.recorder.tape import _frames, _table_budget  # noqa: E402
 from evaltape.recorder.tape._buffer import SessionBuffer, append_session  # noqa: E402
 from evaltape.recorder.tape._pack import Packer  # noqa: E402
 from evaltape.recorder.tape._writer import stream_params  # noqa: E402

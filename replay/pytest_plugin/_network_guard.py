@@ -7,7 +7,7 @@ import socket
 import threading
 from typing import Any
 
-from _pytest.outcomes import Failed  # public as pytest.fail.Exception, untyped there
+import pytest
 
 from ._settings import MARKER, Settings
 
@@ -15,12 +15,14 @@ LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost
 """Host names that ``allow_loopback=True`` lets a replaying test look up."""
 
 
-class NetworkBlocked(Failed):
-    """A replaying test tried to reach the network.
+def network_blocked(message: str) -> BaseException:
+    """pytest's own failure outcome (``pytest.fail.Exception``) with ``message``, no traceback.
 
-    A ``BaseException`` (pytest's failure outcome), so SDK retry loops and
-    ``except Exception`` blocks in the code under test cannot swallow it.
+    A ``BaseException``, so SDK retry loops and ``except Exception`` blocks in
+    the code under test cannot swallow it.
     """
+    error: BaseException = pytest.fail.Exception(message, pytrace=False)
+    return error
 
 
 # -- the network guard ----------------------------------------------------------
@@ -57,7 +59,7 @@ class NetworkGuard:
         self.settings = settings
         self.nodeid = nodeid
         self.allowed = set(settings.allow_hosts)
-        self.blocked: list[NetworkBlocked] = []
+        self.blocked: list[BaseException] = []
         self._lock = threading.Lock()
         self._saved: tuple[Any, Any, Any] | None = None
 
@@ -71,19 +73,18 @@ class NetworkGuard:
 
     def _block(self, what: str, host: str) -> None:
         hint = "allow_loopback=True" if _is_loopback(host) else f"allow_hosts=[{host!r}]"
-        error = NetworkBlocked(
+        error = network_blocked(
             f"evaltape blocked the network: {self.nodeid} tried to {what} while replaying "
             f"{self.settings.path.name} (replayed tests never reach the network; clients from "
             f"the evaltape_tape fixture are answered by the tape). To let this test reach it: "
-            f"@pytest.mark.{MARKER}({hint}); to record instead: {self.settings.command}",
-            pytrace=False,
+            f"@pytest.mark.{MARKER}({hint}); to record instead: {self.settings.command}"
         )
         with self._lock:
             self.blocked.append(error)
         raise error
 
     def check_connect(self, sock: socket.socket, address: Any) -> None:
-        """Raise ``NetworkBlocked`` unless ``sock`` may connect to ``address``."""
+        """Raise pytest's failure unless ``sock`` may connect to ``address``."""
         if sock.family not in (socket.AF_INET, socket.AF_INET6):
             return
         host, port = str(address[0]), address[1]
@@ -92,7 +93,7 @@ class NetworkGuard:
             self._block(f"connect to {shown}:{port}", host)
 
     def check_lookup(self, host: Any) -> bool:
-        """Raise ``NetworkBlocked`` unless ``host`` may be looked up; True if it is allowed."""
+        """Raise pytest's failure unless ``host`` may be looked up; True if it is allowed."""
         if host is None:
             return False
         name = (host.decode("idna") if isinstance(host, bytes) else str(host)).lower()

@@ -12,12 +12,11 @@ import attrs
 from evaltape.recorder import Session
 
 from ..cases._cases import Case
-from ..judge._judgement import NOT_CONFIGURED
 from ..sandbox import Sandbox
 from ._answer import answer_checks
 from ._custom_run import custom_checks
 from ._outcome import outcome_checks
-from ._score import Check, Score, Scorer
+from ._score import NOT_CONFIGURED, Check, Score, Scorer
 from ._trajectory import trajectory_checks
 
 DEFAULT_HANG_LIMIT = 300.0

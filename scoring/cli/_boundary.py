@@ -9,18 +9,18 @@ outside a run's pool into exit 130.
 from __future__ import annotations
 
 import functools
-import os
 import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import NoReturn, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 import click
 
-from evaltape.recorder import TapeError, default_redactor, secret_values
+from evaltape.recorder import TapeError
 
 from .._errors import ScoringError
+from ..outputs.console._exit import EXIT_INTERRUPTED, EXIT_REFUSED, fail
 from ..run._setup import RunRefused
 from ..sandbox import SandboxError
 from .validate import report_problems
@@ -30,23 +30,6 @@ R = TypeVar("R")
 
 EXPECTED: tuple[type[Exception], ...] = (TapeError, ScoringError, SandboxError)
 """Exception types that are the user's input, not our bug."""
-
-EXIT_REFUSED = 2
-"""Bad input, found before anything ran (also: refused credentials)."""
-EXIT_INTERRUPTED = 130
-"""Ctrl-C; finished attempts are kept."""
-
-
-def fail(message: str, code: int = 1) -> NoReturn:
-    """Print ``evaltape: error: message`` to stderr (secrets masked) and exit with ``code``."""
-    click.echo(f"evaltape: error: {console_safe(message)}", err=True)
-    sys.exit(code)
-
-
-def console_safe(line: str) -> str:
-    """``line`` with secrets masked: the built-in rules and this process's key-like
-    environment values (the console is a file we write, too)."""
-    return default_redactor().extended(values=secret_values(os.environ)).redact_text(line)
 
 
 def boundary(func: Callable[P, R]) -> Callable[P, R]:

@@ -10,21 +10,22 @@ from evaltape.recorder import Source
 
 from .._config import Config
 from ..outputs.console._ab import ABProgress, print_report
+from ..outputs.console._exit import EXIT_INTERRUPTED, fail
 from ..outputs.console._progress import CliReporter
 from ..outputs.formats import ab_json, from_ab
-from ..outputs.formats._write import text_report, write_results
 from ..run._ab import ABRequest, run_ab
 from ..run._host import Host
 from ..run._setup import RunRefused
 from ..run._stop import StopKind
 from ..verdicts._ab import VariantError, parse_variants
-from ._boundary import EXIT_INTERRUPTED, boundary, fail, interruptible
+from ._boundary import boundary, interruptible
 from ._options import (
     ResultFiles,
     cases_option,
     config_options,
     result_options,
 )
+from ._results_out import text_report, write_results
 from .live import SOURCES
 
 EXIT_AUTH = 2

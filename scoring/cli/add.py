@@ -10,9 +10,10 @@ from evaltape.recorder import TapeError
 
 from .._config import Config, display_path
 from .._errors import ScoringError
-from ..cases._append import append_case
-from ..cases._harvest import harvest
-from ._boundary import EXIT_REFUSED, boundary, fail
+from ..drafts._append import append_case
+from ..drafts._harvest import harvest
+from ..outputs.console._exit import EXIT_REFUSED, fail
+from ._boundary import boundary
 from ._options import config_options
 
 EXAMPLE = """\b

@@ -20,7 +20,6 @@ from .._config import Config, display_path
 from .._errors import ScoringError
 from ..outputs.console._compare import render_comparison
 from ..outputs.formats import compare_json, from_comparison
-from ..outputs.formats._write import text_report, write_results
 from ..results import _baselines as baselines
 from ..results._record_files import read_record, resolve_run
 from ..results._records import AttemptResult, RunRecord
@@ -31,6 +30,7 @@ from ..verdicts._gate import CONFIRM_TRIALS
 from ._boundary import boundary
 from ._gate_flow import folder
 from ._options import ResultFiles, config_options, result_options
+from ._results_out import text_report, write_results
 
 BASELINE_PREFIX = "baseline:"
 

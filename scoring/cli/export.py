@@ -10,9 +10,10 @@ from __future__ import annotations
 import click
 
 from .._config import Config
+from ..outputs.console._exit import fail
 from ..run._export_run import ExportOutcome, ExportRequest, export_run
 from ..run._host import Host
-from ._boundary import boundary, fail
+from ._boundary import boundary
 from ._options import config_options
 
 EXAMPLE = """\b

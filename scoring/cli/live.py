@@ -12,7 +12,6 @@ from .._config import Config
 from ..outputs.console._live import render_outcome
 from ..outputs.console._progress import CliReporter
 from ..outputs.formats import from_live, live_json
-from ..outputs.formats._write import exit_code_of, text_report, write_results
 from ..run._gate_flow import GateOptions
 from ..run._host import Host
 from ..run._live import LiveRequest, run_live
@@ -26,6 +25,7 @@ from ._options import (
     config_options,
     result_options,
 )
+from ._results_out import exit_code_of, text_report, write_results
 
 SOURCES = (Source.REAL_API, Source.LOCAL_SERVER, Source.SIMULATED)
 

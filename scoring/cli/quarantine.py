@@ -8,13 +8,14 @@ import click
 
 from .._config import Config
 from .._errors import ScoringError
+from ..outputs.console._exit import fail
 from ..verdicts._quarantine import (
     history_records,
     quarantine_report,
     render_report,
     report_to_json,
 )
-from ._boundary import boundary, fail
+from ._boundary import boundary
 from ._options import config_options
 from .validate import load_or_report
 

@@ -9,14 +9,14 @@ import attrs
 import click
 
 from .._config import Config, display_path
+from ..outputs.console._exit import EXIT_INTERRUPTED, fail
 from ..outputs.console._progress import CliReporter
 from ..outputs.console._replay import print_report
 from ..outputs.formats import from_replay, replay_json
-from ..outputs.formats._write import exit_code_of, text_report, write_results
 from ..run._host import Host
 from ..run._replay import ReplayRequest, run_replay
 from ..run._stop import StopKind
-from ._boundary import EXIT_INTERRUPTED, boundary, fail, interruptible
+from ._boundary import boundary, interruptible
 from ._options import (
     CommonFirst,
     ResultFiles,
@@ -24,6 +24,7 @@ from ._options import (
     config_options,
     result_options,
 )
+from ._results_out import exit_code_of, text_report, write_results
 
 EXAMPLE = """\b
 Example:

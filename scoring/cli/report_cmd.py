@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from .._config import Config, display_path
-from ._boundary import EXIT_REFUSED, boundary, fail
+from ..outputs.console._exit import EXIT_REFUSED, fail
+from ._boundary import boundary
 from ._options import config_options
 
 EXAMPLE = """\b

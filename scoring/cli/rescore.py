@@ -8,10 +8,9 @@ from .._config import Config, display_path
 from ..outputs.console._progress import CliReporter
 from ..outputs.console._rescore import print_report
 from ..outputs.formats import from_rescore, rescore_json
-from ..outputs.formats._write import text_report, write_results
 from ..run._host import Host
+from ..run._rescore import RescoreRequest, run_rescore
 from ..run._setup import RunRefused
-from ..run.rescore._entry import RescoreRequest, run_rescore
 from ._boundary import boundary, interruptible
 from ._options import (
     ResultFiles,
@@ -19,6 +18,7 @@ from ._options import (
     config_options,
     result_options,
 )
+from ._results_out import text_report, write_results
 
 LIVE_JUDGE_REFUSED = (
     "--allow-live-judge: a rescore never calls the judge (it writes no tape to record a new "

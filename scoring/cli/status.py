@@ -8,11 +8,12 @@ import time
 import click
 
 from .._config import Config
+from ..outputs.console._exit import fail
 from ..results._health import crash_reason
 from ..results._record_files import UnknownRun, read_record, resolve_run
 from ..results._records import RunRecord, RunState, Verdict, tally
 from ..verdicts._flips import flips_to_json, render_flips, summarize_flips
-from ._boundary import boundary, fail
+from ._boundary import boundary
 from ._options import config_options
 from .history import format_time
 

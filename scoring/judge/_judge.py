@@ -49,8 +49,8 @@ from evaltape.recorder import (
     recording_client,
 )
 
+from .._network import RetryingTransport, network_transport
 from ..cases._cases import Case
-from ..run.attempt._agents import RetryingTransport, network_transport
 from ._judgement import (
     DIGEST_HEADER,
     JUDGE_EVENT,

@@ -17,6 +17,7 @@ import attrs
 from evaltape.recorder import Source, Usage, default_redactor
 
 from .._config import Config
+from ..cases._cases import Suite
 from ..judge._floors import judge_status
 from ..judge._judge import Judge
 from ..judge._judgement import JudgeStatus
@@ -31,23 +32,72 @@ from ..results._records import (
     make_run_id,
 )
 from ..verdicts._ab import (
+    AB_DIR,
     BASELINE,
     CANDIDATE,
     CaseAB,
     Variant,
     ab_folder,
+    ab_tape,
     case_verdicts,
-    plan_ab,
     single_model,
-    variant_of,
 )
 from ..verdicts._compare import Comparison, compare
 from ._env import job_env, live_wire
 from ._host import SILENT, Host, Reporter
-from ._jobs import JobResult
+from ._jobs import Job, JobResult
 from ._sandboxing import sandbox_for
 from ._setup import judge_for, load_selection, warn_without_keys
 from .executors._pool import PoolOutcome, run_pool
+
+# -- planning ----------------------------------------------------------------
+
+
+def variant_of(job: Job) -> str:
+    """The variant a job planned by ``plan_ab`` belongs to (from its tape label)."""
+    parts = job.tape_label.split("/")
+    if len(parts) < 3 or parts[0] != AB_DIR:
+        raise ValueError(f"not an A/B job: {job.tape_label}")
+    return parts[2]
+
+
+def abba(trial: int, a: Variant, b: Variant) -> tuple[Variant, Variant]:
+    """The order of trial ``trial``: A then B when even, B then A when odd."""
+    return (a, b) if trial % 2 == 0 else (b, a)
+
+
+def plan_ab(
+    suites: Sequence[Suite],
+    model: str,
+    trials: int,
+    results: Path,
+    run_id: str,
+    baseline: Variant,
+    candidate: Variant,
+) -> tuple[Job, ...]:
+    """Every job of an A/B, in submission order: case by case, each case's trials in ABBA.
+
+    A case pinning a model runs with that model on both sides.
+    """
+    jobs: list[Job] = []
+    for suite in suites:
+        for case in suite.cases:
+            for trial in range(trials):
+                for variant in abba(trial, baseline, candidate):
+                    tape, label = ab_tape(results, run_id, variant.name, case)
+                    jobs.append(
+                        Job(
+                            case=case,
+                            model=case.model or model,
+                            attempt=trial,
+                            mode=RunKind.LIVE,
+                            tape=tape,
+                            tape_label=label,
+                            run_id=run_id,
+                            environ=variant.overrides,
+                        )
+                    )
+    return tuple(jobs)
 
 
 @attrs.frozen(kw_only=True)

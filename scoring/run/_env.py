@@ -14,6 +14,7 @@ import httpx
 from evaltape.recorder import VERSION, Source, default_redactor, secret_values
 
 from .._config import Config
+from .._network import network_transport
 from ..cost._pricing import Prices, built_in_prices
 from ..judge._judge import Judge
 from ..judge._judgement import Floors
@@ -22,7 +23,7 @@ from ._host import Host
 from ._jobs import JobEnv, LiveWire, ReplayRules
 from ._setup import Selection, base_url_of
 from ._stop import Stop
-from .attempt._agents import load_agent, network_transport
+from .attempt._agents import load_agent
 from .attempt._judge_step import default_scorer
 
 

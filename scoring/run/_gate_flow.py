@@ -245,15 +245,6 @@ def gate_fields(gates: Sequence[ModelGate], accept: bool) -> dict[str, Any]:
     }
 
 
-def gate_exit_code(gates: Sequence[ModelGate], accept: bool) -> int:
-    """1 when a model's gate closed and was not accepted, else 0."""
-    code = 0
-    for g in gates:
-        if not (g.decision.state is GateState.CLOSED and accept):
-            code = max(code, g.decision.exit_code)
-    return code
-
-
 def save_baselines(
     opts: GateOptions, folder: Path, record: RunRecord, *, saved_at: float
 ) -> tuple[SavedBaseline, ...]:

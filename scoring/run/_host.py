@@ -23,8 +23,8 @@ import httpx
 
 from evaltape.recorder import Redactor, default_redactor, secret_values
 
+from .._network import network_transport
 from ._jobs import JobResult
-from .attempt._agents import network_transport
 
 
 @attrs.frozen(kw_only=True)

@@ -8,9 +8,9 @@ import click
 
 from ..._config import display_path
 from ...results._records import Verdict
-from ...run._ab import ABOutcome
+from ...run._ab import ABOutcome, variant_of
 from ...run._jobs import JobResult
-from ...verdicts._ab import BASELINE, CANDIDATE, Variant, render_cases, variant_of
+from ...verdicts._ab import BASELINE, CANDIDATE, Variant, render_cases
 from ...verdicts._compare import Comparison
 from ._compare import render_comparison
 from ._live import tokens

@@ -11,8 +11,6 @@ from evaltape.recorder import Usage
 from evaltape.replay import ScrubProposal
 
 from ..._config import display_path
-from ...cli import _gate_flow
-from ...cli._boundary import EXIT_INTERRUPTED, fail
 from ...cost._costs import CostRow, case_lines, compare_table, cost_line, usage_block
 from ...cost._costs import total as costs_total
 from ...cost._pricing import Prices, built_in_prices
@@ -29,6 +27,8 @@ from ...stats import suite_interval, suite_rate
 from ...verdicts._entry_check import entry_exit_code, render_entry_results
 from ...verdicts._flips import render_flips, summarize_flips
 from ...verdicts._outcomes import case_outcomes
+from . import _gate
+from ._exit import EXIT_INTERRUPTED, fail
 
 EXIT_AUTH = 2
 """The provider refused the credentials (also: bad input)."""
@@ -207,11 +207,9 @@ def render_outcome(outcome: LiveOutcome, opts: GateOptions) -> int:
         entry_code = entry_exit_code(outcome.entry)
     print_summary(pool, outcome.models, outcome.judge, outcome.floors, prices=outcome.prices)
     if opts.scoreboard:
-        _gate_flow.print_scoreboard(outcome.record)
-    gate_code = _gate_flow.report(outcome.gates, opts.accept)
-    _gate_flow.print_saved(
-        opts, outcome.record, outcome.saved, outcome.save_blocked, outcome.save_error
-    )
+        _gate.print_scoreboard(outcome.record)
+    gate_code = _gate.report(outcome.gates, opts.accept)
+    _gate.print_saved(opts, outcome.record, outcome.saved, outcome.save_blocked, outcome.save_error)
     click.echo(
         f"tapes: {display_path(outcome.tapes or outcome.record_path)}/  "
         f"record: {display_path(outcome.record_path)}",

@@ -17,7 +17,7 @@ from ...run._ab import ABOutcome
 from ...run._jobs import JobResult
 from ...run._live import LiveOutcome
 from ...run._replay import ReplayOutcome
-from ...run.rescore._entry import RescoreRunOutcome
+from ...run._rescore import RescoreRunOutcome
 from ...verdicts._ab import CaseVerdict
 from ...verdicts._compare import Comparison, MoveKind
 from ...verdicts._gate import GateState

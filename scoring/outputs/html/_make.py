@@ -13,8 +13,8 @@ from ...cases._load import load_suites
 from ...checks._scorers import make_scorer
 from ...results._record_files import write_atomic
 from ...results._records import AttemptResult
-from ...results._trace import Cut, attempt_lines
 from ...run.rescore._rescore import TapeCache
+from ...run.rescore._trace import Cut, attempt_lines
 from ._html import render_html
 from ._model import Report, build_report
 from ._runs import load_runs

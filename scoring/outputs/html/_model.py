@@ -25,7 +25,7 @@ from ._data import (
 from ._runs import Runs
 
 TraceLines = Callable[[AttemptResult], list[str]]
-"""One attempt's trace block, as ``evaltape trace`` prints it (``results._trace``)."""
+"""One attempt's trace block, as ``evaltape trace`` prints it (``run.rescore._trace``)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -40,9 +40,9 @@ from evaltape.recorder import (
     new_session_id,
     workspace_spellings,
 )
-from evaltape.recorder.tape._writer import DEFAULT_LEVEL
 from evaltape.replay import ReplayTransport
 
+from ..._network import RetryingTransport
 from ...cost._costs import cost_of_session, judge_cost_of_session
 from ...judge._judgement import JudgeState
 from ...judge._reuse import judge_usage, rejudge_offline
@@ -51,7 +51,7 @@ from ...verdicts._flips import effects_digest, outputs_digest
 from ...verdicts._replaycheck import decide
 from .._jobs import Job, JobEnv, JobResult, LiveWire, error_result
 from .._stop import StopKind
-from ._agents import AttemptSetup, RetryingTransport
+from ._agents import AttemptSetup
 from ._judge_step import judge_step, score_attempt
 from ._replay_miss import (
     BASE_URL_KEY,
@@ -75,7 +75,7 @@ optimal parser: on coding-agent sessions 4-8% smaller than level 9 (the most at 
 turns), for about 50 ms of CPU at the end of a 25-turn attempt and 1 s at the end of
 a 500-turn one, which spent its time waiting on a model (docs/performance.md,
 *What is left*).  A replay attempt's session is made again on every run, so it
-stays at ``DEFAULT_LEVEL``."""
+stays at the buffer's default level."""
 
 
 def _seed(job: Job, env: JobEnv) -> int | None:
@@ -195,8 +195,10 @@ def compute_job(job: Job, env: JobEnv, journal: JournalOpener | None = None) -> 
             sink = journal(job, header)
         except TapeError:
             sink = None  # the attempt still runs; its session is whole on the tape at the end
-    level = LIVE_LEVEL if job.recorded is None else DEFAULT_LEVEL
-    buffer = SessionBuffer(header, level=level, sink=sink)
+    if job.recorded is None:
+        buffer = SessionBuffer(header, level=LIVE_LEVEL, sink=sink)
+    else:
+        buffer = SessionBuffer(header, sink=sink)
     tee = Tee(buffer, header, env.redactor)
     replayer: ReplayTransport | None = None
     status, reason = Status.COMPLETED, ""

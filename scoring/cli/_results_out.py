@@ -15,12 +15,12 @@ from pathlib import Path
 
 import click
 
-from ..._config import display_path
-from ...cli._boundary import EXIT_REFUSED, fail
-from ...cli._options import ResultFiles
-from ...run._env import step_summary_path
-from ...run._host import Host
-from . import RunResults, append_step_summary, junit_xml
+from .._config import display_path
+from ..outputs.console._exit import EXIT_REFUSED, fail
+from ..outputs.formats import RunResults, append_step_summary, junit_xml
+from ..run._env import step_summary_path
+from ..run._host import Host
+from ._options import ResultFiles
 
 
 @contextlib.contextmanager

@@ -15,21 +15,22 @@ import attrs
 
 from evaltape.recorder import TapeError
 
-from ..._config import Config, display_path
-from ..._errors import ScoringError
-from ...checks._scorers import make_scorer
-from ...judge._floors import judge_status
-from ...judge._judgement import Floors, JudgeStatus
-from ...results._history import RunLog
-from ...results._record_files import read_record, resolve_run
-from ...results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
-from ...verdicts._replaycheck import TAPE_SUFFIX, find_tapes
-from .._host import SILENT, Host, Reporter, records_redactor
-from .._sandboxing import sandbox_for
-from .._setup import RunRefused, load_cases
-from ..executors._choose import resolve_rescorer
-from ._rescore import RescoreOutcome, rescore_run
-from ._tapes import rescore_tapes
+from .._config import Config, display_path
+from .._errors import ScoringError
+from ..checks._scorers import make_scorer
+from ..judge._floors import judge_status
+from ..judge._judgement import Floors, JudgeStatus
+from ..results._history import RunLog
+from ..results._record_files import read_record, resolve_run
+from ..results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
+from ..verdicts._replaycheck import TAPE_SUFFIX, find_tapes
+from ._host import SILENT, Host, Reporter, records_redactor
+from ._sandboxing import sandbox_for
+from ._setup import RunRefused, load_cases
+from .executors._choose import resolve_rescorer
+from .rescore._rescore import RescoreOutcome
+from .rescore._run import rescore_run
+from .rescore._tapes import rescore_tapes
 
 
 @attrs.frozen(kw_only=True)

@@ -19,10 +19,10 @@ import attrs
 
 from evaltape.recorder import HarnessEvent, RecordedSession, Session, fold
 
-from ..cases._cases import Case
-from ..checks._score import Check, Scorer
-from ..run.rescore._rescore import TapeCache, locate_tape, rescore_session
-from ._records import AttemptResult, RunRecord, Verdict
+from ...cases._cases import Case
+from ...checks._score import Check, Scorer
+from ...results._records import AttemptResult, RunRecord, Verdict
+from ._rescore import TapeCache, locate_tape, rescore_session
 
 DEFAULT_WIDTH = 400
 """Characters of one value shown before it is cut (``--full`` shows all)."""

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 from .._config import display_path
+from ..cases._validate import parse_line
 from ._harvest import Draft, HarvestError
-from ._validate import parse_line
 
 CODING_FIELDS = ("files", "verify", "immutable")
 """Fields that make a suite a coding suite, which ``append_case`` refuses."""
