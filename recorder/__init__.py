@@ -1,13 +1,6 @@
 """evaltape.recorder: the event log.  Everything that produces and reads tapes."""
 
-from ._clients import (
-    SDK_CONNECT_TIMEOUT,
-    SDK_TIMEOUT,
-    http_module,
-    real_transport,
-    recording_client,
-    sdk_client_options,
-)
+from ._clients import recording_client
 from ._errors import CorruptTape, NewerFormat, NotATape, RedactionError, TapeError
 from ._events import (
     Chunk,
@@ -28,78 +21,23 @@ from ._events import (
     TransportError,
     WorkspaceSnapshot,
 )
-from ._session import (
-    ROLE_HEADER,
-    Failure,
-    Session,
-    ToolCallRecord,
-    Turn,
-    fold,
-    role_of,
-)
-from ._transport import (
-    Appends,
-    Flavor,
-    Flavors,
-    RecordingTransport,
-    Redacts,
-    request_record,
-)
+from ._session import ROLE_HEADER, Failure, Session, ToolCallRecord, Turn, fold, role_of
+from ._transport import Appends, Flavor, RecordingTransport, Redacts
 from ._version import VERSION
-from .apis import (
-    CallDecoder,
-    Message,
-    ModelCall,
-    ToolCall,
-    Usage,
-    decode_call,
-)
+from .apis import Message, ModelCall, ToolCall, Usage, decode_call
 from .redact._redactor import Redactor, default_redactor
 from .redact._rules import SecretRule, secret_values
-from .redact._scan import secret_preview
-from .redact._scrub import (
-    WORKSPACE_PLACEHOLDER,
-    Scrubber,
-    ScrubError,
-    ScrubRule,
-    workspace_spellings,
-)
-from .script._provider import (
-    SCRIPT_MATCH_ANY,
-    SCRIPT_MATCH_HEADER,
-    Script,
-    ScriptError,
-    ScriptFlavor,
-    load_script,
-    parse_script,
-)
-from .script._tape import script_exchanges, write_script_tape
+from .redact._scrub import Scrubber, ScrubError, ScrubRule
 from .tape._buffer import SessionBuffer, append_session
-from .tape._codec import from_plain, to_plain
-from .tape._journal import (
-    JOURNAL_SUFFIX,
-    Journal,
-    Sink,
-    discard_journal,
-    journal_path,
-    journal_tape,
-)
+from .tape._journal import Journal, Sink, discard_journal, journal_path
 from .tape._notes import Note
 from .tape._reader import RecordedSession, SessionInfo, TapeReader, read_sessions
-from .tape._rewrite import rewrite_tape
 from .tape._writer import SessionWriter, new_session_id, open_session
 
 __all__ = [
-    "JOURNAL_SUFFIX",
     "ROLE_HEADER",
-    "SCRIPT_MATCH_ANY",
-    "SCRIPT_MATCH_HEADER",
-    "SDK_CONNECT_TIMEOUT",
-    "SDK_TIMEOUT",
     "VERSION",
-    "WORKSPACE_PLACEHOLDER",
     "Appends",
-    "CallDecoder",
     "Chunk",
     "CorruptTape",
     "Event",
@@ -108,7 +46,6 @@ __all__ = [
     "Failure",
     "FileEntry",
     "Flavor",
-    "Flavors",
     "HarnessEvent",
     "Journal",
     "Message",
@@ -126,9 +63,6 @@ __all__ = [
     "Response",
     "RunnerFact",
     "Scalar",
-    "Script",
-    "ScriptError",
-    "ScriptFlavor",
     "ScrubError",
     "ScrubRule",
     "Scrubber",
@@ -155,25 +89,11 @@ __all__ = [
     "default_redactor",
     "discard_journal",
     "fold",
-    "from_plain",
-    "http_module",
     "journal_path",
-    "journal_tape",
-    "load_script",
     "new_session_id",
     "open_session",
-    "parse_script",
     "read_sessions",
-    "real_transport",
     "recording_client",
-    "request_record",
-    "rewrite_tape",
     "role_of",
-    "script_exchanges",
-    "sdk_client_options",
-    "secret_preview",
     "secret_values",
-    "to_plain",
-    "workspace_spellings",
-    "write_script_tape",
 ]

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from evaltape.recorder import Event, RecordedSession, http_module, sdk_client_options
+from evaltape.recorder import Event, RecordedSession
+from evaltape.recorder._shared import http_module, sdk_client_options
 
 from ._transport import ReplayTransport
 

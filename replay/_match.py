@@ -22,6 +22,7 @@ from urllib.parse import SplitResult, parse_qsl, urlsplit
 import attrs
 
 from evaltape.recorder import Exchange
+from evaltape.recorder._shared import api_of_path
 
 IGNORED_HEADERS = frozenset(
     {
@@ -78,14 +79,9 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 
 
 def api_of(path: str) -> str:
-    """Which API a URL path belongs to: openai.chat, openai.responses, anthropic.messages, json."""
-    if path.endswith("/chat/completions"):
-        return "openai.chat"
-    if path.endswith("/responses"):
-        return "openai.responses"
-    if path.endswith("/messages"):
-        return "anthropic.messages"
-    return "json"
+    """Which API a URL path belongs to: openai.chat, openai.responses, anthropic.messages,
+    or json for anything else (the recorder's table, ``api_of_path``)."""
+    return api_of_path(path) or "json"
 
 
 def _canonical_float(text: str) -> float | int:

@@ -21,7 +21,8 @@ from typing import Any
 
 import attrs
 
-from evaltape.recorder import SCRIPT_MATCH_ANY, SCRIPT_MATCH_HEADER, Exchange
+from evaltape.recorder import Exchange
+from evaltape.recorder.script import SCRIPT_MATCH_ANY, SCRIPT_MATCH_HEADER
 
 from ._errors import Diverged, Exhausted, NoRecording, UnusedRecordings
 from ._match import (

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaltape.recorder import Flavors
+from evaltape.recorder._shared import Flavors
 
 from ._errors import ReplayError
 from .proxy._errors import MISS_STATUS, error_body, miss_kind

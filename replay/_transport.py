@@ -24,7 +24,6 @@ from evaltape.recorder import (
     Event,
     Exchange,
     Flavor,
-    Flavors,
     RecordedSession,
     RecordingTransport,
     Redacts,
@@ -32,9 +31,9 @@ from evaltape.recorder import (
     Response,
     Scrubber,
     default_redactor,
-    request_record,
     role_of,
 )
+from evaltape.recorder._shared import Flavors, request_record
 
 from ._errors import ReplayError
 from ._match import Divergence

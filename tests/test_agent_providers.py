@@ -13,14 +13,8 @@ import httpx
 from fakeapi import FakeAPI
 
 from evaltape.recorder import Exchange, RecordingTransport, TapeReader, fold
-from evaltape.replay import (
-    AgentNetns,
-    IsolationUnavailable,
-    RoutedProxies,
-    agent_routes,
-    parse_route,
-    run_program,
-)
+from evaltape.replay import RoutedProxies, agent_routes, parse_route, run_program
+from evaltape.replay._shared import AgentNetns, IsolationUnavailable
 from evaltape.scoring import Verdict, read_record, resolve_run
 
 AGENTS = Path(__file__).parent / "agents"

@@ -28,8 +28,8 @@ from evaltape.recorder import (
     TapeError,
     open_session,
     read_sessions,
-    to_plain,
 )
+from evaltape.recorder._shared import to_plain
 from evaltape.recorder.tape._frames import SYNC, file_header, frame
 
 SID = bytes.fromhex("00000000000000b1")

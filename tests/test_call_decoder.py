@@ -14,13 +14,8 @@ from typing import Any
 import pytest
 from builders import json_exchange
 
-from evaltape.recorder import (
-    CallDecoder,
-    Exchange,
-    SessionStarted,
-    decode_call,
-    fold,
-)
+from evaltape.recorder import Exchange, SessionStarted, decode_call, fold
+from evaltape.recorder._shared import CallDecoder
 
 CHAT = "https://api.openai.com/v1/chat/completions"
 ANTHROPIC = "https://api.anthropic.com/v1/messages"

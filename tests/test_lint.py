@@ -18,9 +18,8 @@ from evaltape.recorder import (
     WorkspaceSnapshot,
     default_redactor,
     open_session,
-    parse_script,
-    write_script_tape,
 )
+from evaltape.recorder.script import parse_script, write_script_tape
 
 OPENAI_KEY = "sk-proj-Ab3dEf9hIj2kLmN0pQrStUvWxYz12345_-abcdefG7"
 AWS_KEY = "AKIAIOSFODNN7EXAMPL3"

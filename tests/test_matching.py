@@ -9,17 +9,9 @@ import pytest
 from builders import json_exchange
 
 from evaltape.recorder import Exchange
-from evaltape.replay import (
-    Action,
-    Diverged,
-    NoRecording,
-    RecordMode,
-    UnknownMode,
-    first_difference,
-    normalize,
-    resolve_mode,
-)
+from evaltape.replay import Action, Diverged, NoRecording, RecordMode, UnknownMode, resolve_mode
 from evaltape.replay._matcher import Matcher
+from evaltape.replay._shared import first_difference, normalize
 
 CHAT = "https://api.openai.com/v1/chat/completions"
 MESSAGES = "https://api.anthropic.com/v1/messages"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from evaltape.replay import wait_exit
+from evaltape.replay._shared import wait_exit
 
 
 @pytest.fixture(autouse=True)

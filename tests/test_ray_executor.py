@@ -23,7 +23,8 @@ import httpx
 import pytest
 from agents.chat_server import ChatServer
 
-from evaltape.recorder import Source, Status, TapeReader, to_plain
+from evaltape.recorder import Source, Status, TapeReader
+from evaltape.recorder._shared import to_plain
 from evaltape.scoring import Suite, Verdict, load_config, load_suites
 from evaltape.scoring.checks._score import completed_without_error
 from evaltape.scoring.checks._scorers import make_scorer

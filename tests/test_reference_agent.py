@@ -23,16 +23,14 @@ import pytest
 
 from evaltape.recorder import (
     HarnessEvent,
-    ScriptFlavor,
     SessionStarted,
     SessionWriter,
     TapeReader,
     fold,
-    load_script,
     open_session,
     recording_client,
-    write_script_tape,
 )
+from evaltape.recorder.script import ScriptFlavor, load_script, write_script_tape
 from evaltape.replay import ReplayTransport, replay_client
 from evaltape.scoring import Task, answer_headlessly
 

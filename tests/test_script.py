@@ -20,15 +20,12 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response as OpenAIResponse
 from openai.types.responses import ResponseStreamEvent
 
-from evaltape.recorder import (
+from evaltape.recorder import Exchange, Mode, Source, TapeReader
+from evaltape.recorder.script import (
     SCRIPT_MATCH_ANY,
     SCRIPT_MATCH_HEADER,
-    Exchange,
-    Mode,
     ScriptError,
     ScriptFlavor,
-    Source,
-    TapeReader,
     load_script,
     parse_script,
     script_exchanges,

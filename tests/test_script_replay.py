@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from openai import OpenAI
 
-from evaltape.recorder import ScriptFlavor, TapeReader, load_script, write_script_tape
+from evaltape.recorder import TapeReader
+from evaltape.recorder.script import ScriptFlavor, load_script, write_script_tape
 from evaltape.replay import Exhausted, replay_client
 
 

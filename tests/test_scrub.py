@@ -16,7 +16,6 @@ import pytest
 from fakeapi import FakeAPI, Reply, ToolUse
 
 from evaltape.recorder import (
-    WORKSPACE_PLACEHOLDER,
     Exchange,
     RecordedSession,
     Request,
@@ -29,8 +28,8 @@ from evaltape.recorder import (
     new_session_id,
     open_session,
     recording_client,
-    workspace_spellings,
 )
+from evaltape.recorder._shared import WORKSPACE_PLACEHOLDER, workspace_spellings
 from evaltape.replay import Diverged, ReplayTransport, replay_client
 
 CHAT = "http://127.0.0.1:9/v1/chat/completions"

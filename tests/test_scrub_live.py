@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from agents.chat_server import ChatServer
 
-from evaltape.recorder import WORKSPACE_PLACEHOLDER, Exchange, TapeReader
+from evaltape.recorder import Exchange, TapeReader
+from evaltape.recorder._shared import WORKSPACE_PLACEHOLDER
 
 AGENTS = Path(__file__).parent / "agents"
 CASE = '{"id": "where", "prompt": "where are you?", "failureCategory": "scrub", "whyModelBacked": "demo", "expectMaxTurns": 3}\n'  # noqa: E501

@@ -28,7 +28,8 @@ from typing import Any
 
 import pytest
 
-from evaltape.recorder import Exchange, WorkspaceSnapshot, read_sessions, to_plain
+from evaltape.recorder import Exchange, WorkspaceSnapshot, read_sessions
+from evaltape.recorder._shared import to_plain
 
 REPO = Path(__file__).parent.parent
 _CLI = (sys.executable, "-m", "evaltape.scoring.cli")

@@ -37,9 +37,9 @@ from evaltape.recorder import (
     TapeReader,
     WorkspaceSnapshot,
     open_session,
-    to_plain,
 )
 from evaltape.recorder._events import FactKind
+from evaltape.recorder._shared import to_plain
 from evaltape.recorder._version import WRITER
 from evaltape.recorder.tape._frames import FLAG_START, MAX_EVENT_BYTES, file_header, frame
 

@@ -23,8 +23,8 @@ from evaltape.recorder import (
     SessionStarted,
     TapeReader,
     open_session,
-    to_plain,
 )
+from evaltape.recorder._shared import to_plain
 from evaltape.recorder.tape._frames import FLAG_END, FLAG_START, frame
 from evaltape.recorder.tape._pack import Packer
 

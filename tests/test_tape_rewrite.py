@@ -18,8 +18,8 @@ from evaltape.recorder import (
     TapeReader,
     new_session_id,
     open_session,
-    rewrite_tape,
 )
+from evaltape.recorder._shared import rewrite_tape
 
 
 def _write(path: Path, case: str, n: int) -> str:
@@ -81,7 +81,7 @@ CHILD = textwrap.dedent(
     """
     import os, sys, time
     from pathlib import Path
-    from evaltape.recorder import rewrite_tape
+    from evaltape.recorder._shared import rewrite_tape
 
     tape, source, drop, add, marker = sys.argv[1:]
 

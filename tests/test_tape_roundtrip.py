@@ -33,8 +33,8 @@ from evaltape.recorder import (
     TapeReader,
     new_session_id,
     open_session,
-    to_plain,
 )
+from evaltape.recorder._shared import to_plain
 from evaltape.recorder.tape._frames import FLAG_END, FLAG_START, MAGIC, frame
 from evaltape.recorder.tape._pack import Packer
 

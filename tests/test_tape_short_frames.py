@@ -9,14 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from evaltape.recorder import (
-    CorruptTape,
-    HarnessEvent,
-    SessionStarted,
-    TapeReader,
-    open_session,
-    rewrite_tape,
-)
+from evaltape.recorder import CorruptTape, HarnessEvent, SessionStarted, TapeReader, open_session
+from evaltape.recorder._shared import rewrite_tape
 from evaltape.recorder.tape._buffer import SessionBuffer, append_session
 from evaltape.recorder.tape._frames import MAGIC, short_frame
 

@@ -13,7 +13,7 @@ import json
 import re
 
 from evaltape.recorder import ScrubRule
-from evaltape.replay import FirstRequests, propose_scrub_rules
+from evaltape.replay._shared import FirstRequests, propose_scrub_rules
 
 NOON = datetime.datetime(2026, 12, 3, 12, 0, tzinfo=datetime.UTC).timestamp()
 """When the attempts were recorded (an injected clock)."""

@@ -34,7 +34,8 @@ import msgpack
 import zstandard
 
 from evals.perf._report import kb, machine, replace_section
-from evaltape.recorder import Chunk, Exchange, Mode, Request, Response, SessionStarted, to_plain
+from evaltape.recorder import Chunk, Exchange, Mode, Request, Response, SessionStarted
+from evaltape.recorder._shared import to_plain
 from evaltape.recorder.tape._frames import FLAG_END, FLAG_START, file_header, frame
 
 HEADING = "## Reading hostile tapes"

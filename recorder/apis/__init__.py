@@ -39,6 +39,7 @@ from ._model import (
     request_pending,
     set_request,
 )
+from ._paths import api_of_path
 from .reuse._session import BodyParser, Memo
 
 _Request: TypeAlias = tuple[
@@ -76,16 +77,6 @@ _ADAPTERS: dict[str, _Adapter] = {
     )
     for module in (_openai_chat, _openai_responses, _anthropic)
 }
-
-
-def _api_by_path(path: str) -> str | None:
-    if path.endswith("/chat/completions"):
-        return _openai_chat.API
-    if path.endswith("/responses"):
-        return _openai_responses.API
-    if path.endswith("/messages") and "/threads/" not in path:
-        return _anthropic.API
-    return None
 
 
 def _api_by_shape(body: dict[str, Any], anthropic_header: bool) -> str | None:
@@ -132,7 +123,7 @@ class CallDecoder:
             return None
         url = request.url
         if url not in self._apis:
-            self._apis = {url: _api_by_path(urlsplit(url).path.rstrip("/"))}  # URLs recur in a row
+            self._apis = {url: api_of_path(urlsplit(url).path)}  # URLs recur in a row
         api = self._apis[url]
         lazy = unbuilt_body(request)
         # What a later delta names as its base: the unbuilt body, else its bytes.

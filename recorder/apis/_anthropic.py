@@ -38,9 +38,10 @@ from ._model import (
     reported_usage,
     tool_call,
 )
+from ._paths import ANTHROPIC_MESSAGES
 from .reuse._session import Memo
 
-API: Final = "anthropic.messages"
+API: Final = ANTHROPIC_MESSAGES
 CONVERSATION: Final = "messages"
 """The request's array of conversation items."""
 

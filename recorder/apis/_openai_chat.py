@@ -36,9 +36,10 @@ from ._model import (
     reported_usage,
     tool_call,
 )
+from ._paths import OPENAI_CHAT
 from .reuse._session import Memo
 
-API: Final = "openai.chat"
+API: Final = OPENAI_CHAT
 CONVERSATION: Final = "messages"
 """The request's array of conversation items."""
 

@@ -36,9 +36,10 @@ from ._model import (
     reported_usage,
     tool_call,
 )
+from ._paths import OPENAI_RESPONSES
 from .reuse._session import Memo
 
-API: Final = "openai.responses"
+API: Final = OPENAI_RESPONSES
 CONVERSATION: Final = "input"
 """The request's array of conversation items."""
 _TEXT_PARTS = ("input_text", "output_text", "text")

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 
 import attrs
 
+from evaltape.recorder._shared import is_anthropic
+
 from ._limits import TOKEN_HEADER
 
 OPENAI_UPSTREAM = "https://api.openai.com"
@@ -36,7 +38,7 @@ class Upstreams:
 
     def base_for(self, path: str, headers: Mapping[str, str]) -> str:
         """The base URL a request with this path and (lower-cased) headers goes to."""
-        if "anthropic-version" in headers or path.startswith(("/v1/messages", "/v1/complete")):
+        if is_anthropic(path, headers):
             return self.anthropic
         return self.openai
 

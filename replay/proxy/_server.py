@@ -27,16 +27,8 @@ from typing import Any, Protocol
 
 import httpx
 
-from evaltape.recorder import (
-    SDK_CONNECT_TIMEOUT,
-    SDK_TIMEOUT,
-    Appends,
-    Event,
-    RecordedSession,
-    RecordingTransport,
-    Redacts,
-    real_transport,
-)
+from evaltape.recorder import Appends, Event, RecordedSession, RecordingTransport, Redacts
+from evaltape.recorder._shared import SDK_CONNECT_TIMEOUT, SDK_TIMEOUT, real_transport
 
 from .._errors import ReplayError
 from .._transport import ReplayTransport

@@ -21,12 +21,10 @@ from evaltape.recorder import (
     Status,
     TapeError,
     TapeReader,
-    http_module,
     new_session_id,
     open_session,
-    real_transport,
-    sdk_client_options,
 )
+from evaltape.recorder._shared import http_module, real_transport, sdk_client_options
 
 from .._errors import ReplayError
 from .._miss_response import MissResponses

@@ -5,7 +5,6 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from evaltape.recorder import (
-    CallDecoder,
     Event,
     Exchange,
     HarnessEvent,
@@ -18,6 +17,7 @@ from evaltape.recorder import (
     WorkspaceSnapshot,
     decode_call,
 )
+from evaltape.recorder._shared import CallDecoder
 
 
 def _size(n: int) -> str:

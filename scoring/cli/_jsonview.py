@@ -9,7 +9,8 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from evaltape.recorder import Event, to_plain
+from evaltape.recorder import Event
+from evaltape.recorder._shared import to_plain
 
 
 def _jsonable(value: Any) -> Any:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import click
 
-from evaltape.recorder import Redactor, secret_preview
+from evaltape.recorder import Redactor
+from evaltape.recorder._shared import secret_preview
 
 TEXT_SUFFIXES = (".json", ".jsonl")
 """Files lint reads as text (run records, history) rather than as tapes."""

@@ -13,14 +13,8 @@ from pathlib import Path
 
 import click
 
-from evaltape.recorder import (
-    Note,
-    Redactor,
-    TapeError,
-    TapeReader,
-    default_redactor,
-    secret_preview,
-)
+from evaltape.recorder import Note, Redactor, TapeError, TapeReader, default_redactor
+from evaltape.recorder._shared import secret_preview
 
 from .._config import Config
 from ..outputs.console._live import render_volatile

@@ -6,7 +6,7 @@ import os
 
 import click
 
-from evaltape.recorder import ScriptError, ScriptFlavor, load_script, write_script_tape
+from evaltape.recorder.script import ScriptError, ScriptFlavor, load_script, write_script_tape
 
 EXIT_BAD_SCRIPT = 2
 

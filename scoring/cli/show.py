@@ -6,7 +6,8 @@ import json
 
 import click
 
-from evaltape.recorder import CallDecoder, Note, TapeReader
+from evaltape.recorder import Note, TapeReader
+from evaltape.recorder._shared import CallDecoder
 
 from ..outputs.console._escape import printable
 from ._boundary import boundary

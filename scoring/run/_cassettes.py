@@ -3,7 +3,7 @@
 A cassette (``<cassettes>/<suite>/<case id>.tape``) holds at most one live
 session per model and attempt index: the new session is copied in from the
 run's own tape and every live session of the same (case, model, attempt) is
-dropped, in one atomic rewrite (``evaltape.recorder.rewrite_tape``).  Only a
+dropped, in one atomic rewrite (the recorder's ``rewrite_tape``).  Only a
 session at least as complete as the recording goes in
 (``_completeness.shortfall``): an outage never wipes a cassette.
 """
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import attrs
 
-from evaltape.recorder import Mode, Session, TapeReader, fold, rewrite_tape
+from evaltape.recorder import Mode, Session, TapeReader, fold
+from evaltape.recorder._shared import rewrite_tape
 
 from ._completeness import shortfall
 from ._jobs import JobResult

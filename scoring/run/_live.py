@@ -15,7 +15,7 @@ from pathlib import Path
 import attrs
 
 from evaltape.recorder import Source, TapeError
-from evaltape.replay import ScrubProposal
+from evaltape.replay._shared import ScrubProposal
 
 from .._config import Config
 from .._errors import ScoringError

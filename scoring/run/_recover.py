@@ -37,8 +37,8 @@ from evaltape.recorder import (
     TapeReader,
     append_session,
     fold,
-    journal_tape,
 )
+from evaltape.recorder._shared import journal_tape
 
 from ..results._health import crash_reason, pid_alive
 from ..results._history import RunLog

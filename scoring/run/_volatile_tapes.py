@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from evaltape.recorder import Exchange, Mode, ScrubRule, TapeError, TapeReader, role_of
-from evaltape.replay import FirstRequests, ScrubProposal, propose_scrub_rules
+from evaltape.replay._shared import FirstRequests, ScrubProposal, propose_scrub_rules
 
 
 def first_requests(

@@ -29,7 +29,8 @@ from typing import IO
 
 import attrs
 
-from evaltape.replay import ReplayError, wait_exit
+from evaltape.replay import ReplayError
+from evaltape.replay._shared import wait_exit
 
 from ._limits import (
     NOBODY,

@@ -1,6 +1,6 @@
 """Replay misses, classified: did the harness do something else, or only say something else?
 
-``evaltape.replay.classify`` compares each request the harness sent with the
+``evaltape.replay.changes`` compares each request the harness sent with the
 recorded request that came closest.  A changed tool result (or a text agent's
 observation) or a rebuilt conversation means the harness now *does* something
 else (``CHANGED``); only changed harness text (prompts, tool definitions,
@@ -26,11 +26,11 @@ from evaltape.replay import (
     Finding,
     NoRecording,
     ReplayError,
-    Unmatched,
     UnusedRecordings,
     api_of,
     classify,
 )
+from evaltape.replay._shared import Unmatched
 
 from ._replaycheck import Change, HarnessChange
 

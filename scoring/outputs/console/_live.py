@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import click
 
 from evaltape.recorder import Usage
-from evaltape.replay import ScrubProposal
+from evaltape.replay._shared import ScrubProposal
 
 from ..._config import display_path
 from ...cost._costs import CostRow, case_lines, compare_table, cost_line, usage_block

@@ -38,8 +38,8 @@ from evaltape.recorder import (
     fold,
     journal_path,
     new_session_id,
-    workspace_spellings,
 )
+from evaltape.recorder._shared import workspace_spellings
 from evaltape.replay import ReplayTransport
 
 from ..._network import RetryingTransport

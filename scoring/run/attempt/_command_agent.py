@@ -14,15 +14,8 @@ import contextlib
 from collections.abc import Mapping
 
 from evaltape.recorder import RecordingTransport
-from evaltape.replay import (
-    AgentNetns,
-    IsolationUnavailable,
-    Route,
-    RoutedProxies,
-    agent_routes,
-    isolation_wanted,
-    run_program,
-)
+from evaltape.replay import Route, RoutedProxies, agent_routes, run_program
+from evaltape.replay._shared import AgentNetns, IsolationUnavailable, isolation_wanted
 
 from ._agents import AgentOutcome, AttemptSetup, command_argv
 

@@ -4,9 +4,9 @@ session, classified, and the base URL the session was recorded with."""
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit, urlunsplit
 
 from evaltape.recorder import Exchange, RecordedSession, SessionEnded, Status
+from evaltape.recorder._shared import base_url_of
 from evaltape.replay import ReplayTransport
 
 from ...verdicts._harness_change import (
@@ -19,9 +19,6 @@ from .._jobs import JobEnv
 
 ENDED_BADLY = frozenset({Status.FAILED, Status.INFRA_ERROR, Status.TIMEOUT})
 """Endings of a replay that say the harness did not run to its end."""
-
-ENDPOINTS = ("/chat/completions", "/responses", "/messages", "/completions", "/embeddings")
-"""API paths a base URL is followed by; what precedes one is the base URL's path."""
 
 BASE_URL_KEY = "base_url"
 """The session metadata key a live attempt records its base URL under."""
@@ -92,10 +89,8 @@ def recorded_base_url(recorded: RecordedSession, env: JobEnv) -> str:
             return value
     for event in recorded.events:
         if isinstance(event, Exchange):
-            parts = urlsplit(event.request.url)
-            for endpoint in ENDPOINTS:
-                if parts.path.endswith(endpoint):
-                    path = parts.path[: -len(endpoint)]
-                    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+            base = base_url_of(event.request.url)
+            if base is not None:
+                return base
             break
     return env.base_url

@@ -15,8 +15,9 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from evaltape.recorder import RecordingTransport, http_module, sdk_client_options
-from evaltape.replay import MissResponses
+from evaltape.recorder import RecordingTransport
+from evaltape.recorder._shared import http_module, sdk_client_options
+from evaltape.replay._shared import MissResponses
 
 from ._wire_bridge import WireBridge
 

@@ -18,7 +18,8 @@ from typing import Any
 import anyio.to_thread
 import httpx
 
-from evaltape.recorder import Flavor, Flavors
+from evaltape.recorder import Flavor
+from evaltape.recorder._shared import Flavors
 
 _END = None
 

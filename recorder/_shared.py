@@ -1,0 +1,41 @@
+"""What replay and scoring use of the recorder beyond its public API: SDK client
+defaults, request records, role tags, workspace spellings, the plain codec, journals on
+disk and tape rewriting. Not for users: names here may change in any release."""
+
+from ._clients import (
+    SDK_CONNECT_TIMEOUT,
+    SDK_TIMEOUT,
+    http_module,
+    real_transport,
+    sdk_client_options,
+)
+from ._transport import Flavors, request_record
+from .apis import CallDecoder
+from .apis._paths import api_of_path, base_url_of, is_anthropic
+from .redact._scan import secret_preview
+from .redact._scrub import WORKSPACE_PLACEHOLDER, workspace_spellings
+from .tape._codec import from_plain, to_plain
+from .tape._journal import JOURNAL_SUFFIX, journal_tape
+from .tape._rewrite import rewrite_tape
+
+__all__ = [
+    "JOURNAL_SUFFIX",
+    "SDK_CONNECT_TIMEOUT",
+    "SDK_TIMEOUT",
+    "WORKSPACE_PLACEHOLDER",
+    "CallDecoder",
+    "Flavors",
+    "api_of_path",
+    "base_url_of",
+    "from_plain",
+    "http_module",
+    "is_anthropic",
+    "journal_tape",
+    "real_transport",
+    "request_record",
+    "rewrite_tape",
+    "sdk_client_options",
+    "secret_preview",
+    "to_plain",
+    "workspace_spellings",
+]
