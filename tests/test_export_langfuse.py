@@ -26,7 +26,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from evaltape.recorder import Session, TapeReader, fold
 from evaltape.scoring import read_record, resolve_run
-from evaltape.scoring.judge._role import judge_exchanges
+from evaltape.scoring.judge._judgement import judge_exchanges
 from evaltape.scoring.outputs.export._config import ExportConfigError, export_config
 
 REPO = Path(__file__).parent.parent

@@ -21,7 +21,7 @@ from test_export_langfuse import (
 
 from evaltape.recorder import VERSION, decode_call
 from evaltape.scoring import read_record, resolve_run
-from evaltape.scoring.judge._role import judge_exchanges
+from evaltape.scoring.judge._judgement import judge_exchanges
 
 LIVE = ("live", "--update-cassettes", "-m", "agent-1", "--source", "simulated", "--retries", "0")
 CASES = ("find-word", "explodes", "flaky")

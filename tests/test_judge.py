@@ -37,9 +37,8 @@ from evaltape.scoring import (
 )
 from evaltape.scoring.judge._floors import judge_status
 from evaltape.scoring.judge._judge import Judge, resolve_judge
-from evaltape.scoring.judge._judgement import JudgeState, JudgeStatus
+from evaltape.scoring.judge._judgement import JUDGE_ROLE, JudgeState, JudgeStatus, judge_exchanges
 from evaltape.scoring.judge._prompt import VERDICT_SCHEMA, parse_verdict
-from evaltape.scoring.judge._role import JUDGE_ROLE, judge_exchanges
 from evaltape.scoring.outputs.export._span_scores import attempt_scores
 from evaltape.scoring.run._jobs import JobEnv, JobResult, LiveWire
 from evaltape.scoring.run._plan import plan_live, plan_replay

@@ -19,7 +19,7 @@ from agents.chat_server import ChatServer
 
 from evaltape.recorder import ROLE_HEADER, Mode, TapeReader, fold
 from evaltape.scoring import RunKind, RunRecord, Verdict, read_record
-from evaltape.scoring.judge._role import JUDGE_ROLE, judge_exchanges
+from evaltape.scoring.judge._judgement import JUDGE_ROLE, judge_exchanges
 
 AGENTS = Path(__file__).parent / "agents"
 REPO = Path(__file__).parent.parent

@@ -42,7 +42,7 @@ from evaltape.scoring.cost._pricing import (
     load_prices,
     resolve_prices,
 )
-from evaltape.scoring.judge._role import JUDGE_ROLE
+from evaltape.scoring.judge._judgement import JUDGE_ROLE
 
 JSON = (("content-type", "application/json"),)
 

@@ -14,7 +14,6 @@ from evaltape.recorder import Session
 from ..cases._cases import Case
 from ..sandbox import Sandbox
 from ._answer import answer_checks
-from ._custom_run import custom_checks
 from ._outcome import outcome_checks
 from ._score import NOT_CONFIGURED, Check, Score, Scorer
 from ._trajectory import trajectory_checks
@@ -100,3 +99,30 @@ def make_scorer(
     return DeterministicScorer(
         hang_limit=hang_limit, verify_timeout=verify_timeout, sandbox=sandbox
     )
+
+
+def custom_checks(case: Case, session: Session) -> tuple[Check, ...]:
+    """The custom scorers in order; stops after the first that fails."""
+    checks: list[Check] = []
+    for named in case.scorers:
+        try:
+            score = named.function(case, session)
+        except Exception as exc:  # a user's scorer: its failure is this check's result
+            check = Check(
+                name=named.spec,
+                passed=False,
+                detail=f"scorer {named.spec} raised {type(exc).__name__}: {exc}",
+            )
+        else:
+            if isinstance(score, Score):
+                check = Check(name=named.spec, passed=score.passed, detail=score.reason)
+            else:
+                check = Check(
+                    name=named.spec,
+                    passed=False,
+                    detail=f"scorer {named.spec} returned {type(score).__name__}, not a Score",
+                )
+        checks.append(check)
+        if not check.passed:
+            break
+    return tuple(checks)

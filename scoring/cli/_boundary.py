@@ -20,7 +20,7 @@ import click
 from evaltape.recorder import TapeError
 
 from .._errors import ScoringError
-from ..outputs.console._exit import EXIT_INTERRUPTED, EXIT_REFUSED, fail
+from ..outputs.console._terminal import EXIT_INTERRUPTED, EXIT_REFUSED, fail
 from ..run._setup import RunRefused
 from ..sandbox import SandboxError
 from .validate import report_problems

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import click
 
 from .._config import Config, display_path
-from ..outputs.console._exit import fail
+from ..outputs.console._terminal import fail
 from ..results import _baselines as baselines
 from ..results._baselines import Baseline, BaselineError
 from ..run._gate_flow import (

@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 
 from .._config import display_path
-from ..outputs.console._exit import EXIT_REFUSED, fail
+from ..outputs.console._terminal import EXIT_REFUSED, fail
 from ..outputs.formats import RunResults, append_step_summary, junit_xml
 from ..run._env import step_summary_path
 from ..run._host import Host

@@ -10,8 +10,8 @@ from evaltape.recorder import Source
 
 from .._config import Config
 from ..outputs.console._ab import ABProgress, print_report
-from ..outputs.console._exit import EXIT_INTERRUPTED, fail
 from ..outputs.console._progress import CliReporter
+from ..outputs.console._terminal import EXIT_INTERRUPTED, fail
 from ..outputs.formats import ab_json, from_ab
 from ..run._ab import ABRequest, run_ab
 from ..run._host import Host

@@ -12,7 +12,7 @@ from .._config import Config, display_path
 from .._errors import ScoringError
 from ..drafts._append import append_case
 from ..drafts._harvest import harvest
-from ..outputs.console._exit import EXIT_REFUSED, fail
+from ..outputs.console._terminal import EXIT_REFUSED, fail
 from ._boundary import boundary
 from ._options import config_options
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 
 from .._config import Config
-from ..outputs.console._exit import fail
+from ..outputs.console._terminal import fail
 from ..run._export_run import ExportOutcome, ExportRequest, export_run
 from ..run._host import Host
 from ._boundary import boundary

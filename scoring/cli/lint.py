@@ -19,7 +19,6 @@ from evaltape.recorder._shared import secret_preview
 from .._config import Config
 from ..outputs.console._live import render_volatile
 from ..run._volatile_tapes import volatile_in_tapes
-from ._lint_text import TEXT_SUFFIXES, lint_text, run_files
 from ._options import config_options
 
 EXIT_SECRET = 1
@@ -190,3 +189,27 @@ def _lint_one(path: str, redactor: Redactor) -> tuple[int, int, int, bool]:
                     f"{hit.kind} at {hit.where}: {secret_preview(hit.secret)}"
                 )
     return found, sessions, events, bad
+
+
+TEXT_SUFFIXES = (".json", ".jsonl")
+"""Files lint reads as text (run records, history) rather than as tapes."""
+
+
+def run_files(folder: Path) -> Iterator[Path]:
+    """Run records (``runs/*.json``) and history indexes (``history.jsonl``) under ``folder``."""
+    found = [p for p in folder.rglob("*.json") if p.parent.name == "runs"]
+    found += list(folder.rglob("history.jsonl"))
+    yield from sorted(p for p in found if p.is_file())
+
+
+def lint_text(path: Path, redactor: Redactor) -> int:
+    """Print each secret in the text file ``path`` as ``file:line: KIND: PREVIEW``; return
+    how many.  ``OSError`` if it cannot be read."""
+    found = 0
+    with path.open("rb") as f:
+        for number, line in enumerate(f, start=1):
+            for hit in redactor.scan_bytes(line):
+                found += 1
+                secret = line[hit.start : hit.end].decode("utf-8", "replace")
+                click.echo(f"{path}:{number}: {hit.kind}: {secret_preview(secret)}")
+    return found

@@ -8,7 +8,7 @@ import click
 
 from .._config import Config
 from .._errors import ScoringError
-from ..outputs.console._exit import fail
+from ..outputs.console._terminal import fail
 from ..verdicts._quarantine import (
     history_records,
     quarantine_report,

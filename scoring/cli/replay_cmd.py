@@ -9,9 +9,9 @@ import attrs
 import click
 
 from .._config import Config, display_path
-from ..outputs.console._exit import EXIT_INTERRUPTED, fail
 from ..outputs.console._progress import CliReporter
 from ..outputs.console._replay import print_report
+from ..outputs.console._terminal import EXIT_INTERRUPTED, fail
 from ..outputs.formats import from_replay, replay_json
 from ..run._host import Host
 from ..run._replay import ReplayRequest, run_replay

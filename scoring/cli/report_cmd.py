@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from .._config import Config, display_path
-from ..outputs.console._exit import EXIT_REFUSED, fail
+from ..outputs.console._terminal import EXIT_REFUSED, fail
 from ._boundary import boundary
 from ._options import config_options
 

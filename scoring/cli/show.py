@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import base64
 import json
+from typing import Any
 
 import click
 
-from evaltape.recorder import Note, TapeReader
-from evaltape.recorder._shared import CallDecoder
+from evaltape.recorder import Event, Note, TapeReader
+from evaltape.recorder._shared import CallDecoder, to_plain
 
-from ..outputs.console._escape import printable
+from ..outputs.console._terminal import printable
 from ._boundary import boundary
 from ._describe import describe_event, describe_session
-from ._jsonview import event_json
 
 EXAMPLE = """\b
 Example:
@@ -63,3 +64,22 @@ def show(files: tuple[str, ...], as_json: bool) -> None:
                 click.echo("  " + printable(describe_event(event, decoder)))
     if corrupt:
         raise SystemExit(1)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return {"base64": base64.b64encode(value).decode("ascii")}
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def event_json(event: Event, session_id: str) -> dict[str, Any]:
+    """The JSON view of one event, tagged with its session id."""
+    plain = to_plain(event)
+    return {"session": session_id, **_jsonable(plain)}

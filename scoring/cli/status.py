@@ -8,7 +8,7 @@ import time
 import click
 
 from .._config import Config
-from ..outputs.console._exit import fail
+from ..outputs.console._terminal import fail
 from ..results._health import crash_reason
 from ..results._record_files import UnknownRun, read_record, resolve_run
 from ..results._records import RunRecord, RunState, Verdict, tally

@@ -11,12 +11,11 @@ from .._errors import ScoringError
 from ..cases._cases import SelectionError, match_ids
 from ..cases._fields import suggest
 from ..checks._scorers import make_scorer
-from ..outputs.console._escape import printable
-from ..outputs.console._exit import EXIT_REFUSED, fail
 from ..outputs.console._progress import CliReporter
+from ..outputs.console._terminal import EXIT_REFUSED, fail, printable
 from ..results._record_files import read_record, resolve_run
 from ..run._host import Host
-from ..run._sandboxing import sandbox_for
+from ..run._setup import sandbox_for
 from ..run.rescore._trace import Cut, format_case_lines, run_cases, trace_case
 from ._boundary import boundary
 from ._options import cases_option, config_options

@@ -20,7 +20,7 @@ import attrs
 
 from evaltape.recorder import ModelCall, Session, Usage, decode_call
 
-from ..judge._role import judge_exchanges
+from ..judge._judgement import judge_exchanges
 from ..stats._stats import wilson
 from ._pricing import Prices, format_cost, table_cost, uncached_tokens
 

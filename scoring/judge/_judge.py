@@ -54,6 +54,7 @@ from ..cases._cases import Case
 from ._judgement import (
     DIGEST_HEADER,
     JUDGE_EVENT,
+    JUDGE_ROLE,
     JudgeError,
     Judgement,
     JudgeRequest,
@@ -65,7 +66,6 @@ from ._prompt import (
     parse_verdict,
     response_format,
 )
-from ._role import JUDGE_ROLE
 
 JUDGE_KEY_ENV = ("EVALTAPE_JUDGE_API_KEY", "OPENAI_API_KEY")
 """Environment variables read for the judge's API key, first set wins."""

@@ -6,7 +6,7 @@ import enum
 
 import attrs
 
-from evaltape.recorder import Usage
+from evaltape.recorder import Exchange, Session, Usage, role_of
 
 from .._errors import ScoringError
 from ._prompt import judge_digest
@@ -125,3 +125,17 @@ class Judgement:
     """Tokens the judge call spent (zero for a reused verdict)."""
     recorded: bool = False
     """True when the verdict was reused from a tape, not asked for now."""
+
+
+JUDGE_ROLE = "judge"
+"""``recorder.ROLE_HEADER`` value of the judge's calls."""
+
+
+def is_judge_exchange(exchange: Exchange) -> bool:
+    """True if the request is tagged ``x-evaltape-role: judge``."""
+    return role_of(exchange) == JUDGE_ROLE
+
+
+def judge_exchanges(session: Session) -> tuple[Exchange, ...]:
+    """The session's judge calls, in order; never turns, tool calls or usage."""
+    return tuple(e for e in session.tagged_exchanges if is_judge_exchange(e))

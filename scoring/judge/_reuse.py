@@ -20,9 +20,9 @@ from ._judgement import (
     Judgement,
     JudgeRequest,
     JudgeState,
+    judge_exchanges,
 )
 from ._prompt import judge_digest
-from ._role import judge_exchanges
 
 
 def recorded_judgement(session: Session, rubric_text: str, judge_input: str) -> Judgement | None:

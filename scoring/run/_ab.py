@@ -46,8 +46,7 @@ from ..verdicts._compare import Comparison, compare
 from ._env import job_env, live_wire
 from ._host import SILENT, Host, Reporter
 from ._jobs import Job, JobResult
-from ._sandboxing import sandbox_for
-from ._setup import judge_for, load_selection, warn_without_keys
+from ._setup import judge_for, load_selection, sandbox_for, warn_without_keys
 from .executors._pool import PoolOutcome, run_pool
 
 # -- planning ----------------------------------------------------------------

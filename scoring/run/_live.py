@@ -41,7 +41,6 @@ from ._cassettes import CassetteUpdate, update_cassette
 from ._confirm import confirm_in_rounds, plan_confirmations
 from ._env import job_env, live_wire
 from ._export_step import finish_export, submit
-from ._flags import models_problem, seed_problem
 from ._gate_flow import (
     GateOptions,
     ModelGate,
@@ -56,7 +55,6 @@ from ._gate_flow import (
 from ._host import SILENT, Host, Reporter
 from ._jobs import Job, JobResult, SourceLabel
 from ._plan import AttemptKey, cassette_tape, plan_live
-from ._sandboxing import sandbox_for
 from ._setup import (
     RunRefused,
     exporter_for,
@@ -65,6 +63,7 @@ from ._setup import (
     judge_notes,
     load_selection,
     prices_for,
+    sandbox_for,
     start_run_log,
     warn_without_keys,
 )
@@ -400,3 +399,29 @@ def run_live(request: LiveRequest) -> LiveOutcome:
         save_error=save_error,
         volatile=volatile_in_tapes(find_tapes(config.results / "tapes" / run_id), config.scrub),
     )
+
+
+SEED_MAX = 2**63 - 1
+"""The largest seed: providers take a signed 64-bit integer (attempt ``n`` adds ``n``)."""
+
+
+def seed_problem(seed: int | None, attempts: int = 1) -> str | None:
+    """Why ``seed`` (plus up to ``attempts - 1``) is out of range, or None."""
+    if seed is None:
+        return None
+    top = SEED_MAX - max(0, attempts - 1)
+    if not 0 <= seed <= top:
+        return f"--seed must be a whole number from 0 to {top}, got {seed}"
+    return None
+
+
+def models_problem(models: Sequence[str]) -> str | None:
+    """Why the models under test cannot be called, or None."""
+    if not models:
+        return "no model under test"
+    for model in models:
+        if not model.strip():
+            return "-m/--model must not be empty"
+        if model != model.strip() or any(c.isspace() or not c.isprintable() for c in model):
+            return f"-m/--model {model!r}: a model name has no spaces or control characters"
+    return None

@@ -41,13 +41,13 @@ from ._export_step import finish_export, submit
 from ._host import SILENT, Host, Reporter
 from ._jobs import JobResult, ReplayRules
 from ._plan import plan_replay
-from ._sandboxing import sandbox_for
 from ._setup import (
     RunRefused,
     exporter_for,
     judge_for,
     load_selection,
     prices_for,
+    sandbox_for,
     start_run_log,
 )
 from .attempt._workspace import tidy_run_workspaces

@@ -25,8 +25,7 @@ from ..results._record_files import read_record, resolve_run
 from ..results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
 from ..verdicts._replaycheck import TAPE_SUFFIX, find_tapes
 from ._host import SILENT, Host, Reporter, records_redactor
-from ._sandboxing import sandbox_for
-from ._setup import RunRefused, load_cases
+from ._setup import RunRefused, load_cases, sandbox_for
 from .executors._choose import resolve_rescorer
 from .rescore._rescore import RescoreOutcome
 from .rescore._run import rescore_run

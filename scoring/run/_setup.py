@@ -30,6 +30,7 @@ from ..outputs.export._config import ExportConfigError
 from ..outputs.export._exporter import Exporter
 from ..results._history import HEARTBEAT, RunLog
 from ..results._records import RunRecord, RunState
+from ..sandbox import Sandbox
 from ._export_step import start_export
 from ._host import Host, Reporter, records_redactor
 from ._jobs import DEFAULT_BASE_URL
@@ -193,3 +194,23 @@ def start_run_log(config: Config, host: Host, record: RunRecord) -> tuple[RunLog
     )  # fmt: skip
     log.start()
     return log, workspaces
+
+
+UNCONFINED = "verify commands and the agent's bash tool run unconfined"
+"""What the opt-out warning says happens."""
+
+
+def sandbox_for(config: Config, host: Host, reporter: Reporter) -> Sandbox:
+    """The sandbox for this run's commands; raises ``RunRefused`` when it is missing."""
+    found = Sandbox.find(host.environ)
+    if not config.sandbox:
+        why = "bubblewrap (bwrap) is not on PATH" if found.bwrap is None else "opted out"
+        reporter.warning(f"sandbox off ({why}; --no-sandbox / sandbox = false): {UNCONFINED}")
+        return Sandbox.unconfined(host.environ)
+    problem = found.problem()
+    if problem is not None:
+        raise RunRefused(
+            f"no sandbox: {problem}; install bubblewrap, or pass --no-sandbox "
+            "(config: sandbox = false) to run verify commands and tools unconfined"
+        )
+    return found

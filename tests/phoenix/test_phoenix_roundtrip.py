@@ -18,7 +18,7 @@ from test_export_langfuse import AGENT_KEY, make_project, script_run
 
 from evaltape.recorder import VERSION, Session, TapeReader, decode_call, fold
 from evaltape.scoring import read_record, resolve_run
-from evaltape.scoring.judge._role import judge_exchanges
+from evaltape.scoring.judge._judgement import judge_exchanges
 
 pytestmark = pytest.mark.phoenix
 

@@ -11,7 +11,7 @@ from ...results._records import RunRecord, Verdict
 from ...run._gate_flow import GATE_TRIALS, GateOptions, ModelGate, SavedBaseline
 from ...verdicts._gate import GateState
 from ._compare import render_comparison
-from ._exit import fail
+from ._terminal import fail
 
 
 def report(gates: Sequence[ModelGate], accept: bool) -> int:

@@ -28,7 +28,7 @@ from ...verdicts._entry_check import entry_exit_code, render_entry_results
 from ...verdicts._flips import render_flips, summarize_flips
 from ...verdicts._outcomes import case_outcomes
 from . import _gate
-from ._exit import EXIT_INTERRUPTED, fail
+from ._terminal import EXIT_INTERRUPTED, fail
 
 EXIT_AUTH = 2
 """The provider refused the credentials (also: bad input)."""

@@ -32,8 +32,7 @@ from urllib.parse import unquote, urlsplit
 
 import attrs
 
-from ._resource import ExportConfigError as ExportConfigError
-from ._resource import resource_attributes
+from ..._errors import ScoringError
 
 DEFAULT_LANGFUSE_HOST = "https://cloud.langfuse.com"
 """Langfuse's cloud, used when keys are set and no ``LANGFUSE_BASE_URL`` (or ``LANGFUSE_HOST``)."""
@@ -250,3 +249,32 @@ def _compression(environ: Mapping[str, str]) -> str:
                 raise ExportConfigError(f"{name}: expected none or gzip, got {raw!r}")
             return raw
     return "none"
+
+
+DEFAULT_SERVICE = "evaltape"
+"""``service.name`` when neither variable names one."""
+
+
+class ExportConfigError(ScoringError):
+    """An export variable holds something unusable; the message names the variable."""
+
+
+def resource_attributes(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """``service.name`` first, then the other ``OTEL_RESOURCE_ATTRIBUTES`` in their order.
+
+    A malformed entry is refused by its position, never echoing its value.
+    """
+    name = "OTEL_RESOURCE_ATTRIBUTES"
+    found: dict[str, str] = {}
+    for n, item in enumerate(environ.get(name, "").split(","), start=1):
+        if not item.strip():
+            continue
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ExportConfigError(f"{name}: entry {n} is not key=value")
+        found[key.strip()] = unquote(value.strip())
+    service = environ.get("OTEL_SERVICE_NAME", "").strip()
+    if service:
+        found["service.name"] = service
+    first = found.pop("service.name", DEFAULT_SERVICE)
+    return (("service.name", first), *found.items())

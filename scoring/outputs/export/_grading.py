@@ -16,8 +16,7 @@ import json
 from evaltape.recorder import Session, Usage, decode_call
 
 from ...cost._pricing import Prices, call_cost
-from ...judge._judgement import Judgement
-from ...judge._role import judge_exchanges
+from ...judge._judgement import Judgement, judge_exchanges
 from ._span_attrs import (
     cost_attrs,
     max_tokens_attrs,

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import httpx
 
-from evaltape.recorder import Event, Exchange, FactKind, RunnerFact, Status
+from evaltape.recorder import Event, Exchange, FactKind, RunnerFact, Status, decode_call
 from evaltape.replay import ReplayTransport
 
 from .._jobs import JobEnv
@@ -31,7 +31,6 @@ from ._agents import (
     run_python,
 )
 from ._command_agent import run_command
-from ._provider_faults import provider_fault
 from ._tee import Tee
 
 POLL = 0.05
@@ -122,3 +121,17 @@ def drive(
         tee.append(RunnerFact(at=tee.now(), fact=FactKind.INFRA_ERROR, message=message))
         return Status.INFRA_ERROR, message
     return Status.FAILED, f"the agent failed: {outcome.error}"
+
+
+def provider_fault(events: Sequence[Event]) -> str:
+    """Why the last model call's 2xx answer was unusable, or "" when it was usable."""
+    exchanges = [e for e in events if isinstance(e, Exchange)]
+    last = exchanges[-1] if exchanges else None
+    if last is None or last.response is None or last.error is not None:
+        return ""
+    if not 200 <= last.response.status < 300:
+        return ""
+    call = decode_call(last)
+    if call is None or not call.error or "request body" in call.error:
+        return ""
+    return f"the provider answered HTTP {last.response.status} with an unusable body: {call.error}"
