@@ -326,38 +326,7 @@ def render(rows: list[Row], found: dict[str, int], command: str) -> str:
         f"live run / floor {worst_live.live / worst_live.floor:.2f}x "
         f"({worst_live.api} {worst_live.traffic} {worst_live.turns} turns).",
         "",
-        "What format 1.1 changed (docs/format.md, *Compact exchanges*): headers refer to a",
-        "per-session table of pairs seeded with common SDK headers (a `content-length` that",
-        "matches its body is one byte); a streamed response is one blob of each chunk's new",
-        "bytes (little more than the tokens) plus int columns saying how much of the chunk",
-        "before each chunk repeats, its new length and its time step; and a request body's",
-        "delta may go on with copies from inside its base, so a request that drops",
-        '`"stream": true` from its head still refers to the conversation after it.',
-        "Format 1.2 stores each exchange's start and duration as whole microseconds (an",
-        "int of at most 5 bytes where a float took 9), and the writer searches further",
-        "than level 9 (`AS_IT_GOES` in `recorder/_writer.py`: 64 candidates a position",
-        "instead of 16, matches from 4 bytes) in the same tables, for about 1.5 times",
-        "level 9's compression time. Format 2.0 frames an event that follows its",
-        "session's previous one in the file in a 14-byte short frame instead of a",
-        "29-byte full one (docs/format.md, *Frames*): a session written alone is one",
-        "full frame and then short ones.",
-        "",
         *render_parts(max(r.turns for r in rows), found),
-        "",
-        "What makes the tape appendable and readable up to a crash is the frame header and",
-        "the block flushed after each event. The writer's match-finder tables matter on long",
-        "sessions, whose tool results repeat files read hundreds of turns before: with",
-        "2^17 entries instead of the 2^19 the first writers open in a process get",
-        f"(`recorder/_table_budget.py`), the tape of that session is "
-        f"{found['small tables'] / found['floor']:.3f}x the floor.",
-        "Chunk times are kept to the microsecond as recorded; by their own frequencies the",
-        f"steps of this session carry {found['entropy'] / 1024:.1f} KiB "
-        f"({found['entropy'] / found['floor']:.1%} of the floor), less than which no coding",
-        "of them takes. Anthropic",
-        "responses compress further than OpenAI's at level 19 (more envelope per token),",
-        "so the same overheads weigh more against its floor. Inspect AI stores a sample as",
-        "JSON in a zstd-compressed zip member with each distinct message once (its message",
-        "pool); between 200 and 500 turns its log grows faster than the turns.",
     ]
     return "\n".join(out) + "\n"
 
