@@ -596,18 +596,6 @@ def render(rows: list[Row], *, reps: int, seed: int, command: str) -> str:
         [[t, m, "yes" if ok else "**no**"] for t, m, ok in targets],
         align="---",
     )
-    out += [
-        "",
-        "How the comparison files are made: the vcrpy cassette is recorded by real vcrpy.",
-        "An httpx client sends each request's exact bytes and headers to a local HTTP",
-        "server on 127.0.0.1 that answers with the same SSE chunks (chunked transfer",
-        'encoding) and headers, inside `vcr.use_cassette(path, record_mode="all")`; a',
-        "`before_record_request` hook puts the API's URL in place of the local one. The",
-        "JSON Lines file holds one object per exchange: method, URL, headers, the request",
-        "body as a JSON value and the response body as text (no chunk timings). No file",
-        "here holds an API key. Generated responses follow OpenAI's chunk shape without",
-        "the random `obfuscation` padding field that newer API versions add.",
-    ]
     return "\n".join(out) + "\n"
 
 
