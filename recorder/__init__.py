@@ -1,15 +1,6 @@
 """evaltape.recorder: the event log.  Everything that produces and reads tapes."""
 
-from evaltape.recorder._adapters import (
-    CallDecoder,
-    Message,
-    ModelCall,
-    ToolCall,
-    Usage,
-    decode_call,
-)
-from evaltape.recorder._buffer import SessionBuffer, append_session
-from evaltape.recorder._clients import (
+from ._clients import (
     SDK_CONNECT_TIMEOUT,
     SDK_TIMEOUT,
     http_module,
@@ -17,10 +8,8 @@ from evaltape.recorder._clients import (
     recording_client,
     sdk_client_options,
 )
-from evaltape.recorder._codec import from_plain, to_plain
-from evaltape.recorder._env_secrets import secret_values
-from evaltape.recorder._errors import CorruptTape, NewerFormat, NotATape, RedactionError, TapeError
-from evaltape.recorder._events import (
+from ._errors import CorruptTape, NewerFormat, NotATape, RedactionError, TapeError
+from ._events import (
     Chunk,
     Event,
     Exchange,
@@ -39,37 +28,7 @@ from evaltape.recorder._events import (
     TransportError,
     WorkspaceSnapshot,
 )
-from evaltape.recorder._journal import (
-    JOURNAL_SUFFIX,
-    Journal,
-    Sink,
-    discard_journal,
-    journal_path,
-    journal_tape,
-)
-from evaltape.recorder._reader import RecordedSession, SessionInfo, TapeReader, read_sessions
-from evaltape.recorder._redact import Redactor, default_redactor
-from evaltape.recorder._rewrite import rewrite_tape
-from evaltape.recorder._script import (
-    SCRIPT_MATCH_ANY,
-    SCRIPT_MATCH_HEADER,
-    Script,
-    ScriptError,
-    ScriptFlavor,
-    load_script,
-    parse_script,
-)
-from evaltape.recorder._script_tape import script_exchanges, write_script_tape
-from evaltape.recorder._scrub import (
-    WORKSPACE_PLACEHOLDER,
-    Scrubber,
-    ScrubError,
-    ScrubRule,
-    workspace_spellings,
-)
-from evaltape.recorder._secret_preview import secret_preview
-from evaltape.recorder._secret_rules import SecretRule
-from evaltape.recorder._session import (
+from ._session import (
     ROLE_HEADER,
     Failure,
     Session,
@@ -78,8 +37,7 @@ from evaltape.recorder._session import (
     fold,
     role_of,
 )
-from evaltape.recorder._tape_notes import Note
-from evaltape.recorder._transport import (
+from ._transport import (
     Appends,
     Flavor,
     Flavors,
@@ -87,8 +45,49 @@ from evaltape.recorder._transport import (
     Redacts,
     request_record,
 )
-from evaltape.recorder._version import VERSION
-from evaltape.recorder._writer import SessionWriter, new_session_id, open_session
+from ._version import VERSION
+from .apis import (
+    CallDecoder,
+    Message,
+    ModelCall,
+    ToolCall,
+    Usage,
+    decode_call,
+)
+from .redact._redactor import Redactor, default_redactor
+from .redact._rules import SecretRule, secret_values
+from .redact._scan import secret_preview
+from .redact._scrub import (
+    WORKSPACE_PLACEHOLDER,
+    Scrubber,
+    ScrubError,
+    ScrubRule,
+    workspace_spellings,
+)
+from .script._provider import (
+    SCRIPT_MATCH_ANY,
+    SCRIPT_MATCH_HEADER,
+    Script,
+    ScriptError,
+    ScriptFlavor,
+    load_script,
+    parse_script,
+)
+from .script._tape import script_exchanges, write_script_tape
+from .tape._buffer import SessionBuffer, append_session
+from .tape._codec import from_plain, to_plain
+from .tape._journal import (
+    JOURNAL_SUFFIX,
+    Journal,
+    Sink,
+    discard_journal,
+    journal_path,
+    journal_tape,
+)
+from .tape._notes import Note
+from .tape._reader import RecordedSession, SessionInfo, TapeReader, read_sessions
+from .tape._rewrite import rewrite_tape
+from .tape._writer import SessionWriter, new_session_id, open_session
 
 __all__ = [
     "JOURNAL_SUFFIX",

@@ -12,7 +12,7 @@ import importlib
 import socket
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from evaltape.recorder._transport import FLAVORS, Appends, RecordingTransport, Redacts
+from ._transport import FLAVORS, Appends, RecordingTransport, Redacts
 
 if TYPE_CHECKING:
     import httpx

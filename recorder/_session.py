@@ -16,16 +16,7 @@ from typing import Literal, TypeAlias
 
 import attrs
 
-from evaltape.recorder._adapters import CallDecoder
-from evaltape.recorder._adapters._model import (
-    Message,
-    ModelCall,
-    ToolCall,
-    Usage,
-    _setters,
-    total_usage,
-)
-from evaltape.recorder._events import (
+from ._events import (
     Event,
     Exchange,
     FactKind,
@@ -35,6 +26,15 @@ from evaltape.recorder._events import (
     SessionEnded,
     SessionStarted,
     WorkspaceSnapshot,
+)
+from .apis import CallDecoder
+from .apis._model import (
+    Message,
+    ModelCall,
+    ToolCall,
+    Usage,
+    _setters,
+    total_usage,
 )
 
 Origin: TypeAlias = Literal["model", "transport", "runner"]

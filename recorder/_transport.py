@@ -24,9 +24,9 @@ from typing import Any, Protocol
 
 import attrs
 
-from evaltape.recorder._events import Chunk, Exchange, Headers, Request, Response, TransportError
-from evaltape.recorder._redact import Redactor, default_redactor
-from evaltape.recorder._redact_delta import SessionRedactor
+from ._events import Chunk, Exchange, Headers, Request, Response, TransportError
+from .redact._delta import SessionRedactor
+from .redact._redactor import Redactor, default_redactor
 
 FLAVORS = ("httpx", "httpx2")
 """The HTTP libraries whose transports can be wrapped."""

@@ -1,10 +1,7 @@
 """evaltape.replay: everything that consumes a tape to drive an agent again."""
 
-from evaltape.replay._agent_netns import AgentNetns, IsolationUnavailable, isolation_wanted
-from evaltape.replay._classify import classify
-from evaltape.replay._classify_model import ChangeKind, Classification, Finding
-from evaltape.replay._clients import replay_client
-from evaltape.replay._errors import (
+from ._clients import replay_client
+from ._errors import (
     Diverged,
     Exhausted,
     NoRecording,
@@ -12,20 +9,21 @@ from evaltape.replay._errors import (
     UnknownMode,
     UnusedRecordings,
 )
-from evaltape.replay._match import Divergence, Normalized, api_of, first_difference, normalize
-from evaltape.replay._miss_response import MissResponses
-from evaltape.replay._modes import Action, RecordMode, parse_mode, resolve_mode
-from evaltape.replay._process_wait import wait_exit
-from evaltape.replay._program import ProgramResult, run_program
-from evaltape.replay._proxy import TapeProxy
-from evaltape.replay._proxy_errors import RunStopped
-from evaltape.replay._proxy_limits import TOKEN_HEADER, ProxyLimits
-from evaltape.replay._routes import Route, RoutedProxies, RouteError, agent_routes, parse_route
-from evaltape.replay._sandbox import Sandbox, SandboxError, SandboxResult, run_sandboxed
-from evaltape.replay._sandbox_limits import SandboxPolicy
-from evaltape.replay._transport import ReplayTransport, Unmatched
-from evaltape.replay._upstreams import Upstreams
-from evaltape.replay._volatile import FirstRequests, ScrubProposal, propose_scrub_rules
+from ._match import Divergence, Normalized, api_of, first_difference, normalize
+from ._miss_response import MissResponses
+from ._modes import Action, RecordMode, parse_mode, resolve_mode
+from ._process_wait import wait_exit
+from ._transport import ReplayTransport, Unmatched
+from .classify._model import ChangeKind, Classification, Finding
+from .classify._request import classify
+from .classify._volatile import FirstRequests, ScrubProposal, propose_scrub_rules
+from .proxy._errors import RunStopped
+from .proxy._forward import Upstreams
+from .proxy._limits import TOKEN_HEADER, ProxyLimits
+from .proxy._netns import AgentNetns, IsolationUnavailable, isolation_wanted
+from .proxy._program import ProgramResult, run_program
+from .proxy._routes import Route, RoutedProxies, RouteError, agent_routes, parse_route
+from .proxy._server import TapeProxy
 
 __all__ = [
     "TOKEN_HEADER",
@@ -51,10 +49,6 @@ __all__ = [
     "RouteError",
     "RoutedProxies",
     "RunStopped",
-    "Sandbox",
-    "SandboxError",
-    "SandboxPolicy",
-    "SandboxResult",
     "ScrubProposal",
     "TapeProxy",
     "UnknownMode",
@@ -73,6 +67,5 @@ __all__ = [
     "replay_client",
     "resolve_mode",
     "run_program",
-    "run_sandboxed",
     "wait_exit",
 ]

@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from evaltape.recorder import Event, RecordedSession, http_module, sdk_client_options
-from evaltape.replay._transport import ReplayTransport
+
+from ._transport import ReplayTransport
 
 if TYPE_CHECKING:
     import httpx

@@ -22,8 +22,9 @@ from typing import Any
 import attrs
 
 from evaltape.recorder import SCRIPT_MATCH_ANY, SCRIPT_MATCH_HEADER, Exchange
-from evaltape.replay._errors import Diverged, Exhausted, NoRecording, UnusedRecordings
-from evaltape.replay._match import (
+
+from ._errors import Diverged, Exhausted, NoRecording, UnusedRecordings
+from ._match import (
     Difference,
     Divergence,
     Normalized,

@@ -15,8 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from evaltape.recorder import Flavors
-from evaltape.replay._errors import ReplayError
-from evaltape.replay._proxy_errors import MISS_STATUS, error_body, miss_kind
+
+from ._errors import ReplayError
+from .proxy._errors import MISS_STATUS, error_body, miss_kind
 
 
 class MissResponses:

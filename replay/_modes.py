@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 
-from evaltape.replay._errors import NoRecording, UnknownMode
+from ._errors import NoRecording, UnknownMode
 
 
 class RecordMode(enum.Enum):

@@ -35,9 +35,10 @@ from evaltape.recorder import (
     request_record,
     role_of,
 )
-from evaltape.replay._errors import ReplayError
-from evaltape.replay._match import Divergence
-from evaltape.replay._matcher import Matcher, Recorded
+
+from ._errors import ReplayError
+from ._match import Divergence
+from ._matcher import Matcher, Recorded
 
 RETRYABLE = frozenset({408, 409, 429})
 """Statuses (besides 5xx) after which the SDKs retry."""

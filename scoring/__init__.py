@@ -10,8 +10,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from evaltape.scoring._public import *  # noqa: F403
-    from evaltape.scoring._public import __all__ as __all__
+    from ._public import *  # noqa: F403
+    from ._public import __all__ as __all__
 
 
 def __getattr__(name: str) -> Any:

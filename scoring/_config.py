@@ -1,7 +1,7 @@
 """Configuration: defaults, then a config file, then command-line flags.
 
 One table, ``SETTINGS``, drives the file parser, the ``Config`` value and the
-command-line flags (``scoring/_cli/_options.py``), so every setting is also a
+command-line flags (``scoring/cli/_options.py``), so every setting is also a
 flag and a new setting is one row.  The file is ``evaltape.toml`` (top-level
 keys) or the ``[tool.evaltape]`` table of ``pyproject.toml``, found by
 searching from the current folder upward to the repository root.
@@ -20,9 +20,10 @@ import attrs
 
 from evaltape.recorder import ScrubError, ScrubRule
 from evaltape.replay import Route, RouteError, parse_route
-from evaltape.scoring._errors import ScoringError
-from evaltape.scoring._settings import SETTINGS, Setting, SettingKind
-from evaltape.scoring.cases._fields import suggest
+
+from ._errors import ScoringError
+from ._settings import SETTINGS, Setting, SettingKind
+from .cases._fields import suggest
 
 CONFIG_FILE = "evaltape.toml"
 PYPROJECT = "pyproject.toml"

@@ -6,20 +6,21 @@ module lets ``evaltape --help`` and the CLI's other modules load without them.
 
 from __future__ import annotations
 
-from evaltape.scoring._config import Config, ConfigError, load_config
-from evaltape.scoring._errors import ScoringError
-from evaltape.scoring._settings import SETTINGS
-from evaltape.scoring.cases._cases import Case, CaseError, CaseKind, SelectionError, Suite, select
-from evaltape.scoring.cases._load import load_suites
-from evaltape.scoring.checks._score import Check, Score, Scorer
-from evaltape.scoring.checks._scorers import make_scorer, score_session
-from evaltape.scoring.cost._costs import CostBreakdown, cost_of_session
-from evaltape.scoring.judge._floors import judge_floors
-from evaltape.scoring.judge._judgement import Floors, JudgeError, Judgement
-from evaltape.scoring.judge._reuse import rejudge_offline
-from evaltape.scoring.results._history import RunLog, read_history
-from evaltape.scoring.results._record_files import read_record, resolve_run
-from evaltape.scoring.results._records import (
+from ._config import Config, ConfigError, load_config
+from ._errors import ScoringError
+from ._settings import SETTINGS
+from .cases._cases import Case, CaseError, CaseKind, SelectionError, Suite, select
+from .cases._load import load_suites
+from .checks._score import Check, Score, Scorer
+from .checks._scorers import make_scorer, score_session
+from .cost._costs import CostBreakdown, cost_of_session
+from .judge._floors import judge_floors
+from .judge._judgement import Floors, JudgeError, Judgement
+from .judge._reuse import rejudge_offline
+from .outputs.console._compare import render_comparison
+from .results._history import RunLog, read_history
+from .results._record_files import read_record, resolve_run
+from .results._records import (
     AttemptResult,
     RecordError,
     RunKind,
@@ -27,33 +28,32 @@ from evaltape.scoring.results._records import (
     RunState,
     Verdict,
 )
-from evaltape.scoring.run._ab import ABOutcome, ABRequest, run_ab
-from evaltape.scoring.run._bisect import BisectOutcome, BisectRequest, BisectStep, run_bisect
-from evaltape.scoring.run._host import Host, Reporter
-from evaltape.scoring.run._live import LiveOutcome, LiveRequest, run_live
-from evaltape.scoring.run._recover import (
+from .run._ab import ABOutcome, ABRequest, run_ab
+from .run._bisect import BisectOutcome, BisectRequest, BisectStep, run_bisect
+from .run._host import Host, Reporter
+from .run._live import LiveOutcome, LiveRequest, run_live
+from .run._recover import (
     RecoveredSession,
     RecoverOutcome,
     RecoverRefused,
     RecoverRequest,
     recover_run,
 )
-from evaltape.scoring.run._replay import ReplayOutcome, ReplayRequest, run_replay
-from evaltape.scoring.run._rerecord import RerecordOutcome, RerecordRequest, run_rerecord
-from evaltape.scoring.run._rescore_entry import RescoreRequest, RescoreRunOutcome, run_rescore
-from evaltape.scoring.run._rescore_tapes import rescore_tapes
-from evaltape.scoring.run._setup import RunRefused
-from evaltape.scoring.run._task import Answer, Question, QuestionKind, Task, answer_headlessly
-from evaltape.scoring.stats._signflip import sign_flip_test
-from evaltape.scoring.stats._stats import (
+from .run._replay import ReplayOutcome, ReplayRequest, run_replay
+from .run._rerecord import RerecordOutcome, RerecordRequest, run_rerecord
+from .run._rescore import RescoreRequest, RescoreRunOutcome, run_rescore
+from .run._setup import RunRefused
+from .run.attempt._task import Answer, Question, QuestionKind, Task, answer_headlessly
+from .run.rescore._tapes import rescore_tapes
+from .stats._signflip import sign_flip_test
+from .stats._stats import (
     mcnemar_exact,
     pass_at_k,
     pass_hat_k,
     wilson,
 )
-from evaltape.scoring.verdicts._compare import Comparison, compare
-from evaltape.scoring.verdicts._compare_render import render_comparison
-from evaltape.scoring.verdicts._gate import GateDecision, GateState, decide_gate
+from .verdicts._compare import Comparison, compare
+from .verdicts._gate import GateDecision, GateState, decide_gate
 
 __all__: list[str] = [
     "SETTINGS",

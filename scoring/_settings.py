@@ -1,7 +1,7 @@
 """The settings table: every setting's name, kind, default and help, in one place.
 
 One table drives the config file parser, the ``Config`` value and the
-command-line flags (``scoring/_cli/_options.py``), so a new setting is one row.
+command-line flags (``scoring/cli/_options.py``), so a new setting is one row.
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ from evaltape.recorder import (
     open_session,
     recording_client,
 )
-from evaltape.recorder._codec import to_plain
-from evaltape.recorder._frames import FLAG_END, FLAG_START, file_header, frame
+from evaltape.recorder.tape._codec import to_plain
+from evaltape.recorder.tape._frames import FLAG_END, FLAG_START, file_header, frame
 
 CHAT_URL = "http://127.0.0.1:9/v1/chat/completions"
 """A Chat Completions URL on a port nothing listens on."""

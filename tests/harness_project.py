@@ -97,7 +97,7 @@ def evaltape(
 ) -> subprocess.CompletedProcess[str]:
     """``evaltape ARGS`` run in ``project``."""
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=project,
         env=clean_env(env),
         capture_output=True,

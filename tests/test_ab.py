@@ -15,22 +15,20 @@ from fakeapi import FakeAPI
 
 from evaltape.recorder import TapeReader, fold
 from evaltape.scoring import AttemptResult, RunState, Verdict, read_record
-from evaltape.scoring._cli.main import cli
 from evaltape.scoring.cases._load import load_suites
+from evaltape.scoring.cli.main import cli
+from evaltape.scoring.run._ab import abba, plan_ab, variant_of
 from evaltape.scoring.run._jobs import Job
 from evaltape.scoring.verdicts._ab import (
     CaseVerdict,
     VariantError,
-    abba,
     case_verdict,
     case_verdicts,
     parse_variant,
     parse_variants,
-    plan_ab,
     render_cases,
     smallest_p,
     trials_needed,
-    variant_of,
 )
 
 AGENTS = Path(__file__).parent / "agents"
@@ -79,7 +77,7 @@ def evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env["PYTHONPATH"] = os.pathsep.join([str(AGENTS), str(REPO)])
     env["OPENAI_API_KEY"] = KEY
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=project,
         env=env,
         capture_output=True,

@@ -75,7 +75,7 @@ def project(tmp_path: Path) -> Path:
 
 def add(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", "add", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", "add", *args],
         cwd=project,
         env=os.environ | {"PYTHONPATH": str(REPO)},
         capture_output=True,
@@ -134,7 +134,7 @@ def test_the_draft_validates_and_passes_on_the_session_it_came_from(project: Pat
     suite = project / "evals" / "harvested.jsonl"
     suite.write_text(done.stdout)  # what `evaltape add T >> evals/harvested.jsonl` leaves
     check = subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", "validate"],
+        [sys.executable, "-m", "evaltape.scoring.cli", "validate"],
         cwd=project,
         env=os.environ | {"PYTHONPATH": str(REPO)},
         capture_output=True,

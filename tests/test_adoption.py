@@ -20,7 +20,7 @@ from agents.chat_server import ChatServer
 from harness_project import MODEL, evaltape, make_project, plant
 
 from evaltape.scoring import Score, read_record, resolve_run
-from evaltape.scoring.verdicts._replay_report import Row, outcomes
+from evaltape.scoring.outputs.console._replay_report import Row, outcomes
 from evaltape.scoring.verdicts._replaycheck import Change, ReplayDecision
 
 PROGRESS = re.compile(r"^\[(\d+)/(\d+)\] (\S+) :: (\S+) \(attempt (\d+)\) (\S+)", re.M)

@@ -49,7 +49,7 @@ def evaltape(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[
     base |= {"PYTHONPATH": os.pathsep.join([str(AGENTS.parent), str(REPO)])}
     base |= {"OPENAI_API_KEY": "sk-test-openai-0123456789", "ANTHROPIC_API_KEY": "sk-ant-test-0"}
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=root,
         env=base | env,
         capture_output=True,

@@ -56,7 +56,7 @@ def evaltape(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[
     base |= {"PYTHONPATH": str(REPO), "OPENAI_API_KEY": OPENAI_KEY}
     base |= {"ANTHROPIC_API_KEY": ANTHROPIC_KEY}
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=root,
         env=base | env,
         capture_output=True,

@@ -65,7 +65,7 @@ def evaltape(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env |= {"PYTHONPATH": os.pathsep.join([str(EXAMPLES), str(REPO)])}
     env |= {"OPENAI_API_KEY": "sk-test-openai-0123456789", "ANTHROPIC_API_KEY": "sk-ant-test-9"}
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=root,
         env=env,
         capture_output=True,

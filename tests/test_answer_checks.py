@@ -182,7 +182,7 @@ def evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVALTAPE_")}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=project, env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
 

@@ -30,7 +30,7 @@ from evaltape.recorder import (
     read_sessions,
     to_plain,
 )
-from evaltape.recorder._frames import SYNC, file_header, frame
+from evaltape.recorder.tape._frames import SYNC, file_header, frame
 
 SID = bytes.fromhex("00000000000000b1")
 BODY = 64 * 1024 * 1024
@@ -130,7 +130,7 @@ def test_a_delta_bomb_is_one_clear_line_from_show(tmp_path: Path) -> None:
     path = tmp_path / "bomb.tape"
     _delta_bomb(path, copies=40)
     done = subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", "show", str(path)],
+        [sys.executable, "-m", "evaltape.scoring.cli", "show", str(path)],
         capture_output=True,
         text=True,
         timeout=600,

@@ -163,7 +163,7 @@ def test_a_call_answered_from_a_blank_one_is_the_one_the_constructor_builds() ->
     evolved."""
     import pickle
 
-    from evaltape.recorder._adapters._model import (
+    from evaltape.recorder.apis._model import (
         ModelCall,
         ToolCall,
         Usage,
@@ -198,7 +198,7 @@ def test_a_call_answered_from_a_blank_one_is_the_one_the_constructor_builds() ->
 def test_a_reported_usage_is_the_one_the_constructor_builds() -> None:
     import pickle
 
-    from evaltape.recorder._adapters._model import Usage, reported_usage
+    from evaltape.recorder.apis._model import Usage, reported_usage
 
     for cost in (None, 0.25):
         counts = {
@@ -219,7 +219,7 @@ def test_a_reported_usage_is_the_one_the_constructor_builds() -> None:
 def test_a_tool_call_built_slot_by_slot_is_the_one_the_constructor_builds() -> None:
     import pickle
 
-    from evaltape.recorder._adapters._model import ToolCall, tool_call
+    from evaltape.recorder.apis._model import ToolCall, tool_call
 
     built = tool_call("c-1", "open_file", '{"path": "a.py"}')
     made = ToolCall(id="c-1", name="open_file", arguments='{"path": "a.py"}')

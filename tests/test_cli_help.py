@@ -1,6 +1,6 @@
 """``--help`` helps: full first lines, an example per command, one spelling per concept,
 usage lines that show optional arguments as optional, and docs/cli.md generated from the
-same text (regenerate with ``python -m evaltape.scoring._cli._reference > docs/cli.md``)."""
+same text (regenerate with ``python -m evaltape.scoring.cli._reference > docs/cli.md``)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from pathlib import Path
 import click
 import pytest
 
-from evaltape.scoring._cli._reference import cli_reference, example_of
-from evaltape.scoring._cli.main import cli
 from evaltape.scoring._settings import SETTINGS
+from evaltape.scoring.cli._reference import cli_reference, example_of
+from evaltape.scoring.cli.main import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 CTX = click.Context(cli, info_name="evaltape")
@@ -31,14 +31,14 @@ def command(name: str) -> click.Command:
 
 def evaltape(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=cwd, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
 
 
 def test_docs_cli_md_is_the_commands_own_help() -> None:
     assert (ROOT / "docs" / "cli.md").read_text() == cli_reference(cli), (
-        "docs/cli.md is out of date: python -m evaltape.scoring._cli._reference > docs/cli.md"
+        "docs/cli.md is out of date: python -m evaltape.scoring.cli._reference > docs/cli.md"
     )
 
 

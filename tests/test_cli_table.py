@@ -1,7 +1,7 @@
 """The command table: each line names its command truly, and ``--help`` imports none.
 
 ``evaltape --help`` lists the commands from the table in
-``scoring/_cli/main.py`` without importing them (their dependencies are most
+``scoring/cli/main.py`` without importing them (their dependencies are most
 of the CLI's start-up time); running a command imports only that one.
 """
 
@@ -13,7 +13,7 @@ import sys
 import click
 import pytest
 
-from evaltape.scoring._cli.main import COMMANDS, cli, load
+from evaltape.scoring.cli.main import COMMANDS, cli, load
 
 
 @pytest.mark.parametrize(("name", "where", "text"), COMMANDS, ids=[c[0] for c in COMMANDS])
@@ -31,7 +31,7 @@ def test_names_are_unique() -> None:
 def _modules_after(args: list[str]) -> set[str]:
     code = (
         "import sys\n"
-        "from evaltape.scoring._cli.main import cli\n"
+        "from evaltape.scoring.cli.main import cli\n"
         f"try:\n    cli({args!r})\nexcept SystemExit:\n    pass\n"
         "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"
     )
@@ -44,13 +44,13 @@ def test_help_lists_every_command_and_imports_none() -> None:
     loaded = _modules_after(["--help"])
     heavy = {"evaltape.recorder", "evaltape.replay", "evaltape.scoring._public", "httpx", "scipy"}
     assert not heavy & loaded
-    assert not {f"evaltape.scoring._cli.{w.split(':')[0]}" for _, w, _ in COMMANDS} & loaded
+    assert not {f"evaltape.scoring.cli.{w.split(':')[0]}" for _, w, _ in COMMANDS} & loaded
 
 
 def test_a_command_help_imports_that_command_only() -> None:
     loaded = _modules_after(["show", "--help"])
-    assert "evaltape.scoring._cli.show" in loaded
-    assert "evaltape.scoring._cli.live" not in loaded
+    assert "evaltape.scoring.cli.show" in loaded
+    assert "evaltape.scoring.cli.live" not in loaded
 
 
 def test_the_listing_shows_each_command_with_its_help() -> None:

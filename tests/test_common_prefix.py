@@ -8,7 +8,7 @@ import os
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaltape.recorder._delta import _REMEMBER, common_prefix
+from evaltape.recorder.tape._delta import _REMEMBER, common_prefix
 
 
 def _naive(a: bytes, b: bytes) -> int:

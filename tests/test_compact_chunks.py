@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evaltape.recorder._compact_chunks import StoredChunks, encode_chunks
+from evaltape.recorder.tape._chunks import StoredChunks, encode_chunks
 
 
 def _one_chunk_at_a_time(new: bytes, pre: list[int], suf: list[int], mid: list[int]) -> bytes:

@@ -21,12 +21,12 @@ from evaltape.recorder import (
     Request,
     Response,
     TransportError,
-    _compact_typed,
-    _pack,
 )
-from evaltape.recorder._codec import to_plain
-from evaltape.recorder._compact_typed import PREFIX
-from evaltape.recorder._pack import Packer, Unpacker
+from evaltape.recorder.tape import _pack
+from evaltape.recorder.tape import _typed as _compact_typed
+from evaltape.recorder.tape._codec import to_plain
+from evaltape.recorder.tape._pack import Packer, Unpacker
+from evaltape.recorder.tape._typed import PREFIX
 
 
 def _exchange(n: int) -> Exchange:

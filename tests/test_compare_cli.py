@@ -12,7 +12,7 @@ RUNS = REPO / "evals" / "runs"
 
 def compare(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", "compare", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", "compare", *args],
         cwd=cwd,
         capture_output=True,
         text=True,

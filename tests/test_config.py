@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from evaltape.scoring import SETTINGS, Config, ConfigError, load_config
-from evaltape.scoring._cli._options import config_options
+from evaltape.scoring.cli._options import config_options
 
 
 @pytest.fixture
@@ -163,7 +163,7 @@ def test_one_table_drives_the_value_and_the_flags(repo: Path) -> None:
 def test_a_refused_config_exits_2_with_one_line_per_problem(repo: Path) -> None:
     (repo / "pyproject.toml").write_text('[tool.evaltape]\nsuite = "x"\n')
     done = subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", "validate"],
+        [sys.executable, "-m", "evaltape.scoring.cli", "validate"],
         cwd=repo,
         capture_output=True,
         text=True,
@@ -179,7 +179,7 @@ def test_a_refused_config_exits_2_with_one_line_per_problem(repo: Path) -> None:
 def test_a_config_file_that_is_not_text_is_one_line_and_exit_2(repo: Path) -> None:
     (repo / "bad.toml").write_bytes(b"\x00\x01\xff")
     done = subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", "validate", "--config", "bad.toml"],
+        [sys.executable, "-m", "evaltape.scoring.cli", "validate", "--config", "bad.toml"],
         cwd=repo,
         capture_output=True,
         text=True,

@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from evaltape.scoring import read_record, resolve_run
-from evaltape.scoring._cli.main import cli
+from evaltape.scoring.cli.main import cli
 from evaltape.scoring.cost._pricing import PRICES_AS_OF, format_cost
 
 AGENTS = Path(__file__).parent / "agents"

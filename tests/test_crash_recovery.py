@@ -94,7 +94,7 @@ def _env(scratch: Path) -> dict[str, str]:
 
 def _evaltape(project: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=project,
         env=env,
         capture_output=True,
@@ -156,7 +156,7 @@ def test_a_killed_driver_loses_no_answered_exchange_and_recover_closes_the_run(
     with LoopServer(calls=CALLS, hold_after=HOLD_AFTER, quick=2) as server:
         project = _project(tmp_path, server.url, executor)
         driver = subprocess.Popen(
-            [sys.executable, "-m", "evaltape.scoring._cli", "live", "-m", "fake-1",
+            [sys.executable, "-m", "evaltape.scoring.cli", "live", "-m", "fake-1",
              "--trials", "2"],
             cwd=project,
             env=env,

@@ -16,7 +16,7 @@ from agents.chat_server import ChatServer
 from click.testing import CliRunner
 
 from evaltape.scoring import AttemptResult, RunKind, Verdict, read_record, resolve_run
-from evaltape.scoring._cli.main import cli
+from evaltape.scoring.cli.main import cli
 from evaltape.scoring.verdicts._entry_check import EntryVerdict, entry_exit_code, entry_results
 
 AGENTS = Path(__file__).parent / "agents"
@@ -86,7 +86,7 @@ def evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env["OPENAI_API_KEY"] = "sk-test-0123456789abcdefghijklmnop"
     env.pop("CHAT_AGENT_VARIANT", None)
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=project,
         env=env,
         capture_output=True,

@@ -10,13 +10,13 @@ ROOT = Path(__file__).parent.parent
 
 WITHOUT_RAY = (
     "import sys; sys.modules['ray'] = None\n"  # `import ray` fails as if not installed
-    "from evaltape.scoring._cli.main import cli\n"
+    "from evaltape.scoring.cli.main import cli\n"
     "cli(sys.argv[1:])\n"
 )
 
 
 def _evaltape(*args: str, without_ray: bool = False) -> subprocess.CompletedProcess[str]:
-    head = ["-c", WITHOUT_RAY] if without_ray else ["-m", "evaltape.scoring._cli"]
+    head = ["-c", WITHOUT_RAY] if without_ray else ["-m", "evaltape.scoring.cli"]
     return subprocess.run(
         [sys.executable, *head, *args], cwd=ROOT, capture_output=True, text=True, timeout=300
     )

@@ -22,12 +22,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.resources import Resource
 
 from evaltape.scoring import read_record, resolve_run
-from evaltape.scoring.export._config import Target
-from evaltape.scoring.export._sdk_spans import sdk_spans
-from evaltape.scoring.export._send import Backoff, ExportFailed, Sender
-from evaltape.scoring.export._span_model import Span as SpanValue
-from evaltape.scoring.export._span_model import SpanKind
-from evaltape.scoring.export._traces_out import EXPORTER_LOGGERS, TraceSender
+from evaltape.scoring.outputs.export._config import Target
+from evaltape.scoring.outputs.export._sdk_spans import sdk_spans
+from evaltape.scoring.outputs.export._send import Backoff, ExportFailed, Sender
+from evaltape.scoring.outputs.export._span_model import Span as SpanValue
+from evaltape.scoring.outputs.export._span_model import SpanKind
+from evaltape.scoring.outputs.export._traces_out import EXPORTER_LOGGERS, TraceSender
 
 AGENTS = Path(__file__).parent / "agents"
 REPO = Path(__file__).parent.parent
@@ -140,7 +140,7 @@ def live(root: Path, **env: str) -> subprocess.CompletedProcess[str]:
         [
             sys.executable,
             "-m",
-            "evaltape.scoring._cli",
+            "evaltape.scoring.cli",
             "live",
             "-m",
             "fake-1",
@@ -326,7 +326,7 @@ def test_export_command_reports_a_dead_collector_and_exits_1(
     port = closed_port()
     base = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "LANGFUSE_"))}
     done = subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", "export"],
+        [sys.executable, "-m", "evaltape.scoring.cli", "export"],
         cwd=root,
         env=base
         | {

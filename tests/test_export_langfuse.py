@@ -26,8 +26,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from evaltape.recorder import Session, TapeReader, fold
 from evaltape.scoring import read_record, resolve_run
-from evaltape.scoring.export._config import ExportConfigError, export_config
 from evaltape.scoring.judge._role import judge_exchanges
+from evaltape.scoring.outputs.export._config import ExportConfigError, export_config
 
 REPO = Path(__file__).parent.parent
 PUBLIC = "pk-lf-test-public"
@@ -434,7 +434,7 @@ def evaltape(
         **(extra_env or {}),
     }
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=project,
         env=env,
         capture_output=True,

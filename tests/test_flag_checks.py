@@ -34,7 +34,7 @@ def evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
         OPENAI_API_KEY="sk-test-0123456789abcdefghijklmnop",
     )
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=project,
         env=env,
         capture_output=True,

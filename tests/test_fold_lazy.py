@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaltape.recorder import Event, ModelCall, Session, TapeReader, Usage, fold
-from evaltape.recorder._adapters._model import REQUEST_SIDE
+from evaltape.recorder.apis._model import REQUEST_SIDE
 from evaltape.scoring import Case, make_scorer
 from evaltape.scoring.cases._frozen import FrozenMap
 
@@ -150,7 +150,7 @@ def test_calls_without_a_response_leave_the_shared_blank_call_as_it_was() -> Non
     no response (the transport failed) is that value, so the fold copies it before
     setting what the exchange says."""
     from evaltape.recorder import Exchange, Request, SessionStarted, TransportError
-    from evaltape.recorder._adapters._model import blank
+    from evaltape.recorder.apis._model import blank
 
     def failed(n: int) -> Exchange:
         return Exchange(
@@ -192,7 +192,7 @@ def test_calls_without_a_response_leave_the_shared_blank_call_as_it_was() -> Non
     )
 )
 def test_a_sessions_usage_is_the_turns_added_one_by_one(usages: list[Usage]) -> None:
-    from evaltape.recorder._adapters._model import total_usage
+    from evaltape.recorder.apis._model import total_usage
 
     expected = Usage()
     for usage in usages:

@@ -175,7 +175,7 @@ def test_the_previous_bodys_last_message_is_taken_over_not_parsed_again() -> Non
 def test_a_conversation_ending_in_a_number_is_parsed_again_where_it_grows() -> None:
     """A number's parse depends on the character after it (``1`` then ``12``), so only
     items that close themselves are taken over where the common text ends."""
-    from evaltape.recorder._adapters._reuse import BodyParser
+    from evaltape.recorder.apis.reuse._session import BodyParser
 
     parser = BodyParser("messages")
     bodies = [
@@ -208,7 +208,7 @@ _TAILS = [
 def test_values_after_the_conversation_parse_as_json_loads_however_the_tail_changes() -> None:
     """The values after the conversation array are taken over when the whole text after
     it recurs; repeated keys, a second conversation and numbers still read as json.loads."""
-    from evaltape.recorder._adapters._reuse import BodyParser
+    from evaltape.recorder.apis.reuse._session import BodyParser
 
     parser = BodyParser("messages")
     items: list[str] = []
@@ -238,7 +238,7 @@ _JSON = st.recursive(
     )
 )
 def test_any_sequence_of_tails_parses_as_json_loads(tails: list[dict[str, Any]]) -> None:
-    from evaltape.recorder._adapters._reuse import BodyParser
+    from evaltape.recorder.apis.reuse._session import BodyParser
 
     parser = BodyParser("messages")
     items: list[str] = []
@@ -408,8 +408,8 @@ def test_the_framing_test_reaches_both_the_byte_paths_and_the_general_one(
 ) -> None:
     """Undamaged recorded streams take the paths that cut events from the bytes; the
     damage above sends a body to ``parse_sse`` (shown for one of each kind)."""
-    from evaltape.recorder._adapters import _anthropic, _openai_chat
-    from evaltape.recorder._adapters._model import ModelCall
+    from evaltape.recorder.apis import _anthropic, _openai_chat
+    from evaltape.recorder.apis._model import ModelCall
 
     for exchange in streams:
         assert exchange.response is not None
@@ -450,9 +450,9 @@ def test_lines_that_give_two_values_and_none_are_not_taken_for_two_events(
 
 
 def test_a_data_line_in_place_of_the_blank_line_after_an_event_is_read_as_its_own() -> None:
-    from evaltape.recorder._adapters import _anthropic
-    from evaltape.recorder._adapters._model import ModelCall
-    from evaltape.recorder._adapters._sse import parse_sse
+    from evaltape.recorder.apis import _anthropic
+    from evaltape.recorder.apis._bodies import parse_sse
+    from evaltape.recorder.apis._model import ModelCall
 
     body = (
         b'event: message_start\ndata: {"type": "message_start", "message": {"id": "m"}}\n'
@@ -522,9 +522,9 @@ def _delta(index: int, kind: str, **fields: object) -> bytes:
 def _read_every_way(body: bytes, what: str) -> Any:
     """The call the byte path reads from an Anthropic stream ``body``, checked against
     the general walk's and the reference decoder's."""
-    from evaltape.recorder._adapters import _anthropic
-    from evaltape.recorder._adapters._model import ModelCall
-    from evaltape.recorder._adapters._sse import parse_sse
+    from evaltape.recorder.apis import _anthropic
+    from evaltape.recorder.apis._bodies import parse_sse
+    from evaltape.recorder.apis._model import ModelCall
 
     call = ModelCall(api=_anthropic.API)
     quick = _anthropic.read_stream_bytes(call, body)
@@ -595,9 +595,9 @@ def test_pings_and_events_named_error_on_the_byte_path_read_as_the_general_walk(
     not parse to the general walk.  An event named ``error`` is an error only where its
     data has no type of its own, on both paths; an event without a type is read by its
     name, by the general walk."""
-    from evaltape.recorder._adapters import _anthropic
-    from evaltape.recorder._adapters._model import ModelCall
-    from evaltape.recorder._adapters._sse import parse_sse
+    from evaltape.recorder.apis import _anthropic
+    from evaltape.recorder.apis._bodies import parse_sse
+    from evaltape.recorder.apis._model import ModelCall
 
     def event(name: str, data: str) -> bytes:
         return f"event: {name}\ndata: {data}\n\n".encode()
@@ -658,9 +658,9 @@ def test_a_message_start_of_any_shape_reads_as_the_general_walk() -> None:
     """The byte path reads only the id, model and usage of ``message_start``'s message
     (and skips the rest unbuilt); whatever the message holds, the call is the general
     walk's, or the body is left to it."""
-    from evaltape.recorder._adapters import _anthropic
-    from evaltape.recorder._adapters._model import ModelCall
-    from evaltape.recorder._adapters._sse import parse_sse
+    from evaltape.recorder.apis import _anthropic
+    from evaltape.recorder.apis._bodies import parse_sse
+    from evaltape.recorder.apis._model import ModelCall
 
     stop = b'event: message_stop\ndata: {"type": "message_stop"}\n\n'
     messages = [
@@ -692,9 +692,9 @@ def test_a_message_start_of_any_shape_reads_as_the_general_walk() -> None:
 def test_tool_call_fragments_that_name_the_call_late_or_come_two_at_once() -> None:
     """A call begun without its id or name takes them from a later fragment, and a chunk
     with fragments of two calls adds to both: as the general walk reads them."""
-    from evaltape.recorder._adapters import _openai_chat
-    from evaltape.recorder._adapters._model import ModelCall
-    from evaltape.recorder._adapters._sse import parse_sse
+    from evaltape.recorder.apis import _openai_chat
+    from evaltape.recorder.apis._bodies import parse_sse
+    from evaltape.recorder.apis._model import ModelCall
 
     def chunk(*fragments: dict[str, Any]) -> bytes:
         delta = {"tool_calls": list(fragments)}

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from evaltape.scoring import AttemptResult, RunKind, RunLog, RunRecord, RunState, Verdict
-from evaltape.scoring._cli.main import cli
+from evaltape.scoring.cli.main import cli
 from evaltape.scoring.results._record_files import write_record
 from evaltape.scoring.results._records import make_run_id
 
@@ -193,7 +193,7 @@ def test_a_damaged_or_newer_record_is_one_line_without_traceback(results: Path) 
     path.write_text(json.dumps(data))
     args = ["status", run_id, "--results", str(results)]
     done = subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -205,7 +205,7 @@ def test_a_damaged_or_newer_record_is_one_line_without_traceback(results: Path) 
         [
             sys.executable,
             "-m",
-            "evaltape.scoring._cli",
+            "evaltape.scoring.cli",
             "status",
             "nope",
             "--results",

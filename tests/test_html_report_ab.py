@@ -32,7 +32,7 @@ def evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AB_AGENT_"))}
     env |= {"PYTHONPATH": os.pathsep.join([str(AGENTS), str(REPO)]), "OPENAI_API_KEY": "sk-x"}
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=project, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
 

@@ -35,18 +35,18 @@ from evaltape.scoring import (
     rejudge_offline,
     score_session,
 )
-from evaltape.scoring.export._span_scores import attempt_scores
 from evaltape.scoring.judge._floors import judge_status
 from evaltape.scoring.judge._judge import Judge, resolve_judge
 from evaltape.scoring.judge._judgement import JudgeState, JudgeStatus
 from evaltape.scoring.judge._prompt import VERDICT_SCHEMA, parse_verdict
 from evaltape.scoring.judge._role import JUDGE_ROLE, judge_exchanges
-from evaltape.scoring.run._agents import load_agent, parse_agent
+from evaltape.scoring.outputs.export._span_scores import attempt_scores
 from evaltape.scoring.run._jobs import JobEnv, JobResult, LiveWire
 from evaltape.scoring.run._plan import plan_live, plan_replay
-from evaltape.scoring.run._pool import run_pool
 from evaltape.scoring.run._setup import RunRefused, judge_for
 from evaltape.scoring.run._stop import Stop
+from evaltape.scoring.run.attempt._agents import load_agent, parse_agent
+from evaltape.scoring.run.executors._pool import run_pool
 from evaltape.scoring.verdicts._replaycheck import Change
 
 AGENTS_DIR = Path(__file__).parent / "agents"
@@ -588,7 +588,7 @@ def _evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env["OPENAI_API_KEY"] = "sk-agent-0123456789abcdefghijklmnop"
     env["EVALTAPE_JUDGE_API_KEY"] = JUDGE_KEY
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=project,
         env=env,
         capture_output=True,

@@ -133,7 +133,7 @@ def evaltape(
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env["OPENAI_API_KEY"] = "sk-test-0123456789abcdefghijklmnop"
     done = subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=project,
         env=env,
         capture_output=True,

@@ -31,7 +31,7 @@ GOOGLE = "AIzaSyA-1234567890abcdefghijklmnopqrstu"
 
 def _lint(*paths: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", "lint", *map(str, paths)],
+        [sys.executable, "-m", "evaltape.scoring.cli", "lint", *map(str, paths)],
         capture_output=True,
         text=True,
     )

@@ -54,7 +54,7 @@ def evaltape(
     project: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=project,
         env=agent_env(env),
         capture_output=True,
@@ -293,7 +293,7 @@ def test_ctrl_c_keeps_every_finished_attempt(tmp_path: Path, server: ChatServer)
         [
             sys.executable,
             "-m",
-            "evaltape.scoring._cli",
+            "evaltape.scoring.cli",
             "live",
             "-m",
             "fake-1",

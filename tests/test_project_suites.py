@@ -105,7 +105,7 @@ def test_the_shipped_suites_load_with_every_kind() -> None:
 
 def test_the_validate_command_accepts_them() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", "validate", "evals"],
+        [sys.executable, "-m", "evaltape.scoring.cli", "validate", "evals"],
         cwd=ROOT,
         capture_output=True,
         text=True,

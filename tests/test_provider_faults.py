@@ -132,7 +132,7 @@ def test_broken_answers_of_a_provider_are_infrastructure_failures(
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
     env.update(PYTHONPATH=str(REPO), OPENAI_API_KEY="sk-test-0123456789abcdefghijklmnop")
     live = subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", "live", "-m", "fake-1", "--retries", "0"],
+        [sys.executable, "-m", "evaltape.scoring.cli", "live", "-m", "fake-1", "--retries", "0"],
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -23,7 +23,7 @@ from evaltape.scoring import (
     load_suites,
     wilson,
 )
-from evaltape.scoring._cli.main import cli
+from evaltape.scoring.cli.main import cli
 from evaltape.scoring.verdicts._quarantine import Standing, history_records, quarantine_report
 
 REPO = Path(__file__).parent.parent
@@ -247,7 +247,7 @@ def test_an_empty_history_reports_nothing_and_exits_0(
 def _cli(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(REPO))
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", "quarantine-report", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", "quarantine-report", *args],
         cwd=project,
         env=env,
         capture_output=True,

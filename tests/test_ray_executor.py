@@ -27,13 +27,13 @@ from evaltape.recorder import Source, Status, TapeReader, to_plain
 from evaltape.scoring import Suite, Verdict, load_config, load_suites
 from evaltape.scoring.checks._score import completed_without_error
 from evaltape.scoring.checks._scorers import make_scorer
-from evaltape.scoring.run._agents import load_agent, parse_agent
-from evaltape.scoring.run._executor import thread_executor
-from evaltape.scoring.run._executors import ray_environment
 from evaltape.scoring.run._jobs import JobEnv, JobResult, LiveWire
 from evaltape.scoring.run._plan import plan_live
-from evaltape.scoring.run._pool import PoolOutcome, run_pool
 from evaltape.scoring.run._stop import Stop
+from evaltape.scoring.run.attempt._agents import load_agent, parse_agent
+from evaltape.scoring.run.executors._choose import ray_environment
+from evaltape.scoring.run.executors._executor import thread_executor
+from evaltape.scoring.run.executors._pool import PoolOutcome, run_pool
 from evaltape.scoring.verdicts._replaycheck import find_tapes
 
 pytestmark = [
@@ -66,7 +66,7 @@ def ray_address() -> Iterator[str]:
 
 
 def _ray(ray_address: str) -> Any:
-    from evaltape.scoring.run._ray_executor import ray_executor
+    from evaltape.scoring.run.executors._ray import ray_executor
 
     return ray_executor(address=ray_address, project=AGENTS)
 
@@ -195,7 +195,7 @@ def _dead(pid: int) -> bool:
 def test_killing_a_worker_mid_run_marks_its_attempt_infra_and_the_run_completes(
     tmp_path: Path, ray_address: str
 ) -> None:
-    from evaltape.scoring.run._ray_executor import ray_executor
+    from evaltape.scoring.run.executors._ray import ray_executor
 
     (tmp_path / "pid_agent.py").write_text(PID_AGENT)
     pids = tmp_path / "pids"
@@ -241,7 +241,7 @@ def _replay(results: Path, *extra: str) -> list[tuple[Any, ...]]:
         [
             sys.executable,
             "-m",
-            "evaltape.scoring._cli",
+            "evaltape.scoring.cli",
             "replay",
             "--results",
             str(results),
@@ -272,8 +272,8 @@ def test_replay_of_the_shipped_cassettes_on_ray_gives_the_thread_pools_verdicts(
 def test_rescore_in_batches_on_ray_gives_the_in_process_results_in_order(
     ray_address: str,
 ) -> None:
-    from evaltape.scoring.run._ray_rescore import RayRescorer
-    from evaltape.scoring.run._rescore_tapes import rescore_tapes
+    from evaltape.scoring.run.executors._ray_rescore import RayRescorer
+    from evaltape.scoring.run.rescore._tapes import rescore_tapes
 
     config = load_config(ROOT)
     suites = load_suites([config.suites], rubrics_dir=config.rubrics)

@@ -42,7 +42,7 @@ from evaltape.scoring import (
     read_record,
     recover_run,
 )
-from evaltape.scoring._cli.main import cli
+from evaltape.scoring.cli.main import cli
 from evaltape.scoring.results._record_files import write_record
 
 RUN = "20261203T070000.000Z-abc123"

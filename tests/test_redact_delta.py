@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from test_redact_speed import NOISE, SECRETS
 
 from evaltape.recorder import Redactor, SecretRule
-from evaltape.recorder._redact_delta import SessionRedactor, reach, rule_reach
-from evaltape.recorder._secret_rules import DEFAULT_RULES
+from evaltape.recorder.redact._delta import SessionRedactor, reach, rule_reach
+from evaltape.recorder.redact._rules import DEFAULT_RULES
 
 LIMIT = 120
 

@@ -22,8 +22,8 @@ from test_redact_speed import NOISE, SECRETS
 from evaltape.recorder import (
     default_redactor,
 )
-from evaltape.recorder._redact_delta import SessionRedactor
-from evaltape.recorder._secret_views import line_marks
+from evaltape.recorder.redact._delta import SessionRedactor
+from evaltape.recorder.redact._views import line_marks
 
 VALUE = "zq8Lm2Vx9Pw4QaT7"
 REDACTOR = default_redactor().extended(values=[VALUE])

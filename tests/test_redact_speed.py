@@ -13,7 +13,7 @@ import random
 import attrs
 
 from evaltape.recorder import Redactor
-from evaltape.recorder._secret_rules import DEFAULT_RULES
+from evaltape.recorder.redact._rules import DEFAULT_RULES
 
 SECRETS = [
     b"sk-ant-api03-" + b"A1b2C3d4E5f6G7h8I9j0kLmN",

@@ -79,7 +79,7 @@ def evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     }
     env |= {"EVALTAPE_AGENT_STRATEGY": "forced", "PYTHONDONTWRITEBYTECODE": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=project,
         env=env,
         capture_output=True,

@@ -91,7 +91,7 @@ def evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     }
     env |= {"EVALTAPE_AGENT_STRATEGY": "forced", "PYTHONDONTWRITEBYTECODE": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=project, env=env, capture_output=True, text=True, timeout=180,
     )  # fmt: skip
 

@@ -37,12 +37,12 @@ from evaltape.recorder import (
     fold,
     open_session,
 )
-from evaltape.recorder._adapters._reuse import BodyParser
-from evaltape.recorder._adapters._reuse_chain import Chain
-from evaltape.recorder._adapters._reuse_check import check, follow
-from evaltape.recorder._adapters._reuse_pieces import _pieces, _usual
-from evaltape.recorder._delta import DeltaBody, DeltaDecoder
 from evaltape.recorder._events import unbuilt_body
+from evaltape.recorder.apis.reuse._chain import Chain
+from evaltape.recorder.apis.reuse._check import check, follow
+from evaltape.recorder.apis.reuse._pieces import _pieces, _usual
+from evaltape.recorder.apis.reuse._session import BodyParser
+from evaltape.recorder.tape._delta import DeltaBody, DeltaDecoder
 
 _URL = "http://127.0.0.1:9/v1/chat/completions"
 _REPLY = json.dumps(

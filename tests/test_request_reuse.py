@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaltape.recorder._adapters._reuse import BodyParser
+from evaltape.recorder.apis.reuse._session import BodyParser
 
 _SCALARS = (
     st.none()
@@ -161,7 +161,7 @@ def test_a_session_that_alternates_streaming_takes_over_both_tails(
     """Asking with and without streaming alternates the fields after the conversation;
     each recurring tail is taken over (parsed once, its values the same objects), and
     every body still parses as json.loads."""
-    from evaltape.recorder._adapters import _reuse_quick
+    from evaltape.recorder.apis.reuse import _quick as _reuse_quick
 
     parses: list[int] = []
 

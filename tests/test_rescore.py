@@ -96,7 +96,7 @@ def run_cli(
     base = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
     base["PYTHONPATH"] = os.pathsep.join([str(project), str(AGENTS), str(REPO)])
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=project,
         env=base | (env or {}),
         capture_output=True,
@@ -125,7 +125,7 @@ def offline(project: Path, *args: str) -> tuple[subprocess.CompletedProcess[str]
         "NO_SOCKET_LOG": str(log),
     }
     done = subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", "rescore", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", "rescore", *args],
         cwd=project,
         env=env,
         capture_output=True,

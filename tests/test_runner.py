@@ -23,20 +23,25 @@ from evaltape.recorder import (
     TapeReader,
     fold,
 )
-from evaltape.recorder._buffer import SessionBuffer
 from evaltape.recorder._events import SessionEnded
-from evaltape.recorder._frames import FILE_FIXED_SIZE, file_header_size
-from evaltape.recorder._writer import DEFAULT_LEVEL
+from evaltape.recorder.tape._buffer import SessionBuffer
+from evaltape.recorder.tape._frames import FILE_FIXED_SIZE, file_header_size
+from evaltape.recorder.tape._writer import DEFAULT_LEVEL
 from evaltape.scoring import Case, Score, Suite, Verdict, load_suites
-from evaltape.scoring._cli._progress import Progress
+from evaltape.scoring._network import retry_delay
 from evaltape.scoring.checks._score import completed_without_error
-from evaltape.scoring.run._agents import AgentKind, load_agent, parse_agent, retry_delay
-from evaltape.scoring.run._attempt import LIVE_LEVEL, run_job
+from evaltape.scoring.outputs.console._progress import Progress
 from evaltape.scoring.run._jobs import JobEnv, JobResult, LiveWire
 from evaltape.scoring.run._plan import plan_live, plan_replay
-from evaltape.scoring.run._pool import run_pool
 from evaltape.scoring.run._stop import Stop, StopKind
-from evaltape.scoring.run._workspace import make_workspace, remove_workspace, snapshot_workspace
+from evaltape.scoring.run.attempt._agents import AgentKind, load_agent, parse_agent
+from evaltape.scoring.run.attempt._attempt import LIVE_LEVEL, run_job
+from evaltape.scoring.run.attempt._workspace import (
+    make_workspace,
+    remove_workspace,
+    snapshot_workspace,
+)
+from evaltape.scoring.run.executors._pool import run_pool
 from evaltape.scoring.verdicts._replaycheck import (
     Change,
     HarnessChange,

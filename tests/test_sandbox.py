@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evaltape.replay import Sandbox, SandboxError, SandboxPolicy, run_sandboxed
+from evaltape.scoring.sandbox import Sandbox, SandboxError, SandboxPolicy, run_sandboxed
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
 

@@ -102,7 +102,7 @@ def evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env["EVALTAPE_TEST_API_KEY"] = PLANTED
     env["EVALTAPE_AGENT_STRATEGY"] = "auto"
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=project,
         env=env,
         capture_output=True,
@@ -223,7 +223,7 @@ def test_without_bubblewrap_the_run_is_refused_unless_the_user_opts_out(
         env.update(PYTHONPATH=os.pathsep.join([str(AGENTS), str(REPO)]), **no_bwrap)
         env["OPENAI_API_KEY"] = PLANTED
         return subprocess.run(
-            [sys.executable, "-m", "evaltape.scoring._cli", *args],
+            [sys.executable, "-m", "evaltape.scoring.cli", *args],
             cwd=project,
             env=env,
             capture_output=True,

@@ -272,7 +272,7 @@ def test_cli_writes_a_script_session(tmp_path: Path) -> None:
     script = tmp_path / "s.json"
     script.write_text(json.dumps(SCRIPT))
     out = tmp_path / "out.tape"
-    cmd = [sys.executable, "-m", "evaltape.scoring._cli", "script", str(script), "-o", str(out)]
+    cmd = [sys.executable, "-m", "evaltape.scoring.cli", "script", str(script), "-o", str(out)]
     run = subprocess.run(
         [*cmd, "--flavor", "anthropic.messages", "--stream", "--case", "other"],
         capture_output=True,
@@ -331,7 +331,7 @@ def test_cli_reports_a_bad_script_in_one_line_and_exits_2(tmp_path: Path) -> Non
         [
             sys.executable,
             "-m",
-            "evaltape.scoring._cli",
+            "evaltape.scoring.cli",
             "script",
             str(path),
             "-o",

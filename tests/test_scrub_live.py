@@ -39,7 +39,7 @@ def evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "EVALTAPE_"))}
     env["PYTHONPATH"] = str(AGENTS)
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=project, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
 

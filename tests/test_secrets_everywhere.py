@@ -31,7 +31,7 @@ import pytest
 from evaltape.recorder import Exchange, WorkspaceSnapshot, read_sessions, to_plain
 
 REPO = Path(__file__).parent.parent
-_CLI = (sys.executable, "-m", "evaltape.scoring._cli")
+_CLI = (sys.executable, "-m", "evaltape.scoring.cli")
 
 
 def _random(n: int, alphabet: str = string.ascii_letters + string.digits) -> str:

@@ -32,7 +32,7 @@ from evaltape.recorder import (
     journal_tape,
     open_session,
 )
-from evaltape.recorder._frames import FRAME_HEADER_SIZE, MAX_WINDOW, parse_frame_header, walk
+from evaltape.recorder.tape._frames import FRAME_HEADER_SIZE, MAX_WINDOW, parse_frame_header, walk
 
 HEADER = SessionStarted(session_id="00000000000000aa", started_at=1e9, case_id="c1")
 

@@ -85,7 +85,7 @@ def replay(project: Path) -> subprocess.CompletedProcess[str]:
     }
     env |= {"EVALTAPE_AGENT_STRATEGY": "forced", "PYTHONDONTWRITEBYTECODE": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", "replay", "--suite", SUITE],
+        [sys.executable, "-m", "evaltape.scoring.cli", "replay", "--suite", SUITE],
         cwd=project,
         env=env,
         capture_output=True,

@@ -60,7 +60,7 @@ def test_a_terminate_signal_cancels_the_run_like_ctrl_c(
         TMPDIR=str(scratch),
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "evaltape.scoring._cli", "live", "-m", "fake-1"],
+        [sys.executable, "-m", "evaltape.scoring.cli", "live", "-m", "fake-1"],
         cwd=project,
         env=env,
         stderr=subprocess.PIPE,

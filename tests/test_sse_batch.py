@@ -19,9 +19,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaltape.recorder._adapters import _anthropic, _openai_chat, _openai_responses
-from evaltape.recorder._adapters._model import ModelCall
-from evaltape.recorder._adapters._sse import SseStream, decode_payloads, load_json_text, parse_sse
+from evaltape.recorder.apis import _anthropic, _openai_chat, _openai_responses
+from evaltape.recorder.apis._bodies import SseStream, decode_payloads, load_json_text, parse_sse
+from evaltape.recorder.apis._model import ModelCall
 
 TRICKY = [
     "[[1",

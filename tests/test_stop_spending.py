@@ -49,7 +49,7 @@ def test_after_sigterm_no_new_call_reaches_the_provider_and_every_call_is_on_a_t
         concurrency=2,
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "evaltape.scoring._cli", "live", "-m", "fake-1"],
+        [sys.executable, "-m", "evaltape.scoring.cli", "live", "-m", "fake-1"],
         cwd=project,
         env=agent_env(),
         stderr=subprocess.PIPE,

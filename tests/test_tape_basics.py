@@ -56,7 +56,7 @@ def test_show_lists_the_demo_tape(tmp_path: Path) -> None:
         [sys.executable, str(root / "evals" / "make_demo_tape.py"), str(path)], check=True
     )
     out = subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", "show", str(path)],
+        [sys.executable, "-m", "evaltape.scoring.cli", "show", str(path)],
         check=True,
         capture_output=True,
         text=True,
@@ -71,7 +71,7 @@ def test_show_refuses_what_is_not_a_readable_file_in_one_line(tmp_path: Path) ->
     os.mkfifo(fifo)  # opening it for reading would wait for a writer forever
     for path, said in ((fifo, "not a regular file"), (Path("/proc/self/mem"), "cannot read")):
         done = subprocess.run(
-            [sys.executable, "-m", "evaltape.scoring._cli", "show", str(path)],
+            [sys.executable, "-m", "evaltape.scoring.cli", "show", str(path)],
             capture_output=True,
             text=True,
             timeout=60,

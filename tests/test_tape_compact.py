@@ -27,8 +27,8 @@ from evaltape.recorder import (
     TapeReader,
     open_session,
 )
-from evaltape.recorder._codec import to_plain
-from evaltape.recorder._pack import Packer, Unpacker
+from evaltape.recorder.tape._codec import to_plain
+from evaltape.recorder.tape._pack import Packer, Unpacker
 
 ROOT = Path(__file__).resolve().parents[1]
 SID = "00000000000000c1"
@@ -231,7 +231,7 @@ def test_a_refused_exchange_leaves_the_header_table_as_the_reader_knows_it(tmp_p
 
 
 def test_the_static_header_table_in_the_format_page_is_the_one_readers_use() -> None:
-    from evaltape.recorder._compact_headers import STATIC
+    from evaltape.recorder.tape._headers import STATIC
 
     page = (ROOT / "docs" / "format.md").read_text()
     listed = page[page.index("The static table, in order") : page.index("(63 pairs;")]
@@ -265,7 +265,7 @@ def test_stored_headers_of_table_entries_and_content_length_read_one_by_one(
 ) -> None:
     """Lists of table entries, with or without the request's own content-length (one
     ``true``), take shortcuts; each reads as the headers one by one would."""
-    from evaltape.recorder._compact_headers import HeaderTable
+    from evaltape.recorder.tape._headers import HeaderTable
 
     table = HeaderTable()
     expected = _pairs_one_by_one(table, stored, length)
@@ -282,7 +282,7 @@ def test_stored_headers_of_table_entries_and_content_length_read_one_by_one(
 def test_the_readers_header_table_keeps_step_with_the_writers_past_its_limit() -> None:
     """Pairs of their own (a new value, a name the table lacks, the same new pair twice
     in one list) read back as written, before and after the table is full."""
-    from evaltape.recorder._compact_headers import MAX_TABLE, HeaderTable
+    from evaltape.recorder.tape._headers import MAX_TABLE, HeaderTable
 
     writer, reader = HeaderTable(), HeaderTable()
     for n in range(MAX_TABLE // 8 + 40):

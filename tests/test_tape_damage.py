@@ -40,8 +40,8 @@ from evaltape.recorder import (
     to_plain,
 )
 from evaltape.recorder._events import FactKind
-from evaltape.recorder._frames import FLAG_START, MAX_EVENT_BYTES, file_header, frame
 from evaltape.recorder._version import WRITER
+from evaltape.recorder.tape._frames import FLAG_START, MAX_EVENT_BYTES, file_header, frame
 
 
 @attrs.frozen
@@ -371,7 +371,7 @@ def test_hostile_frames_are_refused_clearly_in_bounded_memory(tmp_path: Path, na
 
 def _show(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", "show", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", "show", *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -423,7 +423,7 @@ def test_reading_does_not_depend_on_the_environment(small: Written, tmp_path: Pa
     path.write_bytes(small.data)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LC_")} | {"LANG": "C"}
     result = subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", "show", "--json", str(path)],
+        [sys.executable, "-m", "evaltape.scoring.cli", "show", "--json", str(path)],
         capture_output=True,
         text=True,
         env=env,

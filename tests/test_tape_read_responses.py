@@ -25,8 +25,8 @@ from evaltape.recorder import (
     open_session,
     to_plain,
 )
-from evaltape.recorder._frames import FLAG_END, FLAG_START, frame
-from evaltape.recorder._pack import Packer
+from evaltape.recorder.tape._frames import FLAG_END, FLAG_START, frame
+from evaltape.recorder.tape._pack import Packer
 
 CHUNKS = (
     Chunk(at=0.001, data=b"data: {}\n\n"),

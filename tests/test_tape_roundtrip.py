@@ -35,8 +35,8 @@ from evaltape.recorder import (
     open_session,
     to_plain,
 )
-from evaltape.recorder._frames import FLAG_END, FLAG_START, MAGIC, frame
-from evaltape.recorder._pack import Packer
+from evaltape.recorder.tape._frames import FLAG_END, FLAG_START, MAGIC, frame
+from evaltape.recorder.tape._pack import Packer
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

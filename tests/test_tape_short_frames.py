@@ -17,8 +17,8 @@ from evaltape.recorder import (
     open_session,
     rewrite_tape,
 )
-from evaltape.recorder._buffer import SessionBuffer, append_session
-from evaltape.recorder._frames import MAGIC, short_frame
+from evaltape.recorder.tape._buffer import SessionBuffer, append_session
+from evaltape.recorder.tape._frames import MAGIC, short_frame
 
 FULL_SYNC, SHORT_SYNC = b"\xf0\x9f\x93\xbc", b"\xf0\x9f\x93\xbd"
 A, B, C = "00000000000000a1", "00000000000000b2", "00000000000000c3"

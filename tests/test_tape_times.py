@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evaltape.recorder import Exchange, Request, SessionStarted, TapeReader, open_session
-from evaltape.recorder._codec import to_plain
-from evaltape.recorder._frames import parse_file_header
-from evaltape.recorder._pack import Packer, Unpacker
+from evaltape.recorder.tape._codec import to_plain
+from evaltape.recorder.tape._frames import parse_file_header
+from evaltape.recorder.tape._pack import Packer, Unpacker
 
 SID = "00000000000000d1"
 

@@ -117,7 +117,7 @@ def project(tmp_path: Path) -> Path:
 
 def trace(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", "trace", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", "trace", *args],
         cwd=project,
         env=os.environ | {"PYTHONPATH": str(REPO)},
         capture_output=True,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from evaltape.scoring._cli.main import cli
+from evaltape.scoring.cli.main import cli
 
 DATA = Path(__file__).parent / "data" / "cases"
 GOOD = DATA / "good"
@@ -57,7 +57,7 @@ def _invoke(cwd: Path, *args: str) -> Result:
 
 def _run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=cwd,
         capture_output=True,
         text=True,

@@ -14,12 +14,12 @@ from evaltape.recorder import (
     SessionStarted,
     TapeError,
     TapeReader,
-    _table_budget,
     open_session,
 )
-from evaltape.recorder._encode import sized_params
-from evaltape.recorder._table_budget import TableBudget
-from evaltape.recorder._writer import stream_params
+from evaltape.recorder.tape import _table_budget
+from evaltape.recorder.tape._encode import sized_params
+from evaltape.recorder.tape._table_budget import TableBudget
+from evaltape.recorder.tape._writer import stream_params
 
 
 @pytest.fixture

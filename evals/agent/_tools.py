@@ -7,7 +7,7 @@ default mode, which is ``build``).  A refusal or failure is not an
 exception: it comes back as the tool's result, so the model can recover.
 Outputs never show the workspace's absolute path (it differs between a
 recording and its replay), and are cut to a fixed size.  ``bash`` runs in the
-task's sandbox (``evaltape.replay.Sandbox``): no network, the workspace the
+task's sandbox (``evaltape.scoring.sandbox.Sandbox``): no network, the workspace the
 only writable path, no API keys in its environment.
 """
 
@@ -23,8 +23,8 @@ from typing import Any
 
 import attrs
 
-from evaltape.replay import Sandbox
 from evaltape.scoring import Answer, Question, QuestionKind
+from evaltape.scoring.sandbox import Sandbox
 
 MUTATING_MODES = frozenset({"edit", "build", "danger"})
 """Modes that may change files."""

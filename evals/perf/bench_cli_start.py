@@ -80,7 +80,7 @@ def section(result: dict[str, tuple[float, float]], runs: int) -> str:
     verdict = "met" if cpu * 1e3 < TARGET_MS else "**missed**"
     return f"""{HEADING}
 
-`evaltape --help` lists the commands from the table in `scoring/_cli/main.py`
+`evaltape --help` lists the commands from the table in `scoring/cli/main.py`
 (name, module, one-line help) and imports no command; a command's module is
 imported when it runs.  {runs} runs of each, interleaved, each a fresh process.
 

@@ -35,7 +35,7 @@ import zstandard
 
 from evals.perf._report import kb, machine, replace_section
 from evaltape.recorder import Chunk, Exchange, Mode, Request, Response, SessionStarted, to_plain
-from evaltape.recorder._frames import FLAG_END, FLAG_START, file_header, frame
+from evaltape.recorder.tape._frames import FLAG_END, FLAG_START, file_header, frame
 
 HEADING = "## Reading hostile tapes"
 DOC = Path(__file__).resolve().parents[2] / "docs" / "performance.md"

@@ -53,11 +53,11 @@ from evaltape.recorder import (  # noqa: E402
     discard_journal,
     journal_path,
 )
-from evaltape.recorder._journal import JOURNAL_LEVEL, JOURNAL_WINDOW_LOG  # noqa: E402
-from evaltape.recorder._table_budget import TABLES  # noqa: E402
 from evaltape.recorder._transport import RecordingTransport  # noqa: E402
-from evaltape.recorder._writer import stream_params  # noqa: E402
-from evaltape.scoring.run._attempt import LIVE_LEVEL  # noqa: E402
+from evaltape.recorder.tape._journal import JOURNAL_LEVEL, JOURNAL_WINDOW_LOG  # noqa: E402
+from evaltape.recorder.tape._table_budget import TABLES  # noqa: E402
+from evaltape.recorder.tape._writer import stream_params  # noqa: E402
+from evaltape.scoring.run.attempt._attempt import LIVE_LEVEL  # noqa: E402
 
 HEADING = "## Journalling a run's sessions (per turn)"
 DOC = ROOT / "docs" / "performance.md"

@@ -39,8 +39,8 @@ import orjson  # noqa: E402
 from evals.perf._report import machine, publish  # noqa: E402
 from evals.perf.sdk_traffic import APIS, ModelServer, record_session  # noqa: E402
 from evaltape.recorder import Exchange, TapeReader  # noqa: E402
-from evaltape.recorder._adapters import _fast_streams as fast  # noqa: E402
-from evaltape.recorder._adapters._sse import parse_sse  # noqa: E402
+from evaltape.recorder.apis import _fast_streams as fast  # noqa: E402
+from evaltape.recorder.apis._bodies import parse_sse  # noqa: E402
 
 HEADING = "## JSON parsers on the rescore path"
 DOC = ROOT / "docs" / "performance.md"

@@ -39,13 +39,13 @@ from evals.perf.bench_runner import SlowServer, agent, write_project  # noqa: E4
 from evaltape.recorder import Source, TapeReader  # noqa: E402
 from evaltape.scoring import load_suites, make_scorer, rescore_tapes  # noqa: E402
 from evaltape.scoring.checks._score import completed_without_error  # noqa: E402
-from evaltape.scoring.run._agents import parse_agent  # noqa: E402
-from evaltape.scoring.run._executor import thread_executor  # noqa: E402
-from evaltape.scoring.run._executors import ray_environment  # noqa: E402
 from evaltape.scoring.run._jobs import JobEnv, LiveWire  # noqa: E402
 from evaltape.scoring.run._plan import plan_live, plan_replay  # noqa: E402
-from evaltape.scoring.run._pool import run_pool  # noqa: E402
 from evaltape.scoring.run._stop import Stop  # noqa: E402
+from evaltape.scoring.run.attempt._agents import parse_agent  # noqa: E402
+from evaltape.scoring.run.executors._choose import ray_environment  # noqa: E402
+from evaltape.scoring.run.executors._executor import thread_executor  # noqa: E402
+from evaltape.scoring.run.executors._pool import run_pool  # noqa: E402
 
 HEADING = "## Scaling out with Ray"
 DOC = ROOT / "docs" / "performance.md"
@@ -61,7 +61,7 @@ def timed(work: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def rescore_rows(folder: Path, sessions: int, address: str) -> dict[str, float]:
-    from evaltape.scoring.run._ray_rescore import BATCH, RayRescorer
+    from evaltape.scoring.run.executors._ray_rescore import BATCH, RayRescorer
 
     written, tapes = timed(lambda: write_tapes(folder / "cassettes", sessions))
     cases = {c.id: c for c in (make_case(i) for i in range(20))}
@@ -108,7 +108,7 @@ def _env(url: str) -> JobEnv:
 
 
 def replay_rows(folder: Path, cases: int, address: str) -> dict[str, float]:
-    from evaltape.scoring.run._ray_executor import ray_executor
+    from evaltape.scoring.run.executors._ray import ray_executor
 
     server = SlowServer(0.0)
     try:

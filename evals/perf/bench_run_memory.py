@@ -52,7 +52,7 @@ def report():
         json.dump({"peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}, f)
 atexit.register(report)
 sys.argv[0] = "evaltape"
-from evaltape.scoring._cli.main import cli
+from evaltape.scoring.cli.main import cli
 cli()
 """
 """``evaltape`` itself, reporting its own peak RSS (MiB) into a file as it exits."""

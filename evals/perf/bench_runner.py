@@ -42,14 +42,14 @@ if str(ROOT) not in sys.path:  # run as a script: make ``evals.perf`` importable
 from evaltape.recorder import Source  # noqa: E402
 from evaltape.scoring import Task, load_suites, read_record, resolve_run  # noqa: E402
 from evaltape.scoring.checks._score import completed_without_error  # noqa: E402
-from evaltape.scoring.run._agents import parse_agent  # noqa: E402
 from evaltape.scoring.run._jobs import (  # noqa: E402
     JobEnv,
     LiveWire,
 )
 from evaltape.scoring.run._plan import plan_live  # noqa: E402
-from evaltape.scoring.run._pool import run_pool  # noqa: E402
 from evaltape.scoring.run._stop import Stop  # noqa: E402
+from evaltape.scoring.run.attempt._agents import parse_agent  # noqa: E402
+from evaltape.scoring.run.executors._pool import run_pool  # noqa: E402
 
 SECTION = "## Runner concurrency"
 DOC = ROOT / "docs" / "performance.md"
@@ -193,7 +193,7 @@ def time_command(folder: Path, models: int, trials: int, concurrency: int) -> tu
     names = ",".join(f"m{n + 1}" for n in range(models))
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     started = time.monotonic()
-    argv = [sys.executable, "-m", "evaltape.scoring._cli", "live", "--compare", names]
+    argv = [sys.executable, "-m", "evaltape.scoring.cli", "live", "--compare", names]
     argv += ["--trials", str(trials), "--concurrency", str(concurrency)]
     done = subprocess.run(
         argv,

@@ -9,7 +9,7 @@ exchanges are the N-turn session.  Each exchange is sent again through an
 - ``RecordingTransport`` around that MockTransport, writing a real tape
   (redaction, delta + msgpack, the writer's zstd parameters), with ``default_redactor()`` (each
   request body scanned from shortly before what changed, in the raw bytes and
-  in every secret view; see ``recorder/_redact_delta.py``) and, up to 200
+  in every secret view; see ``recorder/redact/_delta.py``) and, up to 200
   turns, with the same redactor scanning every body whole (what it did before);
 - ``ReplayTransport`` serving the session, built inside the timing.
 
@@ -47,8 +47,8 @@ from evaltape.recorder import (  # noqa: E402
     default_redactor,
     open_session,
 )
-from evaltape.recorder._redact_delta import SessionRedactor  # noqa: E402
 from evaltape.recorder._transport import RecordingTransport  # noqa: E402
+from evaltape.recorder.redact._delta import SessionRedactor  # noqa: E402
 from evaltape.replay import ReplayTransport  # noqa: E402
 
 HEADING = "## Recording and replay per turn (SDK traffic)"

@@ -47,15 +47,14 @@ from evaltape.recorder import (  # noqa: E402
     Exchange,
     SessionStarted,
     TapeReader,
-    _frames,
-    _table_budget,
     open_session,
 )
-from evaltape.recorder._buffer import SessionBuffer, append_session  # noqa: E402
 from evaltape.recorder._events import Chunk  # noqa: E402
-from evaltape.recorder._pack import Packer  # noqa: E402
-from evaltape.recorder._writer import stream_params  # noqa: E402
-from evaltape.scoring.run._attempt import LIVE_LEVEL  # noqa: E402
+from evaltape.recorder.tape import _frames, _table_budget  # noqa: E402
+from evaltape.recorder.tape._buffer import SessionBuffer, append_session  # noqa: E402
+from evaltape.recorder.tape._pack import Packer  # noqa: E402
+from evaltape.recorder.tape._writer import stream_params  # noqa: E402
+from evaltape.scoring.run.attempt._attempt import LIVE_LEVEL  # noqa: E402
 
 HEADING = "## Tape size against Inspect AI"
 COMMAND = "python evals/perf/bench_size_sdk.py"

@@ -41,8 +41,8 @@ import evaltape.recorder as recorder  # noqa: E402
 from evals.perf._report import kb, machine, replace_section  # noqa: E402
 from evals.perf.traffic import URL, AgentSession, agent_session, dumps, write_session  # noqa: E402
 from evaltape.recorder import Chunk, Exchange, TapeReader  # noqa: E402
-from evaltape.recorder._codec import to_plain  # noqa: E402
-from evaltape.recorder._pack import Packer  # noqa: E402
+from evaltape.recorder.tape._codec import to_plain  # noqa: E402
+from evaltape.recorder.tape._pack import Packer  # noqa: E402
 
 HEADING = "## Tape size and write cost"
 COMMAND = "python evals/perf/bench_tape.py"
@@ -397,7 +397,7 @@ def _machine() -> str:
     )
 
 
-WRITER_PARAMS = "the writer's own zstd parameters (`AS_IT_GOES`, recorder/_writer.py)"
+WRITER_PARAMS = "the writer's own zstd parameters (`AS_IT_GOES`, recorder/tape/_writer.py)"
 
 
 def _ratio_table(head: list[str], rows: list[list[str]], align: str = "---:") -> list[str]:

@@ -319,7 +319,7 @@ def profile(t: Traffic, side: str, top: int = 25) -> str:
 
 
 GROUPS = (
-    ("redaction (recorder/_redact.py)", ("recorder/_redact.py",)),
+    ("redaction (recorder/redact/_redactor.py)", ("recorder/redact/_redactor.py",)),
     ("zstd compression", ("zstandard",)),
     ("tape encoding and framing (recorder/)", ("/recorder/",)),
     ("request matching (replay/_match.py, json, hashlib)", ("replay/_match.py", "/json/")),

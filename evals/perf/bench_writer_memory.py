@@ -4,7 +4,7 @@ Each open session holds one zstd compression stream.  This opens N sessions at
 once (as N concurrent attempts do), appends the same recorded exchanges to each
 in turn and ends them, in a fresh process per N, and reports the process's
 peak RSS beside the single-writer figure: with the writers' budget of match-finder
-tables (``recorder/_table_budget.py``: the first 4 open writers get 2^19 entries,
+tables (``recorder/tape/_table_budget.py``: the first 4 open writers get 2^19 entries,
 any more 2^17) and with zstd's own level-9 tables, for comparison.
 
     python evals/perf/bench_writer_memory.py           # measure and update the doc
@@ -36,7 +36,7 @@ import json, resource, sys
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
 from evaltape.recorder import SessionStarted, open_session
-from evaltape.recorder import _table_budget
+from evaltape.recorder.tape import _table_budget
 from evals.perf.traffic import agent_session
 writers, folder, tables = int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
 level = None  # the writer's own parameters

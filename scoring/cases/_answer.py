@@ -25,8 +25,8 @@ import re
 
 import attrs
 
-from evaltape.scoring.cases._fields import Messages, json_type, suggest
-from evaltape.scoring.cases._frozen import JsonValue, freeze
+from ._fields import Messages, json_type, suggest
+from ._frozen import JsonValue, freeze
 
 FIELD = "expectAnswer"
 """The case field."""

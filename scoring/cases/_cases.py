@@ -14,11 +14,11 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from evaltape.scoring._errors import ScoringError
-from evaltape.scoring.cases._answer import AnswerExpectation
-from evaltape.scoring.cases._custom import NamedScorer
-from evaltape.scoring.cases._fields import MUTATING_MODES, suggest
-from evaltape.scoring.cases._frozen import FrozenMap, JsonValue
+from .._errors import ScoringError
+from ._answer import AnswerExpectation
+from ._custom import NamedScorer
+from ._fields import MUTATING_MODES, suggest
+from ._frozen import FrozenMap, JsonValue
 
 
 class CaseKind(enum.Enum):

@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from evaltape.scoring.cases._fields import Messages, json_type
+from ._fields import Messages, json_type
 
 FIELD = "scorer"
 """The case field: one ``module:function`` or an array of them."""

@@ -7,9 +7,9 @@ import posixpath
 import re
 from collections.abc import Callable
 
-from evaltape.scoring.cases._answer import check_expect_answer
-from evaltape.scoring.cases._custom import check_scorer_field
-from evaltape.scoring.cases._fields import (
+from ._answer import check_expect_answer
+from ._custom import check_scorer_field
+from ._fields import (
     AGENT_MODES,
     KNOWN_GAP_FIELDS,
     Messages,

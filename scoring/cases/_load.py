@@ -12,11 +12,11 @@ from typing import TypeAlias
 
 import attrs
 
-from evaltape.scoring.cases._answer import build_answer
-from evaltape.scoring.cases._cases import AgentMode, Case, CaseError, KnownGap, Problem, Suite
-from evaltape.scoring.cases._custom import FIELD, SETTING, NamedScorer, import_scorer, scorer_specs
-from evaltape.scoring.cases._frozen import FrozenMap, freeze
-from evaltape.scoring.cases._validate import check_case, parse_line
+from ._answer import build_answer
+from ._cases import AgentMode, Case, CaseError, KnownGap, Problem, Suite
+from ._custom import FIELD, SETTING, NamedScorer, import_scorer, scorer_specs
+from ._frozen import FrozenMap, freeze
+from ._validate import check_case, parse_line
 
 PathLike: TypeAlias = "str | os.PathLike[str]"
 

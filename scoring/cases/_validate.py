@@ -13,8 +13,8 @@ import posixpath
 import re
 from pathlib import Path
 
-from evaltape.scoring.cases._field_checks import FIELD_CHECKS, check_text
-from evaltape.scoring.cases._fields import (
+from ._field_checks import FIELD_CHECKS, check_text
+from ._fields import (
     ANSWER_FIELDS,
     FIELDS,
     MUTATING_MODES,

@@ -11,9 +11,10 @@ import json
 import re
 
 from evaltape.recorder import Session
-from evaltape.scoring.cases._cases import Case
-from evaltape.scoring.cases._frozen import JsonValue, thaw
-from evaltape.scoring.checks._score import Check
+
+from ..cases._cases import Case
+from ..cases._frozen import JsonValue, thaw
+from ._score import Check
 
 _SHOWN = 80
 """Characters of the reply quoted in a reason before it is cut."""

@@ -9,8 +9,9 @@ line saying so, so a broken scorer is never read as a pass.
 from __future__ import annotations
 
 from evaltape.recorder import Session
-from evaltape.scoring.cases._cases import Case
-from evaltape.scoring.checks._score import Check, Score
+
+from ..cases._cases import Case
+from ._score import Check, Score
 
 
 def custom_checks(case: Case, session: Session) -> tuple[Check, ...]:

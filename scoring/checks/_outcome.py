@@ -32,10 +32,11 @@ from pathlib import Path
 import attrs
 
 from evaltape.recorder import FileEntry, Session
-from evaltape.replay import Sandbox
-from evaltape.scoring.cases._cases import Case
-from evaltape.scoring.checks._redacted import redacted_note, same_but_masked
-from evaltape.scoring.checks._score import Check
+
+from ..cases._cases import Case
+from ..sandbox import Sandbox
+from ._redacted import redacted_note, same_but_masked
+from ._score import Check
 
 _LINE_LIMIT = 200
 """Characters of the informative line kept in a reason."""

@@ -12,7 +12,12 @@ from typing import Protocol
 import attrs
 
 from evaltape.recorder import Session, Status
-from evaltape.scoring.cases._cases import Case
+
+from ..cases._cases import Case
+
+NOT_CONFIGURED = "not run: judge not configured"
+"""Detail of the judge check when no judge is configured (the judge is told apart
+by this text in every output, so it is defined where checks are)."""
 
 
 @attrs.frozen(kw_only=True)

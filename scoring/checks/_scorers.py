@@ -10,14 +10,14 @@ from __future__ import annotations
 import attrs
 
 from evaltape.recorder import Session
-from evaltape.replay import Sandbox
-from evaltape.scoring.cases._cases import Case
-from evaltape.scoring.checks._answer import answer_checks
-from evaltape.scoring.checks._custom_run import custom_checks
-from evaltape.scoring.checks._outcome import outcome_checks
-from evaltape.scoring.checks._score import Check, Score, Scorer
-from evaltape.scoring.checks._trajectory import trajectory_checks
-from evaltape.scoring.judge._judgement import NOT_CONFIGURED
+
+from ..cases._cases import Case
+from ..sandbox import Sandbox
+from ._answer import answer_checks
+from ._custom_run import custom_checks
+from ._outcome import outcome_checks
+from ._score import NOT_CONFIGURED, Check, Score, Scorer
+from ._trajectory import trajectory_checks
 
 DEFAULT_HANG_LIMIT = 300.0
 """Seconds a model call may stay open before the attempt counts as hung."""

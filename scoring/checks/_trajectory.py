@@ -32,9 +32,10 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 
 from evaltape.recorder import Failure, Session, ToolCall, ToolCallRecord
-from evaltape.scoring.cases._cases import Case
-from evaltape.scoring.cases._frozen import FrozenMap, JsonValue, thaw
-from evaltape.scoring.checks._score import Check
+
+from ..cases._cases import Case
+from ..cases._frozen import FrozenMap, JsonValue, thaw
+from ._score import Check
 
 BASH_TOOL = "bash"
 """The tool whose ``command`` argument ``expectBashMatches`` reads."""

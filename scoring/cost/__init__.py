@@ -4,8 +4,8 @@
 price table and the judge's share are public here.
 """
 
-from evaltape.scoring.cost._costs import CostBreakdown, cost_of_session, judge_cost_of_session
-from evaltape.scoring.cost._pricing import (
+from ._costs import CostBreakdown, cost_of_session, judge_cost_of_session
+from ._pricing import (
     Price,
     Prices,
     PricingError,

@@ -19,9 +19,10 @@ from collections.abc import Iterable
 import attrs
 
 from evaltape.recorder import ModelCall, Session, Usage, decode_call
-from evaltape.scoring.cost._pricing import Prices, format_cost, table_cost, uncached_tokens
-from evaltape.scoring.judge._role import judge_exchanges
-from evaltape.scoring.stats._stats import wilson
+
+from ..judge._role import judge_exchanges
+from ..stats._stats import wilson
+from ._pricing import Prices, format_cost, table_cost, uncached_tokens
 
 
 def _add(a: float | None, b: float | None) -> float | None:

@@ -32,8 +32,9 @@ from pathlib import Path
 import attrs
 
 from evaltape.recorder import Usage
-from evaltape.scoring._config import display_path
-from evaltape.scoring._errors import ScoringError
+
+from .._config import display_path
+from .._errors import ScoringError
 
 PRICES_AS_OF = "2026-11"
 """Month the built-in prices were checked against the providers' pricing pages."""

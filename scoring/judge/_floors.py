@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from evaltape.scoring.checks._score import Check, Score
-from evaltape.scoring.judge._judgement import (
+from ..checks._score import NOT_CONFIGURED, Check, Score
+from ._judgement import (
     DEFAULT_FLOORS,
-    NOT_CONFIGURED,
     NOT_REJUDGED,
     Floors,
     Judgement,

@@ -48,8 +48,10 @@ from evaltape.recorder import (
     decode_call,
     recording_client,
 )
-from evaltape.scoring.cases._cases import Case
-from evaltape.scoring.judge._judgement import (
+
+from .._network import RetryingTransport, network_transport
+from ..cases._cases import Case
+from ._judgement import (
     DIGEST_HEADER,
     JUDGE_EVENT,
     JudgeError,
@@ -57,14 +59,13 @@ from evaltape.scoring.judge._judgement import (
     JudgeRequest,
     JudgeState,
 )
-from evaltape.scoring.judge._prompt import (
+from ._prompt import (
     judge_input,
     judge_messages,
     parse_verdict,
     response_format,
 )
-from evaltape.scoring.judge._role import JUDGE_ROLE
-from evaltape.scoring.run._agents import RetryingTransport, network_transport
+from ._role import JUDGE_ROLE
 
 JUDGE_KEY_ENV = ("EVALTAPE_JUDGE_API_KEY", "OPENAI_API_KEY")
 """Environment variables read for the judge's API key, first set wins."""

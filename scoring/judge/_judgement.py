@@ -7,8 +7,9 @@ import enum
 import attrs
 
 from evaltape.recorder import Usage
-from evaltape.scoring._errors import ScoringError
-from evaltape.scoring.judge._prompt import judge_digest
+
+from .._errors import ScoringError
+from ._prompt import judge_digest
 
 DIGEST_HEADER = "x-evaltape-judge-digest"
 """Request header holding ``judge_digest(rubric, input)``: which verdict this is."""
@@ -22,8 +23,6 @@ DEFAULT_MEAN_FLOOR = 3.5
 DEFAULT_TRIAL_FLOOR = 2.0
 """A judged trial scoring below this fails (and fails its case)."""
 
-NOT_CONFIGURED = "not run: judge not configured"
-"""Detail of the judge check when no judge is configured."""
 NOT_REJUDGED = "not re-judged (rubric or transcript changed; run with --allow-live-judge)"
 """Detail of the judge check when the tape holds verdicts, but none for this input."""
 NOT_RECORDED = "not re-judged (no judge verdict recorded; run with --allow-live-judge)"

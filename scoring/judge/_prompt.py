@@ -25,8 +25,9 @@ from collections.abc import Sequence
 import attrs
 
 from evaltape.recorder import Session, ToolCallRecord
-from evaltape.scoring.cases._cases import Case
-from evaltape.scoring.checks._trajectory import control_tools
+
+from ..cases._cases import Case
+from ..checks._trajectory import control_tools
 
 PROMPT_VERSION = "evaltape-judge/1"
 """Changes whenever the instructions below change, so old verdicts stop matching."""

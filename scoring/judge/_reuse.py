@@ -5,11 +5,12 @@ from __future__ import annotations
 import attrs
 
 from evaltape.recorder import Session, Usage, decode_call
-from evaltape.scoring.cases._cases import Case
-from evaltape.scoring.checks._score import Score
-from evaltape.scoring.judge._floors import with_judgement
-from evaltape.scoring.judge._judge import judge_request, judgement_from_exchange, read_rubric
-from evaltape.scoring.judge._judgement import (
+
+from ..cases._cases import Case
+from ..checks._score import Score
+from ._floors import with_judgement
+from ._judge import judge_request, judgement_from_exchange, read_rubric
+from ._judgement import (
     DEFAULT_FLOORS,
     DIGEST_HEADER,
     JUDGE_EVENT,
@@ -20,8 +21,8 @@ from evaltape.scoring.judge._judgement import (
     JudgeRequest,
     JudgeState,
 )
-from evaltape.scoring.judge._prompt import judge_digest
-from evaltape.scoring.judge._role import judge_exchanges
+from ._prompt import judge_digest
+from ._role import judge_exchanges
 
 
 def recorded_judgement(session: Session, rubric_text: str, judge_input: str) -> Judgement | None:

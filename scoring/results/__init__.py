@@ -1,1 +1,1 @@
-"""Run records, the history index, baselines and the turn-by-turn trace."""
+"""Run records, the history index and baselines."""

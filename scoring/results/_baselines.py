@@ -22,10 +22,10 @@ from pathlib import Path
 
 import attrs
 
-from evaltape.scoring.results._history import read_history
-from evaltape.scoring.results._record_files import read_json, read_record, record_path, write_atomic
-from evaltape.scoring.results._record_json import Fields, attempt_from_json, attempt_to_json
-from evaltape.scoring.results._records import (
+from ._history import read_history
+from ._record_files import read_json, read_record, record_path, write_atomic
+from ._record_json import Fields, attempt_from_json, attempt_to_json
+from ._records import (
     AttemptResult,
     RecordError,
     RunKind,

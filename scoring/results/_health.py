@@ -13,8 +13,8 @@ import os
 import socket
 from collections.abc import Callable
 
-from evaltape.scoring.results._history import HEARTBEAT
-from evaltape.scoring.results._records import RunRecord, RunState
+from ._history import HEARTBEAT
+from ._records import RunRecord, RunState
 
 STALE_AFTER = 6 * HEARTBEAT
 """Seconds without a heartbeat after which a running run counts as crashed (its driver

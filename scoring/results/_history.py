@@ -21,9 +21,10 @@ from typing import Any
 import attrs
 
 from evaltape.recorder import Redactor, default_redactor
-from evaltape.scoring.results._record_files import record_path, write_record
-from evaltape.scoring.results._record_json import Fields
-from evaltape.scoring.results._records import (
+
+from ._record_files import record_path, write_record
+from ._record_json import Fields
+from ._records import (
     AttemptResult,
     Inconsistency,
     ModelTally,

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from evaltape.recorder import Redactor, default_redactor
-from evaltape.scoring.results._record_json import record_from_json, record_to_json
-from evaltape.scoring.results._records import RUNS_DIR, RecordError, RunRecord
+
+from ._record_json import record_from_json, record_to_json
+from ._records import RUNS_DIR, RecordError, RunRecord
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -6,7 +6,8 @@ import enum
 from typing import Any, TypeVar
 
 from evaltape.recorder import VERSION, Usage
-from evaltape.scoring.results._records import (
+
+from ._records import (
     AttemptResult,
     RecordError,
     RunKind,

@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterable, Sequence
 import attrs
 
 from evaltape.recorder import VERSION, Usage
-from evaltape.scoring._errors import ScoringError
+
+from .._errors import ScoringError
 
 RUNS_DIR = "runs"
 """Folder under the results folder that holds one ``<run id>.json`` per run."""

@@ -15,13 +15,15 @@ from pathlib import Path
 import attrs
 
 from evaltape.recorder import Source, Usage, default_redactor
-from evaltape.scoring._config import Config
-from evaltape.scoring.judge._floors import judge_status
-from evaltape.scoring.judge._judge import Judge
-from evaltape.scoring.judge._judgement import JudgeStatus
-from evaltape.scoring.results._record_files import write_atomic
-from evaltape.scoring.results._record_json import record_to_json
-from evaltape.scoring.results._records import (
+
+from .._config import Config
+from ..cases._cases import Suite
+from ..judge._floors import judge_status
+from ..judge._judge import Judge
+from ..judge._judgement import JudgeStatus
+from ..results._record_files import write_atomic
+from ..results._record_json import record_to_json
+from ..results._records import (
     AttemptResult,
     RunKind,
     RunRecord,
@@ -29,24 +31,73 @@ from evaltape.scoring.results._records import (
     git_commit,
     make_run_id,
 )
-from evaltape.scoring.run._env import job_env, live_wire
-from evaltape.scoring.run._host import SILENT, Host, Reporter
-from evaltape.scoring.run._jobs import JobResult
-from evaltape.scoring.run._pool import PoolOutcome, run_pool
-from evaltape.scoring.run._sandboxing import sandbox_for
-from evaltape.scoring.run._setup import judge_for, load_selection, warn_without_keys
-from evaltape.scoring.verdicts._ab import (
+from ..verdicts._ab import (
+    AB_DIR,
     BASELINE,
     CANDIDATE,
     CaseAB,
     Variant,
     ab_folder,
+    ab_tape,
     case_verdicts,
-    plan_ab,
     single_model,
-    variant_of,
 )
-from evaltape.scoring.verdicts._compare import Comparison, compare
+from ..verdicts._compare import Comparison, compare
+from ._env import job_env, live_wire
+from ._host import SILENT, Host, Reporter
+from ._jobs import Job, JobResult
+from ._sandboxing import sandbox_for
+from ._setup import judge_for, load_selection, warn_without_keys
+from .executors._pool import PoolOutcome, run_pool
+
+# -- planning ----------------------------------------------------------------
+
+
+def variant_of(job: Job) -> str:
+    """The variant a job planned by ``plan_ab`` belongs to (from its tape label)."""
+    parts = job.tape_label.split("/")
+    if len(parts) < 3 or parts[0] != AB_DIR:
+        raise ValueError(f"not an A/B job: {job.tape_label}")
+    return parts[2]
+
+
+def abba(trial: int, a: Variant, b: Variant) -> tuple[Variant, Variant]:
+    """The order of trial ``trial``: A then B when even, B then A when odd."""
+    return (a, b) if trial % 2 == 0 else (b, a)
+
+
+def plan_ab(
+    suites: Sequence[Suite],
+    model: str,
+    trials: int,
+    results: Path,
+    run_id: str,
+    baseline: Variant,
+    candidate: Variant,
+) -> tuple[Job, ...]:
+    """Every job of an A/B, in submission order: case by case, each case's trials in ABBA.
+
+    A case pinning a model runs with that model on both sides.
+    """
+    jobs: list[Job] = []
+    for suite in suites:
+        for case in suite.cases:
+            for trial in range(trials):
+                for variant in abba(trial, baseline, candidate):
+                    tape, label = ab_tape(results, run_id, variant.name, case)
+                    jobs.append(
+                        Job(
+                            case=case,
+                            model=case.model or model,
+                            attempt=trial,
+                            mode=RunKind.LIVE,
+                            tape=tape,
+                            tape_label=label,
+                            run_id=run_id,
+                            environ=variant.overrides,
+                        )
+                    )
+    return tuple(jobs)
 
 
 @attrs.frozen(kw_only=True)

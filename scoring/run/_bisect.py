@@ -24,9 +24,9 @@ from pathlib import Path
 
 import attrs
 
-from evaltape.scoring._config import Config, display_path
-from evaltape.scoring.run._host import SILENT, Host, Reporter
-from evaltape.scoring.run._setup import RunRefused
+from .._config import Config, display_path
+from ._host import SILENT, Host, Reporter
+from ._setup import RunRefused
 
 FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.MULTILINE)
 """How ``git bisect`` names the commit it found."""

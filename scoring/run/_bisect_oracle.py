@@ -62,7 +62,7 @@ def main(argv: Sequence[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="evaltape-bisect-") as scratch:
         out = Path(scratch) / "replay.json"
         done = subprocess.run(
-            [sys.executable, "-m", "evaltape.scoring._cli", "replay", *replay_args,
+            [sys.executable, "-m", "evaltape.scoring.cli", "replay", *replay_args,
              "--json", str(out), "--no-step-summary"],
             cwd=cwd, check=False,
         )  # fmt: skip

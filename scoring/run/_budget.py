@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from evaltape.scoring.run._jobs import JobResult
+from ._jobs import JobResult
 
 
 class Budget:

@@ -15,9 +15,10 @@ from pathlib import Path
 import attrs
 
 from evaltape.recorder import Mode, Session, TapeReader, fold, rewrite_tape
-from evaltape.scoring.run._completeness import shortfall
-from evaltape.scoring.run._jobs import JobResult
-from evaltape.scoring.run._plan import cassette_tape
+
+from ._completeness import shortfall
+from ._jobs import JobResult
+from ._plan import cassette_tape
 
 
 @attrs.frozen(kw_only=True)

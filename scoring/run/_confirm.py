@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from evaltape.scoring.cases._cases import Suite
-from evaltape.scoring.results._records import RunKind, Verdict
-from evaltape.scoring.run._jobs import Job, JobEnv
-from evaltape.scoring.run._plan import run_tape
-from evaltape.scoring.run._pool import PoolOutcome
-from evaltape.scoring.verdicts._gate_green import CONFIRM_ROUND
-from evaltape.scoring.verdicts._outcomes import CaseKey
+from ..cases._cases import Suite
+from ..results._records import RunKind, Verdict
+from ..verdicts._gate_green import CONFIRM_ROUND
+from ..verdicts._outcomes import CaseKey
+from ._jobs import Job, JobEnv
+from ._plan import run_tape
+from .executors._pool import PoolOutcome
 
 RunPool = Callable[[Sequence[Job]], PoolOutcome]
 """Runs jobs with the run's pool settings (concurrency, limits, budget, callback)."""

@@ -12,17 +12,19 @@ import attrs
 import httpx
 
 from evaltape.recorder import VERSION, Source, default_redactor, secret_values
-from evaltape.replay import Sandbox
-from evaltape.scoring._config import Config
-from evaltape.scoring.cost._pricing import Prices, built_in_prices
-from evaltape.scoring.judge._judge import Judge
-from evaltape.scoring.judge._judgement import Floors
-from evaltape.scoring.run._agents import load_agent, network_transport
-from evaltape.scoring.run._host import Host
-from evaltape.scoring.run._jobs import JobEnv, LiveWire, ReplayRules
-from evaltape.scoring.run._judge_step import default_scorer
-from evaltape.scoring.run._setup import Selection, base_url_of
-from evaltape.scoring.run._stop import Stop
+
+from .._config import Config
+from .._network import network_transport
+from ..cost._pricing import Prices, built_in_prices
+from ..judge._judge import Judge
+from ..judge._judgement import Floors
+from ..sandbox import Sandbox
+from ._host import Host
+from ._jobs import JobEnv, LiveWire, ReplayRules
+from ._setup import Selection, base_url_of
+from ._stop import Stop
+from .attempt._agents import load_agent
+from .attempt._judge_step import default_scorer
 
 
 def live_wire(

@@ -18,21 +18,22 @@ import attrs
 import httpx
 
 from evaltape.recorder import Session
-from evaltape.scoring._config import Config, display_path, scorer_names
-from evaltape.scoring.cases._cases import Case, CaseError
-from evaltape.scoring.cases._load import load_suites
-from evaltape.scoring.checks._score import Score
-from evaltape.scoring.cost._pricing import resolve_prices, with_price_flags
-from evaltape.scoring.export._config import ExportConfig, ExportConfigError, export_config
-from evaltape.scoring.export._datasets import DatasetOutcome, RunLabel, RunLink, link_run
-from evaltape.scoring.export._exporter import Exporter, ExportJob, Rescore
-from evaltape.scoring.export._progress import Delivered, merge, sent_before
-from evaltape.scoring.export._send import ExportFailed, Sender
-from evaltape.scoring.export._span_model import TraceOptions, span_id, trace_id
-from evaltape.scoring.judge._judgement import JudgeError, Judgement
-from evaltape.scoring.results._health import crash_reason
-from evaltape.scoring.results._record_files import read_record, resolve_run, write_record
-from evaltape.scoring.results._records import (
+
+from .._config import Config, display_path, scorer_names
+from ..cases._cases import Case, CaseError
+from ..cases._load import load_suites
+from ..checks._score import Score
+from ..cost._pricing import resolve_prices, with_price_flags
+from ..judge._judgement import JudgeError, Judgement
+from ..outputs.export._config import ExportConfig, ExportConfigError, export_config
+from ..outputs.export._datasets import DatasetOutcome, RunLabel, RunLink, link_run
+from ..outputs.export._exporter import Exporter, ExportJob, Rescore
+from ..outputs.export._progress import Delivered, merge, sent_before
+from ..outputs.export._send import ExportFailed, Sender
+from ..outputs.export._span_model import TraceOptions, span_id, trace_id
+from ..results._health import crash_reason
+from ..results._record_files import read_record, resolve_run, write_record
+from ..results._records import (
     AttemptResult,
     RunKind,
     RunRecord,
@@ -40,10 +41,10 @@ from evaltape.scoring.results._records import (
     Verdict,
     attempt_key,
 )
-from evaltape.scoring.run._host import Host
-from evaltape.scoring.run._judge_step import default_scorer
-from evaltape.scoring.run._rescore import locate_tape, rescore_session
-from evaltape.scoring.run._setup import RunRefused
+from ._host import Host
+from ._setup import RunRefused
+from .attempt._judge_step import default_scorer
+from .rescore._rescore import locate_tape, rescore_session
 
 NO_TARGET = (
     "no export target: set LANGFUSE_BASE_URL, LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY, "

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from evaltape.scoring.cost._pricing import Prices
-from evaltape.scoring.export._config import export_config
-from evaltape.scoring.export._exporter import DEFAULT_CLOSE_TIMEOUT, Exporter, ExportJob
-from evaltape.scoring.export._progress import merge
-from evaltape.scoring.export._send import ExportFailed
-from evaltape.scoring.export._span_model import TraceOptions
-from evaltape.scoring.results._history import RunLog
-from evaltape.scoring.run._host import Reporter
-from evaltape.scoring.run._jobs import JobResult
+from ..cost._pricing import Prices
+from ..outputs.export._config import export_config
+from ..outputs.export._exporter import DEFAULT_CLOSE_TIMEOUT, Exporter, ExportJob
+from ..outputs.export._progress import merge
+from ..outputs.export._send import ExportFailed
+from ..outputs.export._span_model import TraceOptions
+from ..results._history import RunLog
+from ._host import Reporter
+from ._jobs import JobResult
 
 
 def start_export(

@@ -22,8 +22,9 @@ import attrs
 import httpx
 
 from evaltape.recorder import Redactor, default_redactor, secret_values
-from evaltape.scoring.run._agents import network_transport
-from evaltape.scoring.run._jobs import JobResult
+
+from .._network import network_transport
+from ._jobs import JobResult
 
 
 @attrs.frozen(kw_only=True)

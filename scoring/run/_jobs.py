@@ -24,18 +24,20 @@ from evaltape.recorder import (
     Usage,
     default_redactor,
 )
-from evaltape.replay import Route, Sandbox
-from evaltape.scoring.cases._cases import Case
-from evaltape.scoring.checks._score import Score, Scorer
-from evaltape.scoring.cost._costs import CostBreakdown
-from evaltape.scoring.cost._pricing import Prices, built_in_prices
-from evaltape.scoring.judge._judge import Judge
-from evaltape.scoring.judge._judgement import Floors, Judgement
-from evaltape.scoring.results._records import AttemptResult, RunKind, Verdict
-from evaltape.scoring.run._agents import AgentSpec
-from evaltape.scoring.run._stop import Stop
-from evaltape.scoring.run._task import Agent
-from evaltape.scoring.verdicts._replaycheck import Change, ReplayDecision
+from evaltape.replay import Route
+
+from ..cases._cases import Case
+from ..checks._score import Score, Scorer
+from ..cost._costs import CostBreakdown
+from ..cost._pricing import Prices, built_in_prices
+from ..judge._judge import Judge
+from ..judge._judgement import Floors, Judgement
+from ..results._records import AttemptResult, RunKind, Verdict
+from ..sandbox import Sandbox
+from ..verdicts._replaycheck import Change, ReplayDecision
+from ._stop import Stop
+from .attempt._agents import AgentSpec
+from .attempt._task import Agent
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 """Where the agent's model calls go when neither config nor flag names a base URL."""

@@ -16,40 +16,16 @@ import attrs
 
 from evaltape.recorder import Source, TapeError
 from evaltape.replay import ScrubProposal
-from evaltape.scoring._config import Config
-from evaltape.scoring._errors import ScoringError
-from evaltape.scoring.cost._pricing import Prices
-from evaltape.scoring.judge._floors import judge_status
-from evaltape.scoring.judge._judge import Judge
-from evaltape.scoring.judge._judgement import Floors, JudgeStatus
-from evaltape.scoring.results._baselines import BaselineError
-from evaltape.scoring.results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
-from evaltape.scoring.run._budget import Budget
-from evaltape.scoring.run._cassettes import CassetteUpdate, update_cassette
-from evaltape.scoring.run._confirm import confirm_in_rounds, plan_confirmations
-from evaltape.scoring.run._env import job_env, live_wire
-from evaltape.scoring.run._executors import resolve_executor
-from evaltape.scoring.run._export_step import finish_export, submit
-from evaltape.scoring.run._flags import models_problem, seed_problem
-from evaltape.scoring.run._host import SILENT, Host, Reporter
-from evaltape.scoring.run._jobs import Job, JobResult, SourceLabel
-from evaltape.scoring.run._plan import AttemptKey, cassette_tape, plan_live
-from evaltape.scoring.run._pool import PoolOutcome, run_pool
-from evaltape.scoring.run._sandboxing import sandbox_for
-from evaltape.scoring.run._setup import (
-    RunRefused,
-    exporter_for,
-    finish,
-    judge_for,
-    judge_notes,
-    load_selection,
-    prices_for,
-    start_run_log,
-    warn_without_keys,
-)
-from evaltape.scoring.run._volatile_tapes import volatile_in_tapes
-from evaltape.scoring.run._workspace import tidy_run_workspaces
-from evaltape.scoring.verdicts._entry_check import (
+
+from .._config import Config
+from .._errors import ScoringError
+from ..cost._pricing import Prices
+from ..judge._floors import judge_status
+from ..judge._judge import Judge
+from ..judge._judgement import Floors, JudgeStatus
+from ..results._baselines import BaselineError
+from ..results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
+from ..verdicts._entry_check import (
     ENTRY_PURPOSE,
     ENTRY_TRIALS,
     EntryResult,
@@ -57,7 +33,16 @@ from evaltape.scoring.verdicts._entry_check import (
     render_selection,
     select_unchecked,
 )
-from evaltape.scoring.verdicts._gate_flow import (
+from ..verdicts._outcomes import CaseKey
+from ..verdicts._quarantine import history_records
+from ..verdicts._replaycheck import find_tapes
+from ._budget import Budget
+from ._cassettes import CassetteUpdate, update_cassette
+from ._confirm import confirm_in_rounds, plan_confirmations
+from ._env import job_env, live_wire
+from ._export_step import finish_export, submit
+from ._flags import models_problem, seed_problem
+from ._gate_flow import (
     GateOptions,
     ModelGate,
     SavedBaseline,
@@ -68,9 +53,25 @@ from evaltape.scoring.verdicts._gate_flow import (
     gate_fields,
     save_baselines,
 )
-from evaltape.scoring.verdicts._outcomes import CaseKey
-from evaltape.scoring.verdicts._quarantine import history_records
-from evaltape.scoring.verdicts._replaycheck import find_tapes
+from ._host import SILENT, Host, Reporter
+from ._jobs import Job, JobResult, SourceLabel
+from ._plan import AttemptKey, cassette_tape, plan_live
+from ._sandboxing import sandbox_for
+from ._setup import (
+    RunRefused,
+    exporter_for,
+    finish,
+    judge_for,
+    judge_notes,
+    load_selection,
+    prices_for,
+    start_run_log,
+    warn_without_keys,
+)
+from ._volatile_tapes import volatile_in_tapes
+from .attempt._workspace import tidy_run_workspaces
+from .executors._choose import resolve_executor
+from .executors._pool import PoolOutcome, run_pool
 
 
 @attrs.frozen(kw_only=True)

@@ -6,9 +6,10 @@ from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 
 from evaltape.recorder import RecordedSession
-from evaltape.scoring.cases._cases import Case, Suite
-from evaltape.scoring.results._records import RunKind
-from evaltape.scoring.run._jobs import Job
+
+from ..cases._cases import Case, Suite
+from ..results._records import RunKind
+from ._jobs import Job
 
 
 def cassette_tape(cassettes: Path, case: Case) -> tuple[Path, str]:

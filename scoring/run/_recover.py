@@ -39,19 +39,20 @@ from evaltape.recorder import (
     fold,
     journal_tape,
 )
-from evaltape.scoring.results._health import crash_reason, pid_alive
-from evaltape.scoring.results._history import RunLog
-from evaltape.scoring.results._record_files import UnknownRun, read_record, resolve_run
-from evaltape.scoring.results._records import (
+
+from ..results._health import crash_reason, pid_alive
+from ..results._history import RunLog
+from ..results._record_files import UnknownRun, read_record, resolve_run
+from ..results._records import (
     AttemptResult,
     RunKind,
     RunRecord,
     RunState,
     Verdict,
 )
-from evaltape.scoring.run._rescore import RECOVERED, is_recovered
-from evaltape.scoring.run._setup import RunRefused
-from evaltape.scoring.run._workspace import WorkspaceError, remove_run_workspaces
+from ._setup import RunRefused
+from .attempt._workspace import WorkspaceError, remove_run_workspaces
+from .rescore._rescore import RECOVERED, is_recovered
 
 
 class RecoverRefused(RunRefused):

@@ -14,14 +14,15 @@ from pathlib import Path
 import attrs
 
 from evaltape.recorder import Status
-from evaltape.scoring._config import Config, display_path
-from evaltape.scoring._errors import ScoringError
-from evaltape.scoring.cost._pricing import Prices
-from evaltape.scoring.judge._floors import judge_status
-from evaltape.scoring.judge._judge import Judge
-from evaltape.scoring.judge._judgement import Floors, JudgeStatus
-from evaltape.scoring.results._record_files import read_record
-from evaltape.scoring.results._records import (
+
+from .._config import Config, display_path
+from .._errors import ScoringError
+from ..cost._pricing import Prices
+from ..judge._floors import judge_status
+from ..judge._judge import Judge
+from ..judge._judgement import Floors, JudgeStatus
+from ..results._record_files import read_record
+from ..results._records import (
     RUNS_DIR,
     RunKind,
     RunRecord,
@@ -29,15 +30,19 @@ from evaltape.scoring.results._records import (
     git_commit,
     make_run_id,
 )
-from evaltape.scoring.run._env import job_env
-from evaltape.scoring.run._executors import resolve_executor
-from evaltape.scoring.run._export_step import finish_export, submit
-from evaltape.scoring.run._host import SILENT, Host, Reporter
-from evaltape.scoring.run._jobs import JobResult, ReplayRules
-from evaltape.scoring.run._plan import plan_replay
-from evaltape.scoring.run._pool import PoolOutcome, run_pool
-from evaltape.scoring.run._sandboxing import sandbox_for
-from evaltape.scoring.run._setup import (
+from ..verdicts._replaycheck import (
+    Change,
+    find_recorded,
+    find_tapes,
+    replay_exit_code,
+)
+from ._env import job_env
+from ._export_step import finish_export, submit
+from ._host import SILENT, Host, Reporter
+from ._jobs import JobResult, ReplayRules
+from ._plan import plan_replay
+from ._sandboxing import sandbox_for
+from ._setup import (
     RunRefused,
     exporter_for,
     judge_for,
@@ -45,13 +50,9 @@ from evaltape.scoring.run._setup import (
     prices_for,
     start_run_log,
 )
-from evaltape.scoring.run._workspace import tidy_run_workspaces
-from evaltape.scoring.verdicts._replaycheck import (
-    Change,
-    find_recorded,
-    find_tapes,
-    replay_exit_code,
-)
+from .attempt._workspace import tidy_run_workspaces
+from .executors._choose import resolve_executor
+from .executors._pool import PoolOutcome, run_pool
 
 
 @attrs.frozen(kw_only=True)

@@ -19,20 +19,21 @@ from collections.abc import Mapping
 import attrs
 
 from evaltape.recorder import Mode, Source, TapeReader, fold
-from evaltape.scoring._config import Config
-from evaltape.scoring._errors import ScoringError
-from evaltape.scoring.cases._cases import Case
-from evaltape.scoring.cost._costs import cost_of_session, judge_cost_of_session
-from evaltape.scoring.cost._pricing import Prices
-from evaltape.scoring.results._record_files import read_record, resolve_run
-from evaltape.scoring.results._records import RunKind, RunRecord
-from evaltape.scoring.run._host import SILENT, Host, Reporter
-from evaltape.scoring.run._jobs import SourceLabel
-from evaltape.scoring.run._live import LiveOutcome, LiveRequest, run_live
-from evaltape.scoring.run._plan import AttemptKey, cassette_tape
-from evaltape.scoring.run._replay import ReplayRequest, run_replay
-from evaltape.scoring.run._setup import RunRefused, load_cases, prices_for
-from evaltape.scoring.verdicts._replaycheck import Change
+
+from .._config import Config
+from .._errors import ScoringError
+from ..cases._cases import Case
+from ..cost._costs import cost_of_session, judge_cost_of_session
+from ..cost._pricing import Prices
+from ..results._record_files import read_record, resolve_run
+from ..results._records import RunKind, RunRecord
+from ..verdicts._replaycheck import Change
+from ._host import SILENT, Host, Reporter
+from ._jobs import SourceLabel
+from ._live import LiveOutcome, LiveRequest, run_live
+from ._plan import AttemptKey, cassette_tape
+from ._replay import ReplayRequest, run_replay
+from ._setup import RunRefused, load_cases, prices_for
 
 WHY_NOT_CHANGED = (
     "re-recording would record the changed behaviour as correct; fix the harness, or pass "

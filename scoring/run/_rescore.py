@@ -1,391 +1,162 @@
-"""Rescoring: today's cases and scorer applied to recorded sessions; nothing runs.
+"""``run_rescore``: today's cases and scorer applied to recorded sessions; nothing runs.
 
-A rescore reads tapes, folds each session and scores it.  No agent runs, no
-model is called and no socket is opened, so it costs nothing and can be run
-whenever an expectation, a scorer or a rubric changes.  Outcome checks run
-against the recorded workspace snapshot (``score_session`` restores it).
-A judged case reuses the judge verdict recorded on its tape for the same
-rubric text and transcript (``rejudge_offline``); with no such verdict its
-check is "not re-judged".  A rescore never calls a judge: it writes no tape,
-so a new verdict would have nowhere to be recorded.
-
-Sessions come from a run record (the sessions its attempts point to) or from
-tape files (every live session in them, matched to today's cases by case id).
-Each rescored attempt is compared with the verdict the session got when it was
-recorded: pass->fail and fail->pass are the flips a changed case or scorer
-causes.  When rescoring tapes, that original verdict is looked up in the run
-record the session names (its ``run_id`` metadata), if that record exists.
+One ``RescoreRequest`` in, one ``RescoreRunOutcome`` out: the sessions of a
+run record, or of tape files, are scored again (``_rescore``) and a run
+record of kind rescore is written.  No agent runs, no model or judge is
+called, no socket is opened.
 """
 
 from __future__ import annotations
 
-import enum
-import functools
-from collections.abc import Callable, Mapping
+import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import attrs
 
-from evaltape.recorder import (
-    Note,
-    RecordedSession,
-    Session,
-    SessionEnded,
-    Status,
-    TapeError,
-    TapeReader,
-    Usage,
-)
-from evaltape.scoring.cases._cases import Case
-from evaltape.scoring.checks._score import Score, Scorer
-from evaltape.scoring.judge._judgement import DEFAULT_FLOORS, Floors, Judgement, JudgeState
-from evaltape.scoring.judge._reuse import rejudge_offline
-from evaltape.scoring.results._records import (
-    AttemptResult,
-    RunKind,
-    RunRecord,
-    Verdict,
-)
-from evaltape.scoring.run._judge_step import score_attempt
+from evaltape.recorder import TapeError
 
-if TYPE_CHECKING:
-    from evaltape.scoring.run._rescore_exec import Rescorer
-
-RECOVERED = "recovered after a crash"
-"""How the reason of a session that ``evaltape recover`` ended begins."""
-
-
-def is_recovered(end: SessionEnded) -> bool:
-    """The session was cut short by a crash and recovered from its journal."""
-    return end.status is Status.INTERRUPTED and end.reason.startswith(RECOVERED)
-
-
-BROKEN = frozenset({Status.TIMEOUT, Status.INFRA_ERROR, Status.INTERRUPTED})
-"""Session endings whose evidence is unreliable: the attempt gets verdict ``error``."""
-
-
-class Flip(enum.Enum):
-    """How a rescored verdict compares with the verdict the attempt had before."""
-
-    UNCHANGED = "unchanged"
-    """Same verdict as before."""
-    PASS_TO_FAIL = "pass->fail"
-    """Passed before, fails now."""
-    FAIL_TO_PASS = "fail->pass"
-    """Failed before, passes now."""
-    CHANGED = "changed"
-    """Some other change, e.g. error before (a stale replay) and a verdict now."""
-
-
-def flip(before: Verdict | None, now: Verdict) -> Flip | None:
-    """The change from ``before`` to ``now``; None when there is no earlier verdict."""
-    if before is None or not before.judged:
-        return None
-    if before is now:
-        return Flip.UNCHANGED
-    if before is Verdict.PASSED and now is Verdict.FAILED:
-        return Flip.PASS_TO_FAIL
-    if before is Verdict.FAILED and now is Verdict.PASSED:
-        return Flip.FAIL_TO_PASS
-    return Flip.CHANGED
+from .._config import Config, display_path
+from .._errors import ScoringError
+from ..checks._scorers import make_scorer
+from ..judge._floors import judge_status
+from ..judge._judgement import Floors, JudgeStatus
+from ..results._history import RunLog
+from ..results._record_files import read_record, resolve_run
+from ..results._records import RunKind, RunRecord, RunState, git_commit, make_run_id
+from ..verdicts._replaycheck import TAPE_SUFFIX, find_tapes
+from ._host import SILENT, Host, Reporter, records_redactor
+from ._sandboxing import sandbox_for
+from ._setup import RunRefused, load_cases
+from .executors._choose import resolve_rescorer
+from .rescore._rescore import RescoreOutcome
+from .rescore._run import rescore_run
+from .rescore._tapes import rescore_tapes
 
 
 @attrs.frozen(kw_only=True)
-class Rescored:
-    """One recorded attempt scored again."""
+class RescoreRequest:
+    """What to rescore."""
 
-    case: Case
-    """Today's definition of the case."""
-    model: str
-    """The model the session recorded."""
-    attempt: int
-    """Zero-based attempt index the session recorded."""
-    tape: str
-    """The tape, as a run record names it (relative to cassettes or results)."""
-    session_id: str
-    """The session within ``tape``."""
-    verdict: Verdict
-    """Passed, failed, or error (the session ended timed out, cancelled, or on infrastructure)."""
-    reason: str
-    """Why it did not pass; "" when it passed."""
-    score: Score
-    """What today's scorer said (the ``completed`` check for a session that did not end well)."""
-    usage: Usage
-    """Tokens of the recorded model calls."""
-    duration: float
-    """Seconds the recorded session took."""
-    before: Verdict | None = None
-    """The verdict the attempt had when it ran; None when unknown."""
-    before_reason: str = ""
-    """That verdict's reason."""
-    judgement: Judgement | None = None
-    """A judged case that passed every other check: the reused verdict, or why there is none."""
-    incomplete: bool = False
-    """The session was cut short by a crash of its run's driver and recovered from its
-    journal (``evaltape recover``): scored as far as it got, verdict error."""
-
-    @property
-    def tainted(self) -> bool:
-        """The session's evidence is unreliable (verdict error)."""
-        return self.verdict is Verdict.ERROR
-
-    @property
-    def flip(self) -> Flip | None:
-        """The change against ``before``; None when there is no earlier verdict."""
-        return flip(self.before, self.verdict)
-
-    def attempt_result(self) -> AttemptResult:
-        """The attempt as a rescore run record stores it."""
-        return AttemptResult(
-            case_id=self.case.id,
-            suite=self.case.suite,
-            model=self.model,
-            attempt=self.attempt,
-            verdict=self.verdict,
-            reason=self.reason,
-            usage=self.usage,
-            duration=self.duration,
-            tape=self.tape,
-            session_id=self.session_id,
-            mode=RunKind.RESCORE,
-            tainted=self.tainted,
-            quarantined=self.case.quarantined,
-            known_gap=self.case.known_gap is not None,
-            rescored=self.verdict,
-        )
+    config: Config
+    """Resolved settings: folders, hang limit, judge floors."""
+    host: Host
+    """The project folder, clock and entropy the rescore reads."""
+    sources: tuple[str, ...] = ()
+    """One run (``latest``, a run id or prefix, a record path) or tape files and folders;
+    empty: every tape under the cassettes folder."""
+    latest: bool = False
+    """Tapes: rescore only the newest session per case, model and attempt."""
+    cases: tuple[str, ...] = ()
+    """Only these cases: each an exact case id or, when no id equals it, an id prefix."""
+    suite: str | None = None
+    """Only the suite of this name."""
+    reporter: Reporter = SILENT
+    """Where warnings go (a sandbox the user turned off)."""
 
 
 @attrs.frozen(kw_only=True)
-class Skipped:
-    """A recorded attempt that could not be rescored."""
+class RescoreRunOutcome:
+    """What a rescore found and the record it wrote."""
 
-    line: str
-    """One line saying which session and why."""
-    attempt: AttemptResult | None = None
-    """Rescoring a run: the run's attempt, as the rescore record keeps it (verdict skipped)."""
-
-
-@attrs.frozen(kw_only=True)
-class RescoreOutcome:
-    """What a rescore found."""
-
-    rescored: tuple[Rescored, ...]
-    """Every attempt scored again, in tape order (run order for a run)."""
-    skipped: tuple[Skipped, ...]
-    """Sessions and attempts left out, one line each (missing tape or session, case gone)."""
-    notes: tuple[str, ...] = ()
-    """Tapes that could not be fully read (truncated, corrupt), one line each."""
+    rescore: RescoreOutcome
+    """Every attempt scored again, the ones skipped, and notes on damaged tapes."""
+    record: RunRecord
+    """The rescore's run record, as written."""
+    record_path: Path
+    """Where it was written."""
+    floors: Floors
+    """The judge score floors applied."""
+    judge_status: JudgeStatus
+    """The judge status of the verdicts reused (or not)."""
 
 
-def rescore_session(
-    case: Case,
-    session: Session,
-    scorer: Scorer,
-    *,
-    tape: str,
-    before: AttemptResult | None = None,
-    floors: Floors = DEFAULT_FLOORS,
-) -> Rescored:
-    """Score one folded session with today's ``case`` and ``scorer``.
+def _is_tape_argument(given: str) -> bool:
+    path = Path(given)
+    return path.is_dir() or (path.is_file() and not given.endswith(".json"))
 
-    As in a run, a session that ended timed out, cancelled or on an
-    infrastructure failure gets verdict error; otherwise the attempt passes
-    only if the session completed and the scorer passes it (``score_attempt``).
-    A judged case then gets the verdict recorded for today's rubric and the
-    recorded transcript (``rejudge_offline``, judged against ``floors``); a
-    recorded verdict that gave no score makes the attempt an error, as it
-    did live.  Raises ``JudgeError`` if the case's rubric cannot be read.
+
+def run_rescore(request: RescoreRequest) -> RescoreRunOutcome:
+    """Rescore the request's sessions and write a run record of kind rescore.
+
+    Raises ``RunRefused`` (invalid suite files, a run or tape
+    that cannot be found or read, two kinds of source at once).
     """
-    score = score_attempt(scorer, case, session)
-    score, judgement = rejudge_offline(score, case, session, floors=floors)
-    end = session.end
-    if end is not None and end.status in BROKEN:
-        verdict = Verdict.ERROR
-        reason = f"{end.status.value}: {end.reason}" if end.reason else end.status.value
-    elif judgement is not None and judgement.state is JudgeState.UNSCORED:
-        verdict = Verdict.ERROR
-        reason = f"the judge gave no score: {judgement.problem}"
-    else:
-        verdict = Verdict.PASSED if score.passed else Verdict.FAILED
-        reason = "" if score.passed else score.reason
-    return Rescored(
-        case=case,
-        model=session.header.model,
-        attempt=session.header.attempt,
-        tape=tape,
-        session_id=session.session_id,
-        verdict=verdict,
-        reason=reason,
-        score=score,
-        usage=session.usage,
-        duration=session.duration,
-        before=before.verdict if before is not None else None,
-        before_reason=before.reason if before is not None else "",
-        judgement=judgement,
-        incomplete=end is not None and is_recovered(end),
-    )
-
-
-# -- where tapes are ----------------------------------------------------------
-
-
-def tape_label(tape: Path, *, cassettes: Path, results: Path) -> str:
-    """How a run record names ``tape``: relative to cassettes, else results, else absolute."""
-    resolved = tape.resolve()
-    for base in (cassettes, results):
-        try:
-            return resolved.relative_to(base.resolve()).as_posix()
-        except ValueError:
-            continue
-    return str(resolved)
-
-
-def locate_tape(label: str, mode: RunKind, *, cassettes: Path, results: Path) -> Path:
-    """The file a run record's tape ``label`` names.
-
-    Live sessions are under the cassettes folder, replayed ones under the
-    results folder; a rescore record names either, and an absolute label is
-    used as it is.  When no candidate exists, the first one is returned.
-    """
-    bases = (results, cassettes) if mode is RunKind.REPLAY else (cassettes, results)
-    candidates = [base / label for base in bases]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    return candidates[0]
-
-
-class TapeCache:
-    """Reads each tape once and keeps its sessions by id (for a handful of attempts)."""
-
-    def __init__(self) -> None:
-        self.notes: list[str] = []
-        self._read: dict[Path, dict[str, RecordedSession] | str] = {}
-
-    def sessions(self, tape: Path) -> dict[str, RecordedSession] | str:
-        """The tape's sessions by id, or why it cannot be read."""
-        key = tape.resolve()
-        if key not in self._read:
-            found: dict[str, RecordedSession] = {}
-            problem = stream_sessions(tape, found.__setitem__, self.notes)
-            self._read[key] = problem or found
-        return self._read[key]
-
-
-def stream_sessions(
-    tape: Path,
-    each: Callable[[str, RecordedSession], None],
-    notes: list[str],
-    wanted: Callable[[str], bool] = lambda session_id: True,
-) -> str:
-    """Hand each ``wanted`` session of ``tape`` to ``each`` as it is read, holding one at a time.
-
-    Damage (truncation, corruption) is added to ``notes``; returns why the tape
-    cannot be read at all, or "".
-    """
-    if not tape.is_file():
-        return f"{tape}: no such tape"
-
-    def note(n: Note) -> None:
-        if n.kind != "incomplete":  # reported with the session it concerns
-            notes.append(n.message)
-
+    config, host = request.config, request.host
+    floors = Floors(mean=config.judge_mean_floor, trial=config.judge_trial_floor)
+    suites, chosen = load_cases(config, request.cases, request.suite)
+    cases = {c.id: c for s in suites for c in s.cases}
+    wanted = {c.id for s in chosen for c in s.cases}
+    sandbox = sandbox_for(config, host, request.reporter)
+    scorer = make_scorer(hang_limit=config.hang_limit, sandbox=sandbox)
+    rescorer = resolve_rescorer(config)
+    tapes = [s for s in request.sources if _is_tape_argument(s)]
+    runs = [s for s in request.sources if not _is_tape_argument(s)]
+    for given in runs:
+        if given.endswith(TAPE_SUFFIX) or given.endswith(os.sep):
+            raise RunRefused(f"{given}: no such tape or folder")
+    if runs and (tapes or len(runs) > 1):
+        raise RunRefused("give one run (latest, a run id or a record path) or tape files, not both")
+    run_id = make_run_id(host.clock, host.entropy)
     try:
-        for recorded in TapeReader(tape, strict=False, on_note=note).sessions():
-            if wanted(recorded.session_id):
-                each(recorded.session_id, recorded)
-    except (TapeError, OSError) as exc:
-        return f"{tape}: {exc}"
-    return ""
-
-
-# -- rescoring a run ------------------------------------------------------------
-
-Waiting = dict[str, list[tuple[int, AttemptResult, Case]]]
-"""Per session id, the run's attempts (position, result, today's case) that point to it."""
-
-
-def rescore_run(
-    record: RunRecord,
-    cases: Mapping[str, Case],
-    scorer: Scorer,
-    *,
-    cassettes: Path,
-    results: Path,
-    selected: Callable[[str], bool] = lambda case_id: True,
-    on_result: Callable[[Rescored], None] = lambda r: None,
-    floors: Floors = DEFAULT_FLOORS,
-    rescorer: Callable[[Scorer, Floors], Rescorer] | None = None,
-) -> RescoreOutcome:
-    """Rescore the sessions ``record``'s attempts point to, against their recorded verdicts.
-
-    ``cases`` holds every case loaded today, by id; attempts whose case is not
-    ``selected`` are left out silently, attempts whose case no longer exists or
-    whose session cannot be found are skipped with a line saying why.  Each
-    tape is read once, one session in memory at a time; results come in the
-    record's order.  Judged cases reuse recorded verdicts against ``floors``
-    (``rescore_session``); ``rescorer`` says where sessions are scored (default: here).
-    """
-    notes: list[str] = []
-    outcomes: dict[int, Rescored | Skipped] = {}
-    by_tape: dict[Path, Waiting] = {}
-
-    def skip(i: int, attempt: AttemptResult, why: str) -> None:
-        kept = attrs.evolve(
-            attempt, verdict=Verdict.SKIPPED, reason=why, mode=RunKind.RESCORE, rescored=None
-        )
-        where = f"{attempt.suite}/{attempt.case_id} {attempt.model} (attempt {attempt.attempt + 1})"
-        outcomes[i] = Skipped(line=f"{where}: {why}; skipped", attempt=kept)
-
-    for i, attempt in enumerate(record.attempts):
-        if not selected(attempt.case_id):
-            continue
-        case = cases.get(attempt.case_id)
-        if case is None:
-            skip(i, attempt, f'case "{attempt.case_id}" no longer exists')
-        elif not attempt.tape or not attempt.session_id:
-            skip(i, attempt, "the attempt recorded no session")
-        else:
-            path = locate_tape(attempt.tape, attempt.mode, cassettes=cassettes, results=results)
-            by_tape.setdefault(path, {}).setdefault(attempt.session_id, []).append(
-                (i, attempt, case)
+        if runs:
+            source = read_record(resolve_run(config.results, runs[0]))
+            note = f"rescore of run {source.run_id}"
+            outcome = rescore_run(
+                source,
+                cases,
+                scorer,
+                cassettes=config.cassettes,
+                results=config.results,
+                selected=wanted.__contains__,
+                floors=floors,
+                rescorer=rescorer,
             )
-    from evaltape.scoring.run._rescore_exec import InProcess, RescoreItem
-
-    scoring = rescorer(scorer, floors) if rescorer is not None else InProcess(scorer, floors)
-
-    def finished(i: int, result: Rescored) -> None:
-        outcomes[i] = result
-        on_result(result)
-
-    for path, sessions in by_tape.items():
-
-        def each(
-            session_id: str,
-            recorded: RecordedSession,
-            path: Path = path,
-            sessions: Waiting = sessions,
-        ) -> None:
-            waiting = sessions.pop(session_id)
-            if not recorded.complete:
-                for i, attempt, _ in waiting:
-                    skip(
-                        i, attempt, f"{path}: session {session_id} has no end ({recorded.problem})"
-                    )
-                return
-            for i, attempt, case in waiting:
-                item = RescoreItem(case=case, recorded=recorded, tape=attempt.tape, before=attempt)
-                scoring.add(item, functools.partial(finished, i))
-
-        problem = stream_sessions(path, each, notes, wanted=sessions.__contains__)
-        for session_id, waiting in sessions.items():
-            for i, attempt, _ in waiting:
-                skip(i, attempt, problem or f"{path}: no session {session_id}")
-    scoring.flush()
-    ordered = [outcomes[i] for i in sorted(outcomes)]
-    return RescoreOutcome(
-        rescored=tuple(o for o in ordered if isinstance(o, Rescored)),
-        skipped=tuple(o for o in ordered if isinstance(o, Skipped)),
-        notes=tuple(notes),
+        else:
+            files: list[Path] = []
+            for given in tapes or (str(config.cassettes),):
+                path = Path(given)
+                files.extend(find_tapes(path) if path.is_dir() else (path,))
+            if not files:
+                where = ", ".join(tapes) or display_path(config.cassettes)
+                raise RunRefused(f"no tapes (*{TAPE_SUFFIX}) in {where}")
+            note = f"rescore of {len(files)} tape{'' if len(files) == 1 else 's'}"
+            outcome = rescore_tapes(
+                files,
+                cases,
+                scorer,
+                cassettes=config.cassettes,
+                results=config.results,
+                selected=wanted.__contains__,
+                latest=request.latest,
+                floors=floors,
+                rescorer=rescorer,
+            )
+    except RunRefused:
+        raise
+    except (TapeError, ScoringError) as exc:
+        raise RunRefused(str(exc)) from exc
+    status = judge_status(r.judgement for r in outcome.rescored)
+    attempts = [r.attempt_result() for r in outcome.rescored]
+    attempts += [s.attempt for s in outcome.skipped if s.attempt is not None]
+    record = RunRecord(
+        run_id=run_id,
+        kind=RunKind.RESCORE,
+        state=RunState.RUNNING,
+        started_at=host.clock(),
+        commit=git_commit(host.project),
+        models=tuple(dict.fromkeys(a.model for a in attempts)),
+        suites=tuple(dict.fromkeys(a.suite for a in attempts)),
+        trials=max((a.attempt + 1 for a in attempts), default=1),
+        total=len(attempts),
+        attempts=tuple(attempts),
+        notes=(note, f"judge_status: {status.value}"),
+    )
+    log = RunLog(config.results, record, clock=host.clock, redactor=records_redactor(host))
+    final = log.finish(RunState.COMPLETED)
+    return RescoreRunOutcome(
+        rescore=outcome,
+        record=final,
+        record_path=log.path,
+        floors=floors,
+        judge_status=status,
     )

@@ -9,10 +9,10 @@ one line, with the reason.
 
 from __future__ import annotations
 
-from evaltape.replay import Sandbox
-from evaltape.scoring._config import Config
-from evaltape.scoring.run._host import Host, Reporter
-from evaltape.scoring.run._setup import RunRefused
+from .._config import Config
+from ..sandbox import Sandbox
+from ._host import Host, Reporter
+from ._setup import RunRefused
 
 UNCONFINED = "verify commands and the agent's bash tool run unconfined"
 """What the opt-out warning says happens."""

@@ -12,31 +12,32 @@ from pathlib import Path
 import attrs
 
 from evaltape.recorder import Source
-from evaltape.scoring._config import Config, display_path, scorer_names
-from evaltape.scoring._errors import ScoringError
-from evaltape.scoring.cases._cases import CaseError, Problem, SelectionError, Suite, select
-from evaltape.scoring.cases._load import load_suites
-from evaltape.scoring.cost._pricing import (
+
+from .._config import Config, display_path, scorer_names
+from .._errors import ScoringError
+from ..cases._cases import CaseError, Problem, SelectionError, Suite, select
+from ..cases._load import load_suites
+from ..cost._pricing import (
     Prices,
     PricingError,
     resolve_prices,
     with_price_flags,
 )
-from evaltape.scoring.export._config import ExportConfigError
-from evaltape.scoring.export._exporter import Exporter
-from evaltape.scoring.judge._judge import Judge, resolve_judge
-from evaltape.scoring.judge._judgement import JudgeError, JudgeStatus
-from evaltape.scoring.judge._prompt import CONSTRAINTS
-from evaltape.scoring.results._history import HEARTBEAT, RunLog
-from evaltape.scoring.results._records import RunRecord, RunState
-from evaltape.scoring.run._agents import AgentError, AgentSpec, load_agent, parse_agent
-from evaltape.scoring.run._export_step import start_export
-from evaltape.scoring.run._host import Host, Reporter, records_redactor
-from evaltape.scoring.run._jobs import DEFAULT_BASE_URL
-from evaltape.scoring.run._pool import PoolOutcome
-from evaltape.scoring.run._stop import StopKind
-from evaltape.scoring.run._task import Agent
-from evaltape.scoring.run._workspace import run_workspaces
+from ..judge._judge import Judge, resolve_judge
+from ..judge._judgement import JudgeError, JudgeStatus
+from ..judge._prompt import CONSTRAINTS
+from ..outputs.export._config import ExportConfigError
+from ..outputs.export._exporter import Exporter
+from ..results._history import HEARTBEAT, RunLog
+from ..results._records import RunRecord, RunState
+from ._export_step import start_export
+from ._host import Host, Reporter, records_redactor
+from ._jobs import DEFAULT_BASE_URL
+from ._stop import StopKind
+from .attempt._agents import AgentError, AgentSpec, load_agent, parse_agent
+from .attempt._task import Agent
+from .attempt._workspace import run_workspaces
+from .executors._pool import PoolOutcome
 
 
 class RunRefused(ScoringError):

@@ -4,10 +4,10 @@
 ``pass_at_k``, ``pass_hat_k``, ``mcnemar_exact``, ``sign_flip_test``); the rest are public here.
 """
 
-from evaltape.scoring.stats._plan import PowerPlan, plan_power, planned_power, shrunk_rates
-from evaltape.scoring.stats._power import cases_needed, paired_power
-from evaltape.scoring.stats._signflip import SignFlip, SignFlipMethod, sign_flip_test
-from evaltape.scoring.stats._stats import (
+from ._plan import PowerPlan, plan_power, planned_power, shrunk_rates
+from ._power import cases_needed, paired_power
+from ._signflip import SignFlip, SignFlipMethod, sign_flip_test
+from ._stats import (
     ZTest,
     benjamini_hochberg,
     clustered_se,

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 
 import attrs
 
-from evaltape.scoring.stats._lazy import scipy_special
-from evaltape.scoring.stats._power import cases_needed
+from ._lazy import scipy_special
+from ._power import cases_needed
 
 MAX_PLANNED_CASES = 1_000_000
 """Above this many cases a drop is reported as out of reach."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from evaltape.scoring.stats._lazy import scipy_special
+from ._lazy import scipy_special
 
 
 def binomial_diff_sd(baseline_rate: float, current_rate: float, trials: int) -> float:

@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from evaltape.scoring.stats._lazy import numpy_module
+from ._lazy import numpy_module
 
 DEFAULT_SEED = 20240917
 """Seed of the Monte Carlo sign-flip test; fixed so the same data give the same p-value."""

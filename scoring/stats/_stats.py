@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from evaltape.scoring.stats._lazy import scipy_special, scipy_stats
+from ._lazy import scipy_special, scipy_stats
 
 LOW_N_CASES = 10
 """Below this many common cases the unpaired z-test falls back to a points threshold."""

@@ -4,7 +4,7 @@ Flip causes (why a case's attempts disagree) are public here; the gate and the
 comparison are re-exported by ``evaltape.scoring``.
 """
 
-from evaltape.scoring.verdicts._flips import (
+from ._flips import (
     FlipCause,
     FlippedCase,
     FlipSummary,

@@ -34,12 +34,11 @@ from pathlib import Path
 
 import attrs
 
-from evaltape.scoring._errors import ScoringError
-from evaltape.scoring.cases._cases import Case, Suite
-from evaltape.scoring.results._records import AttemptResult, RunKind
-from evaltape.scoring.run._jobs import Job
-from evaltape.scoring.stats._stats import fisher_exact
-from evaltape.scoring.verdicts._outcomes import CaseKey, CaseOutcome, case_outcomes
+from .._errors import ScoringError
+from ..cases._cases import Case
+from ..results._records import AttemptResult
+from ..stats._stats import fisher_exact
+from ._outcomes import CaseKey, CaseOutcome, case_outcomes
 
 ENV_PREFIX = "env:"
 """The one kind of variant: environment overrides."""
@@ -124,53 +123,6 @@ def ab_tape(results: Path, run_id: str, variant: str, case: Case) -> tuple[Path,
     """``<results>/ab/<run id>/<variant>/<suite>/<case>.tape`` and its label relative to results."""
     label = f"{AB_DIR}/{run_id}/{variant}/{case.suite}/{case.id}.tape"
     return results / label, label
-
-
-def variant_of(job: Job) -> str:
-    """The variant a job planned by ``plan_ab`` belongs to (from its tape label)."""
-    parts = job.tape_label.split("/")
-    if len(parts) < 3 or parts[0] != AB_DIR:
-        raise ValueError(f"not an A/B job: {job.tape_label}")
-    return parts[2]
-
-
-def abba(trial: int, a: Variant, b: Variant) -> tuple[Variant, Variant]:
-    """The order of trial ``trial``: A then B when even, B then A when odd."""
-    return (a, b) if trial % 2 == 0 else (b, a)
-
-
-def plan_ab(
-    suites: Sequence[Suite],
-    model: str,
-    trials: int,
-    results: Path,
-    run_id: str,
-    baseline: Variant,
-    candidate: Variant,
-) -> tuple[Job, ...]:
-    """Every job of an A/B, in submission order: case by case, each case's trials in ABBA.
-
-    A case pinning a model runs with that model on both sides.
-    """
-    jobs: list[Job] = []
-    for suite in suites:
-        for case in suite.cases:
-            for trial in range(trials):
-                for variant in abba(trial, baseline, candidate):
-                    tape, label = ab_tape(results, run_id, variant.name, case)
-                    jobs.append(
-                        Job(
-                            case=case,
-                            model=case.model or model,
-                            attempt=trial,
-                            mode=RunKind.LIVE,
-                            tape=tape,
-                            tape_label=label,
-                            run_id=run_id,
-                            environ=variant.overrides,
-                        )
-                    )
-    return tuple(jobs)
 
 
 # -- per-case verdicts -------------------------------------------------------

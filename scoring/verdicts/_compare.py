@@ -17,9 +17,9 @@ from fractions import Fraction
 
 import attrs
 
-from evaltape.scoring.results._records import AttemptResult
-from evaltape.scoring.stats._signflip import SignFlipMethod, sign_flip_test
-from evaltape.scoring.stats._stats import (
+from ..results._records import AttemptResult
+from ..stats._signflip import SignFlipMethod, sign_flip_test
+from ..stats._stats import (
     ZTest,
     bh_adjusted,
     clustered_se,
@@ -34,7 +34,7 @@ from evaltape.scoring.stats._stats import (
     suite_interval,
     two_proportion_z,
 )
-from evaltape.scoring.verdicts._outcomes import CaseKey, CaseOutcome, case_outcomes
+from ._outcomes import CaseKey, CaseOutcome, case_outcomes
 
 
 class Method(enum.Enum):

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from evaltape.scoring.results._records import AttemptResult
-from evaltape.scoring.verdicts._gate import CONFIRM_TRIALS, GateState, decide_gate
-from evaltape.scoring.verdicts._gate_green import UnequalTrials
-from evaltape.scoring.verdicts._outcomes import CaseKey
+from ..results._records import AttemptResult
+from ._gate import CONFIRM_TRIALS, GateState, decide_gate
+from ._gate_green import UnequalTrials
+from ._outcomes import CaseKey
 
 HEADING = "Gate (as evaltape live --gate decides on these attempts)"
 """The first words of the gate's line in ``compare``."""

@@ -19,9 +19,9 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from evaltape.scoring.cases._cases import Case, Suite
-from evaltape.scoring.results._records import AttemptResult, RunRecord, Verdict
-from evaltape.scoring.verdicts._quarantine import judged
+from ..cases._cases import Case, Suite
+from ..results._records import AttemptResult, RunRecord, Verdict
+from ._quarantine import judged
 
 ENTRY_TRIALS = 3
 """Attempts per case in an entry check."""

@@ -30,7 +30,8 @@ from collections.abc import Iterable, Sequence
 import attrs
 
 from evaltape.recorder import Session
-from evaltape.scoring.results._records import AttemptResult, Verdict
+
+from ..results._records import AttemptResult, Verdict
 
 
 def _digest(value: object) -> str:

@@ -33,17 +33,17 @@ from collections.abc import Collection, Sequence
 
 import attrs
 
-from evaltape.scoring.judge._judgement import JudgeStatus
-from evaltape.scoring.results._records import AttemptResult
-from evaltape.scoring.stats._plan import plan_power, shrunk_rates
-from evaltape.scoring.verdicts._compare import Comparison, compare
-from evaltape.scoring.verdicts._gate_green import (
+from ..judge._judgement import JudgeStatus
+from ..results._records import AttemptResult
+from ..stats._plan import plan_power, shrunk_rates
+from ._compare import Comparison, compare
+from ._gate_green import (
     UnequalTrials,
     green_rule,
     planned,
     trials_per_case,
 )
-from evaltape.scoring.verdicts._outcomes import case_outcomes
+from ._outcomes import case_outcomes
 
 POWER = 0.8
 """The power the planning note is stated at: four runs in five catch the drop."""

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from evaltape.scoring.results._records import AttemptResult
-from evaltape.scoring.verdicts._compare import CaseMove, Comparison, compare
-from evaltape.scoring.verdicts._outcomes import CaseKey, case_outcomes
+from ..results._records import AttemptResult
+from ._compare import CaseMove, Comparison, compare
+from ._outcomes import CaseKey, case_outcomes
 
 MIN_GREEN_TRIALS = 3
 """Trials a case needs on both sides before a green-to-broken move closes the gate.

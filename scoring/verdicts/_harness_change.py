@@ -31,7 +31,8 @@ from evaltape.replay import (
     api_of,
     classify,
 )
-from evaltape.scoring.verdicts._replaycheck import Change, HarnessChange
+
+from ._replaycheck import Change, HarnessChange
 
 _CHANGE = {
     ChangeKind.TOOL_RESULT: Change.CHANGED,

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 import attrs
 
-from evaltape.scoring.results._records import AttemptResult, Verdict
+from ..results._records import AttemptResult, Verdict
 
 CaseKey = tuple[str, str]
 """(suite, case id)."""

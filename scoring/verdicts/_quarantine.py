@@ -29,11 +29,11 @@ from pathlib import Path
 
 import attrs
 
-from evaltape.scoring.cases._cases import Case, KnownGap, Suite
-from evaltape.scoring.results._history import HistoryEntry, read_history
-from evaltape.scoring.results._record_files import UnknownRun, read_record, record_path
-from evaltape.scoring.results._records import AttemptResult, RunKind, RunRecord, Verdict
-from evaltape.scoring.stats._stats import wilson
+from ..cases._cases import Case, KnownGap, Suite
+from ..results._history import HistoryEntry, read_history
+from ..results._record_files import UnknownRun, read_record, record_path
+from ..results._records import AttemptResult, RunKind, RunRecord, Verdict
+from ..stats._stats import wilson
 
 COUNTED_KINDS: tuple[RunKind, ...] = (RunKind.LIVE,)
 """Run kinds whose attempts are samples of the model: live only."""

@@ -39,8 +39,9 @@ from evaltape.recorder import (
     TapeError,
     TapeReader,
 )
-from evaltape.scoring.cases._cases import Case, Suite
-from evaltape.scoring.checks._score import Score
+
+from ..cases._cases import Case, Suite
+from ..checks._score import Score
 
 TAPE_SUFFIX = ".tape"
 """File extension of tapes."""

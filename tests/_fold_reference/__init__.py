@@ -29,8 +29,8 @@ from _fold_reference._sse import (
     obj,
     parse_sse,
 )
-from evaltape.recorder._adapters._model import Api, Message, ModelCall, ToolCall, Usage
 from evaltape.recorder._events import Exchange
+from evaltape.recorder.apis._model import Api, Message, ModelCall, ToolCall, Usage
 
 
 @attrs.frozen(kw_only=True)

@@ -26,7 +26,7 @@ from _fold_reference._sse import (
     text,
     usd,
 )
-from evaltape.recorder._adapters._model import Message, ModelCall, ToolCall, Usage
+from evaltape.recorder.apis._model import Message, ModelCall, ToolCall, Usage
 
 API: Final = "openai.chat"
 CONVERSATION: Final = "messages"

@@ -27,7 +27,7 @@ from _fold_reference._sse import (
     text,
     usd,
 )
-from evaltape.recorder._adapters._model import Message, ModelCall, ToolCall, Usage
+from evaltape.recorder.apis._model import Message, ModelCall, ToolCall, Usage
 
 API: Final = "openai.responses"
 CONVERSATION: Final = "input"

@@ -41,7 +41,7 @@ def evaltape(project: Path, phoenix_url: str, name: str, *args: str) -> str:
         "OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={name},team=evals",
     }
     done = subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring._cli", *args],
+        [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=project,
         env=env,
         capture_output=True,

@@ -1,0 +1,258 @@
+"""Semantic adapters: what a recorded HTTP exchange means as a model call.
+
+``decode_call`` picks the API from the URL path (falling back on the body's
+shape for proxies with other paths), decodes the raw wire bytes, and hands
+them to that API's adapter.  ``CallDecoder`` does the same for a session's
+exchanges in order, parsing and normalizing each repeated conversation
+message once (``_reuse.py``).  Only these modules read API JSON; none imports
+an HTTP library, so they work on any tape.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any, TypeAlias
+from urllib.parse import urlsplit
+
+import attrs
+
+from .._events import Exchange, Request, unbuilt_body
+from ..tape._delta import DeltaBody
+from . import _anthropic, _openai_chat, _openai_responses
+from ._bodies import (
+    SseStream,
+    error_text,
+    load_json,
+    obj,
+    parse_sse,
+)
+from ._encoding import content, encoded, header
+from ._model import (
+    Api,
+    Message,
+    ModelCall,
+    ToolCall,
+    Usage,
+    blank,
+    request_pending,
+    set_request,
+)
+from .reuse._session import BodyParser, Memo
+
+_Request: TypeAlias = tuple[
+    Callable[[dict[str, Any], Memo[Any]], ModelCall], "dict[str, Any] | Request", Memo[Any], str
+]
+"""A call's request reader, body (or the request, if its body is parsed only when
+needed), the session's memo for its API, and the API."""
+
+_FOLLOWED: dict[str, Any] = {}
+"""Stands for a request body ``CallDecoder._checks`` found to be a JSON object."""
+
+
+def _no_fast_path(call: ModelCall, body: bytes) -> None:
+    return None
+
+
+@attrs.frozen(kw_only=True)
+class _Adapter:
+    api: Api
+    conversation: str
+    read_request: Callable[[dict[str, Any], Memo[Any]], ModelCall]
+    read_response: Callable[[ModelCall, Any], ModelCall]
+    read_stream: Callable[[ModelCall, SseStream], ModelCall]
+    read_stream_bytes: Callable[[ModelCall, bytes], ModelCall | None]
+
+
+_ADAPTERS: dict[str, _Adapter] = {
+    module.API: _Adapter(
+        api=module.API,
+        conversation=module.CONVERSATION,
+        read_request=module.read_request,
+        read_response=module.read_response,
+        read_stream=module.read_stream,
+        read_stream_bytes=getattr(module, "read_stream_bytes", _no_fast_path),
+    )
+    for module in (_openai_chat, _openai_responses, _anthropic)
+}
+
+
+def _api_by_path(path: str) -> str | None:
+    if path.endswith("/chat/completions"):
+        return _openai_chat.API
+    if path.endswith("/responses"):
+        return _openai_responses.API
+    if path.endswith("/messages") and "/threads/" not in path:
+        return _anthropic.API
+    return None
+
+
+def _api_by_shape(body: dict[str, Any], anthropic_header: bool) -> str | None:
+    """For proxies and cloud endpoints with their own paths (Vertex ``:rawPredict``...)."""
+    if not isinstance(body.get("messages"), list):
+        return None
+    if anthropic_header or "anthropic_version" in body:
+        return _anthropic.API
+    return _openai_chat.API if isinstance(body.get("model"), str) else None
+
+
+def decode_call(exchange: Exchange) -> ModelCall | None:
+    """The model call an exchange made, or None if it is not model API traffic.
+
+    Never raises on bad data: an unreadable body, an HTTP error, a stream
+    that broke or a transport failure give a call with ``error`` set and
+    whatever could be read before the failure.
+    """
+    return CallDecoder().decode(exchange)
+
+
+class CallDecoder:
+    """``decode_call`` for the exchanges of one session, given in order.
+
+    Gives the same calls as ``decode_call`` on each exchange, but parses and
+    normalizes a conversation message only where it first appears, so decoding
+    a session costs time linear in its turns rather than quadratic.  Keeps the
+    session's decoded messages and its last request body of each API.
+    """
+
+    def __init__(self) -> None:
+        self._parsers: dict[str, BodyParser] = {}
+        self._fill_parsers: dict[str, BodyParser] = {}  # for the bodies ``_checks`` did not parse
+        self._memos: dict[str, Memo[Any]] = {}
+        self._apis: dict[str, str | None] = {}
+        self._requests: list[_Request | None] = []  # what each call's request side needs
+        self._filled: list[tuple[str, tuple[Message, ...], tuple[str, ...]]] = []
+        self._lock = threading.Lock()
+
+    def decode(self, exchange: Exchange) -> ModelCall | None:
+        """The model call ``exchange`` made, or None; see ``decode_call``."""
+        request = exchange.request
+        if request.method != "POST":
+            return None
+        url = request.url
+        if url not in self._apis:
+            self._apis = {url: _api_by_path(urlsplit(url).path.rstrip("/"))}  # URLs recur in a row
+        api = self._apis[url]
+        lazy = unbuilt_body(request)
+        # What a later delta names as its base: the unbuilt body, else its bytes.
+        token = lazy if isinstance(lazy, DeltaBody) else request.body
+        body: Any
+        response = exchange.response
+        kind = "" if response is None else header(response.headers, "content-type").lower()
+        if api is not None and kind and self._checks(api, request, token):
+            body, problem = _FOLLOWED, ""  # a dict: parsed when its request side is read
+        else:
+            body, problem = self._load(api, request, token)
+        if api is None:
+            if not isinstance(body, dict):
+                return None
+            api = _api_by_shape(body, bool(header(request.headers, "anthropic-version")))
+            if api is None:
+                return None
+        adapter = _ADAPTERS[api]
+        if not isinstance(body, dict):
+            problem = problem or "request body is not a JSON object"
+        streamed = isinstance(body, dict) and body.get("stream") is True  # (not read if followed)
+        memo = self._memos.get(api)
+        if memo is None:
+            memo = self._memos[api] = Memo()
+        start = blank(adapter.api)
+        call, status, streamed = _read_response(start, exchange, kind, adapter, streamed)
+        if call is start:  # (the shared blank value is never changed)
+            call = ModelCall(api=adapter.api)
+        if exchange.error is not None:
+            failure = f"{exchange.error.type}: {exchange.error.message}"
+            error = f"transport failed: {failure}"
+        else:
+            error = call.error or problem
+        # ``call`` is this decode's own (the adapters build a new value for every
+        # change), so what the transport adds is set on it, and the request side (the
+        # conversation normalized, the tools offered) is left to be read when first
+        # asked for: scoring a trajectory or an answer never asks.
+        pending = request if body is _FOLLOWED else obj(body)
+        self._requests.append((adapter.read_request, pending, memo, adapter.api))
+        fill = functools.partial(self._fill, len(self._requests) - 1)
+        return request_pending(call, fill, status=status, streamed=streamed, error=error)
+
+    def _parser(self, api: str) -> BodyParser:
+        parser = self._parsers.get(api)
+        if parser is None:
+            parser = self._parsers[api] = BodyParser(_ADAPTERS[api].conversation)
+        return parser
+
+    def _checks(self, api: str, request: Request, token: bytes | DeltaBody) -> bool:
+        """True if the request body (``token``: its bytes, or the delta that builds it)
+        is one ``json.loads`` reads as an object, decided from what changed since an
+        earlier body (``Chains.follows``, without building it, else
+        ``Chains.checks``): then it is parsed only when its request side is read.
+        Its ``stream`` flag is not known then, so the caller asks only when the
+        response says whether it streamed (a Content-Type)."""
+        if encoded(request.headers):
+            return False
+        chains = self._parser(api).chains
+        if not isinstance(token, DeltaBody):
+            return chains.checks(token, request.body)
+        base = token.base  # (None once built)
+        if base is not None and chains.follows(token, base):
+            return True
+        return chains.checks(token, request.body, base)
+
+    def _load(self, api: str | None, request: Request, token: bytes | DeltaBody) -> tuple[Any, str]:
+        """The request body parsed (``load_json``'s value and problem); ``token`` is
+        what a later delta names it as."""
+        data, problem = content(request.body, request.headers)
+        if problem:
+            return None, problem
+        if api is None:
+            return load_json(data, "request body")
+        return self._parser(api).load(data, "request body", token)
+
+    def _fill(self, index: int, call: ModelCall) -> None:
+        """Set ``call``'s request side: that of this decoder's ``index``-th call, with
+        every earlier call's request read first, in order, as the memo needs."""
+        with self._lock:
+            while len(self._filled) <= index:
+                pending = self._requests[len(self._filled)]
+                assert pending is not None  # (cleared only once filled)
+                read, body, memo, api = pending
+                if isinstance(body, Request):  # followed (valid, not encoded): parsed now
+                    parser = self._fill_parsers.get(api)
+                    if parser is None:
+                        parser = self._fill_parsers[api] = BodyParser(_ADAPTERS[api].conversation)
+                    body = obj(parser.load(body.body, "request body")[0])
+                request = read(body, memo)
+                self._filled.append(
+                    (request.model_requested, request.input_messages, request.tools_offered)
+                )
+                self._requests[len(self._filled) - 1] = None  # the body is not needed again
+            set_request(call, *self._filled[index])
+
+
+def _read_response(
+    call: ModelCall, exchange: Exchange, kind: str, adapter: _Adapter, asked: bool
+) -> tuple[ModelCall, int | None, bool]:
+    """The call with what the response says, and the response's status and streaming;
+    ``kind`` is its Content-Type, lower case ("" if none)."""
+    response = exchange.response
+    if response is None:
+        return call, None, asked
+    data, undecoded = content(response.body, response.headers)
+    streamed = "text/event-stream" in kind or (
+        not kind and (asked or data.lstrip().startswith((b"data:", b"event:")))
+    )
+    status = response.status
+    if status >= 400:
+        return attrs.evolve(call, error=error_text(status, data)), status, streamed
+    if streamed:
+        quick = adapter.read_stream_bytes(call, data)
+        call = quick if quick is not None else adapter.read_stream(call, parse_sse(data))
+    else:
+        value, problem = load_json(data, "response body")
+        call = attrs.evolve(call, error=problem) if problem else adapter.read_response(call, value)
+    if undecoded:
+        call = attrs.evolve(call, error=undecoded)
+    return call, status, streamed
+
+
+__all__ = ["Api", "CallDecoder", "Message", "ModelCall", "ToolCall", "Usage", "decode_call"]

@@ -1,0 +1,3 @@
+"""The tape file: its frames, the stored form of events and exchanges, writing, reading,
+journals.
+"""

@@ -1,0 +1,207 @@
+"""Event <-> plain dict, the only place that knows the stored field names.
+
+The plain form holds only msgpack-native types (str, int, float, bool, None,
+bytes, list, dict), keyed by a ``k`` type tag.  Dicts written by an older
+schema are brought up to date by the plain functions in ``UPGRADES`` before
+they are turned into events.  Unknown keys are ignored so that a newer minor
+version may add optional fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .._errors import TapeError
+from .._events import (
+    Event,
+    Exchange,
+    FactKind,
+    FileEntry,
+    HarnessEvent,
+    Mode,
+    RunnerFact,
+    SessionEnded,
+    SessionStarted,
+    Source,
+    Status,
+    WorkspaceSnapshot,
+)
+from ._plain_exchange import (
+    _error_from,
+    _error_to,
+    _exact_headers,
+    _headers,
+    _request_from,
+    _request_to,
+    _response_from,
+    _response_to,
+)
+from ._plain_fields import _NUMBER, Plain, _get, _map, _pairs, _rows
+
+SCHEMA_VERSION = 1
+"""Version of the plain event schema written today."""
+
+SCHEMA_OF_MAJOR: Mapping[int, int] = {1: 1, 2: 1}
+"""The plain event schema of each format major version (major 2 changed the frames only)."""
+
+UPGRADES: Mapping[int, Callable[[Plain], Plain]] = {}
+"""``UPGRADES[n]`` turns a plain event of schema ``n`` into schema ``n + 1``."""
+
+
+class UnknownEventKind(TapeError):
+    """A plain event carries a ``k`` tag this version does not know."""
+
+
+def _files(d: Plain) -> tuple[FileEntry, ...]:
+    rows = _rows(d, "files", 3)
+    for path, mode, data in rows:
+        if type(path) is not str or type(mode) is not int or type(data) is not bytes:
+            raise TypeError("field 'files' holds a row that is not (str, int, bytes)")
+    return tuple(FileEntry(path=p, mode=m, data=b) for p, m, b in rows)
+
+
+def _strings(d: Plain, key: str) -> tuple[str, ...]:
+    items: list[Any] = _get(d, key, list, [])
+    if not all(type(x) is str for x in items):
+        raise TypeError(f"field {key!r} holds something other than strings")
+    return tuple(items)
+
+
+def to_plain(event: Event) -> Plain:
+    """Turn an event into its plain, msgpack-ready form."""
+    if isinstance(event, Exchange):
+        return {
+            "k": Exchange.kind,
+            "at": event.at,
+            "duration": event.duration,
+            "request": _request_to(event.request),
+            "response": None if event.response is None else _response_to(event.response),
+            "error": None if event.error is None else _error_to(event.error),
+        }
+    if isinstance(event, SessionStarted):
+        return {
+            "k": SessionStarted.kind,
+            "session_id": event.session_id,
+            "started_at": event.started_at,
+            "case_id": event.case_id,
+            "attempt": event.attempt,
+            "model": event.model,
+            "mode": event.mode.value,
+            "source": event.source.value,
+            "source_detail": event.source_detail,
+            "harness_commit": event.harness_commit,
+            "harness_version": event.harness_version,
+            "seed": event.seed,
+            "replay_of": event.replay_of,
+            "metadata": [list(p) for p in event.metadata],
+        }
+    if isinstance(event, SessionEnded):
+        return {
+            "k": SessionEnded.kind,
+            "at": event.at,
+            "status": event.status.value,
+            "reason": event.reason,
+        }
+    if isinstance(event, HarnessEvent):
+        return {
+            "k": HarnessEvent.kind,
+            "at": event.at,
+            "name": event.name,
+            "fields": [list(p) for p in event.fields],
+        }
+    if isinstance(event, RunnerFact):
+        return {
+            "k": RunnerFact.kind,
+            "at": event.at,
+            "fact": event.fact.value,
+            "message": event.message,
+        }
+    if isinstance(event, WorkspaceSnapshot):
+        return {
+            "k": WorkspaceSnapshot.kind,
+            "at": event.at,
+            "files": [[f.path, f.mode, f.data] for f in event.files],
+            "omitted": list(event.omitted),
+            **({"redacted": list(event.redacted)} if event.redacted else {}),
+        }
+    raise TypeError(f"not an event: {event!r}")
+
+
+def upgrade(plain: Plain, schema: int) -> Plain:
+    """Apply the upgrade functions from ``schema`` up to today's schema."""
+    for version in range(schema, SCHEMA_VERSION):
+        plain = UPGRADES[version](plain)
+    return plain
+
+
+def from_plain(plain: Plain, *, exact_types: bool = False) -> Event:
+    """Turn a plain dict back into an event.
+
+    ``exact_types`` says the dict came straight from msgpack (arrays as lists,
+    strings exactly ``str``), as a reader's do, so headers are checked in C.
+
+    Raises ``UnknownEventKind`` for a tag this version does not know and
+    ``TapeError`` for a dict that is missing fields or has wrong types.
+    Optional fields may be absent (an older writer); unknown keys are ignored
+    (a newer minor version).
+    """
+    kind = plain.get("k")
+    if type(kind) is not str:
+        raise TapeError("malformed event: no 'k' kind tag")
+    headers = _exact_headers if exact_types else _headers
+    try:
+        if kind == Exchange.kind:
+            response = _get(plain, "response", dict, None)
+            error = _get(plain, "error", dict, None)
+            return Exchange(
+                at=_get(plain, "at", _NUMBER),
+                duration=_get(plain, "duration", _NUMBER),
+                request=_request_from(_map(plain, "request"), headers),
+                response=None if response is None else _response_from(response, headers),
+                error=None if error is None else _error_from(error),
+            )
+        if kind == SessionStarted.kind:
+            return SessionStarted(
+                session_id=_get(plain, "session_id", str),
+                started_at=_get(plain, "started_at", _NUMBER),
+                case_id=_get(plain, "case_id", str, ""),
+                attempt=_get(plain, "attempt", int, 0),
+                model=_get(plain, "model", str, ""),
+                mode=Mode(_get(plain, "mode", str, "live")),
+                source=Source(_get(plain, "source", str, "real_api")),
+                source_detail=_get(plain, "source_detail", str, ""),
+                harness_commit=_get(plain, "harness_commit", str, ""),
+                harness_version=_get(plain, "harness_version", str, ""),
+                seed=_get(plain, "seed", int, None),
+                replay_of=_get(plain, "replay_of", str, ""),
+                metadata=_pairs(plain, "metadata"),
+            )
+        if kind == SessionEnded.kind:
+            return SessionEnded(
+                at=_get(plain, "at", _NUMBER),
+                status=Status(_get(plain, "status", str)),
+                reason=_get(plain, "reason", str, ""),
+            )
+        if kind == HarnessEvent.kind:
+            return HarnessEvent(
+                at=_get(plain, "at", _NUMBER),
+                name=_get(plain, "name", str),
+                fields=_pairs(plain, "fields"),
+            )
+        if kind == RunnerFact.kind:
+            return RunnerFact(
+                at=_get(plain, "at", _NUMBER),
+                fact=FactKind(_get(plain, "fact", str)),
+                message=_get(plain, "message", str, ""),
+            )
+        if kind == WorkspaceSnapshot.kind:
+            return WorkspaceSnapshot(
+                at=_get(plain, "at", _NUMBER),
+                files=_files(plain),
+                omitted=_strings(plain, "omitted"),
+                redacted=_strings(plain, "redacted"),
+            )
+    except (TypeError, ValueError) as exc:
+        raise TapeError(f"malformed {kind!r} event: {exc}") from exc
+    raise UnknownEventKind(f"unknown event kind {kind!r}")

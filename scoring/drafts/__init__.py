@@ -1,0 +1,1 @@
+"""Draft cases: a recorded session turned into a case (``evaltape add``), appended to a suite."""

@@ -1,0 +1,1 @@
+"""One attempt: the agent, its task and clients, its workspace, supervision, and scoring it."""

@@ -1,0 +1,1 @@
+"""Rescoring: today's cases and scorers applied to recorded sessions; nothing runs."""
