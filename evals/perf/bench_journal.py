@@ -169,16 +169,12 @@ def section(rows: dict[int, dict[str, float]], reps: dict[int, int]) -> str:
     writer = _context(zstandard.ZstdCompressor(compression_params=writer_params()))
     return f"""{HEADING}
 
-A run's attempt records into a `SessionBuffer` (packed in memory, compressed once
-at the end) and hands each packed event to its journal beside the tape (framed,
-zstd level 1 with a 128 KiB window, one `write` each), deleted once the whole session
-is on the tape.  The SDK traffic of *Recording and replay per turn*, recorded
-through `RecordingTransport` with `default_redactor()`, ended and appended to a
-tape, without and with the journal; *journal alone* feeds the same session's
-packed events to a journal and deletes it, which is what the journal adds
-without the noise of the rest (the *difference* column moves by several per
-cent either way from one run to the next on this shared machine).  CPU time
-per session, the best of the repetitions, in rounds across every length.
+A run's attempt records into a `SessionBuffer` and hands each packed event to its
+journal beside the tape, deleted once the whole session is on the tape.  The SDK
+traffic of *Recording and replay per turn*, recorded with `default_redactor()` and
+appended to a tape, without and with the journal; *journal alone* is what the journal
+adds without the noise of the rest (the *difference* column moves by several per
+cent either way from run to run).  CPU time per session, the best of the repetitions.
 
 ```sh
 python evals/perf/bench_journal.py

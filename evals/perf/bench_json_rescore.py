@@ -157,23 +157,6 @@ python evals/perf/bench_json_rescore.py
 Machine: {machine()}.
 
 {table}
-
-The fold uses msgspec.  For stream events, the larger part of what a fold
-parses, msgspec decodes straight into typed records that hold only the fields
-the adapters read, which no dict-building parser matches, and it validates the
-shape in the same pass (a stream the records refuse takes the general path).
-A usual stream body (one-line events) is not even split into Python strings:
-its events are cut into one JSON text per line (split at the separators
-and joined again, one search pass) and parsed by one ``decode_lines`` call,
-which parses each line on its own, so no tag between the events is needed to
-prove where each ends.  For plain objects the two are close (orjson ahead on
-the small conversation items, level on whole bodies); msgspec is already a
-dependency and parses a ``str`` without encoding it first, so orjson would
-add a dependency for a gain confined to one path.  That path, the
-conversation items a request adds, is parsed by msgspec too, straight from
-the body's bytes: the items before them are found by comparing the body's
-bytes with the request before (``recorder/apis/reuse/_quick.py``), so no
-parser has to report where each item ends.
 """
 
 

@@ -178,7 +178,6 @@ def section(args: argparse.Namespace) -> str:
     p_ratio = replay["threads_s"] / replay["ray_s"]
     extra_ms = (replay["ray_s"] - replay["threads_s"]) / replay["attempts"] * 1000
     per_session_ms = rescore["threads_s"] / rescore["sessions"] * 1000
-    driver_cap = 1000 / rescore["read_ms"] if rescore["read_ms"] else float("inf")
     rescore_row = (
         f"| rescore {rescore['sessions']:,} 25-turn sessions ({rescore['tasks']} tasks of "
         f"{rescore['batch']}) | {rescore['threads_s']:.1f} s | {rescore['ray_s']:.1f} s "
@@ -220,21 +219,6 @@ run; the ratios, measured back to back, are the figures to read.
 
 (The {rescore["sessions"]:,} sessions' tapes took {rescore["write_s"]:.0f} s to write; that
 is not part of either figure.)
-
-What to expect with more workers.  Rescore is CPU work in the session fold,
-which a thread pool cannot spread (the GIL); on Ray each batch is one task, so
-the per-task cost is spread over {rescore["batch"]} sessions and the workers
-scale it until the driver, which still reads every session from its tape
-({rescore["read_ms"]:.1f} ms each here, about {driver_cap:.0f} sessions a second), becomes
-the limit: on two cores the driver and both workers share the same two CPUs, so
-the ratio here is below what separate machines give.  With W worker CPUs a
-rescore takes about max(sessions x {per_session_ms:.0f} ms / W, sessions x
-{rescore["read_ms"]:.1f} ms).  A replay attempt is short (milliseconds of
-scoring), so on one machine Ray adds its per-task cost and gains nothing;
-Ray pays off for attempts that run for seconds or minutes (live runs, agents
-that run tools and verify commands), where {overhead_ms:.0f} ms per task is
-negligible and the attempts at once are bounded by the cluster's CPUs rather
-than one machine's.
 """
 
 

@@ -156,7 +156,7 @@ def section(sessions: int) -> str:
         written = time.perf_counter() - t
         size = sum(p.stat().st_size for p in tapes)
         cpu, wall, count, passed = measure(tapes, cases)
-        read, folding, scoring, n, chunks = stages(tapes[0], cases["agent-00"])
+        read, folding, scoring, n, _chunks = stages(tapes[0], cases["agent-00"])
         where = profile(tapes[0], cases["agent-00"]) if count / cpu < TARGET else ""
     rate = count / cpu
     per = {name: 1000 * value / n for name, value in (("read", read), ("fold", folding))}
@@ -197,23 +197,10 @@ by up to a fifth from run to run, so their sum need not match the rate):
 """
     if where:
         text += f"""
-The target is missed.  Scoring itself costs almost nothing; the time is in
-turning recorded bytes back into model calls.  Each turn's response is a
-server-sent event stream ({chunks / n:,.0f} chunks per session here), and the
-fold parses every chunk's JSON to rebuild the text and tool calls
-(`recorder/apis/_openai_chat.py`, `read_stream`): about
-{1e6 * folding / chunks:.0f} µs per chunk.  The functions with the most own
-time (cProfile over the same tape; profiling slows everything down, so read
-the shares, not the seconds):
+The functions with the most own time (cProfile over the same tape; profiling slows
+everything down, so read the shares, not the seconds):
 
 {where}
-
-Reaching {TARGET:,.0f} sessions per second per core means a budget of
-{1000 / TARGET:.0f} ms per session, against {per["read"]:.1f} ms to read and
-{per["fold"]:.1f} ms to fold one today.  It needs a faster stream decoder in
-the Session fold and a faster reader, which would speed up every reader of
-tapes, not only rescore.  Rescoring is independent per tape, so it spreads
-across cores, but the figure above is what one process does on one core.
 """
     return text
 

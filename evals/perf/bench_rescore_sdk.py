@@ -198,22 +198,14 @@ def section(rows: list[Row], checked: int, copies: int, reps: int) -> str:
     table = "\n".join(lines)
     return f"""{HEADING}
 
-{TURNS}-turn coding-agent sessions recorded through the real SDKs (openai and
-anthropic over httpx2, `recording_client`) against a scripted model on
-127.0.0.1 (`evals/perf/sdk_traffic.py`: 10 tool schemas, a 2 KB system prompt,
-0.5-4 KB tool results of real text, 1-4 tokens per SSE chunk, parallel tool
-calls on every fifth turn; *mixed* asks every 4th turn without streaming).
-{SEEDS} recorded sessions per row, copied to {copies} sessions in one tape.
-CPU time per session, the best of {reps} interleaved passes; the reference
-decoder is the adapters as they were before this fold (`tests/_fold_reference`),
-and every one of the {checked:,} exchanges decoded to an equal call with both.
-The fold speed-up compares the two columns less the read.  The fold column
-builds the Session but leaves what only the requests say (each call's
-normalized conversation and tools, each tool call's result) to be read when
-first asked for, as rescoring these cases never asks: it checks each request
-body against an earlier one instead of parsing it, and leaves a body stored
-as a delta unbuilt (docs/session.md).  The reference column builds, parses
-and normalizes every request.  The check that both give equal calls reads it.
+{TURNS}-turn coding-agent sessions recorded through the real openai and anthropic SDKs
+against a scripted model on 127.0.0.1 (`evals/perf/sdk_traffic.py`; *mixed* asks
+every 4th turn without streaming).  {SEEDS} recorded sessions per row, copied to {copies}
+sessions in one tape.  CPU time per session, the best of {reps} interleaved passes.
+The reference decoder (`tests/_fold_reference`) builds, parses and normalizes
+every request; the fold reads what only the requests say when first asked for
+(docs/session.md).  Every one of the {checked:,} exchanges decoded to an equal call
+with both.  The fold speed-up compares the two columns less the read.
 
 ```sh
 python evals/perf/bench_rescore_sdk.py

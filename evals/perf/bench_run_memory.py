@@ -166,28 +166,6 @@ Machine: {machine()}.
 Target: peak RSS at the default concurrency within {TARGET}x the figure at
 `--concurrency 1`: {worst:.2f}x at worst, {verdict}.  The live runs' tapes
 (every case's sessions): {sizes}.
-
-What held the memory: each attempt's session is kept in memory until the
-attempt ends (`SessionBuffer`, so an executor's worker need not own the tape
-files), and it used to hold a level-9 zstd stream all that time: a 4 MiB
-window and 2^21-entry match-finder tables, about 10 MiB each outside
-Python's heap.  Finished buffers sit in reference cycles until the cyclic
-collector runs, which a few KiB of Python objects rarely trigger, so 13 of
-them were alive at once at `--concurrency 1` and 30 at 4.  The main job
-peaked at 452 MiB at 4 while `tracemalloc` saw 41 MiB of Python objects at
-most.  Before the change this table read: live 248, 492 and 681 MiB (1.98x
-at the default), main job 220, 407 and 799 MiB (1.85x), at 1, 4 and 16.
-Now a buffered session keeps its events packed and compresses them all when
-it ends (`recorder/tape/_encode.py`), with the window and tables zstd picks for
-that many bytes (the window capped at the format's 4 MiB, the tables at a
-large open writer's: 2^19 entries, 2^20 in a binary tree's chain), from a
-context that lives only for that call; the tapes came out 2.2% smaller
-(491,102 B before at 1).  A live attempt's session is compressed at level 18
-(`LIVE_LEVEL` in `scoring/run/attempt/_attempt.py`), a replayed one's at 9: the live
-tapes above are 8.8% smaller than at level 9 (480,268 B at 1).  What still
-grows with the concurrency is each running attempt's own state: its agent,
-clients, workspace, the packed events and their `Event` values kept for
-scoring.
 """
 
 

@@ -241,24 +241,7 @@ def render(rows: list[tuple[str, float]], ideal: float, args: argparse.Namespace
         lines.append(
             f"| {name} | {seconds:.2f} s | {ratio:.2f}x | {'met' if ratio <= 1.3 else 'missed'} |"
         )
-    lines += [
-        "",
-        "Each attempt keeps its session in memory (compressed at zstd level 18 when it "
-        "ends), builds a workspace folder, an agent "
-        "thread and an httpx client, and ends with an fsync; one network transport (TLS "
-        "context, connection pool) is shared by every attempt of a run, since building one "
-        "per attempt costs tens of milliseconds holding the GIL. The server sets TCP_NODELAY: "
-        "Python's `http.server` writes a response's head and body separately, and without it "
-        "Nagle's algorithm and delayed ACKs add about 40 ms to every keep-alive response. "
-        "The whole-process row adds a fixed cost of Python start-up and imports; the 1.3x "
-        "target is about the pool, which is what the first two rows measure. On 2 CPUs the "
-        "rest of the gap is the attempts' own CPU (redaction, zstd, the agent's httpx "
-        "calls) competing for the GIL; `python evals/perf/bench_transport.py` breaks the "
-        "recording cost down. Compressing these sessions at level 18 instead of 9 made no "
-        "difference the runs could tell from noise (pool 1.22x and 1.20x at 18, 1.23x and "
-        "1.32x at 9, interleaved).",
-        "",
-    ]
+    lines += ["", ""]  # a blank line before the next section
     return "\n".join(lines)
 
 

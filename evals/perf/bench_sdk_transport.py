@@ -179,21 +179,14 @@ def section(rows: dict[int, dict[str, float]], reps: dict[int, int]) -> str:
 
 One 500-turn coding-agent session recorded through the OpenAI SDK
 (`evals/perf/sdk_traffic.py`, mixed traffic); its first N exchanges are the
-N-turn session.  Every exchange is sent again through an `httpx.Client` over a
-bare `httpx.MockTransport` serving the recorded bytes, over `RecordingTransport`
-around it (a real tape: redaction, deltas, the writer's zstd parameters, fsync at the
-end), and
-over a `ReplayTransport` built inside the timing.  CPU time per session, the
-best of the repetitions, measured in rounds that go through every session
-length (so the ratios compare times taken side by side); a session shorter
-than {SPAN} turns is timed {SPAN} turns' worth of times back to back in each
-repetition and the mean taken, since one 25-turn session's few tens of
-milliseconds move by a third from one run to the next on this machine.  *built-in rules*
-redact with `default_redactor()`, which scans each request body only from shortly before
-what changed (twice the widest rule's reach, {widest:,} bytes), in the raw
-bytes and in each secret view (`recorder/redact/_delta.py`); *whole bodies*
-is the same redactor scanning every request body whole, as recording did
-before, measured up to 200 turns.
+N-turn session, sent again over a bare `httpx.MockTransport`, over
+`RecordingTransport` around it (a real tape) and over a `ReplayTransport` built
+inside the timing.  CPU time per session, the best of the repetitions; a session
+shorter than {SPAN} turns is timed {SPAN} turns' worth of times back to back and the
+mean taken.  *built-in rules* redact with `default_redactor()`, which scans each
+request body only from shortly before what changed (twice the widest rule's
+reach, {widest:,} bytes); *whole bodies* scans every request body whole, measured up
+to 200 turns.
 
 ```sh
 python evals/perf/bench_sdk_transport.py

@@ -544,25 +544,6 @@ def render(rows: list[Row], *, reps: int, seed: int, command: str) -> str:
     out += _ratio_table(head, table)
     if not folded:
         out += ["", "`recorder.fold` does not exist in this version, so only reading is timed."]
-    elif first.fold_s and last.fold_s and last.turns > first.turns:
-        fold_growth = last.fold_s / first.fold_s
-        if fold_growth > 1.25 * last.turns / first.turns:
-            out += [
-                "",
-                f"Read + fold grows faster than the turns ({fold_growth:.1f}x for "
-                f"{last.turns / first.turns:g}x the turns): the fold decodes the whole",
-                "conversation carried by every request, which grows with the square of the turns.",
-            ]
-        else:
-            out += [
-                "",
-                f"Read + fold grows with the turns ({fold_growth:.1f}x for "
-                f"{last.turns / first.turns:g}x the turns): each request repeats the whole",
-                "conversation, but the fold parses and normalizes a message only where it first",
-                "appears (`recorder/apis/reuse/_session.py`). Most of what remains is decoding the",
-                f"streamed responses: one JSON parse per server-sent event ({first.chunks:.0f} per "
-                "turn here).",
-            ]
     out += [
         "",
         "### zstd level",
@@ -615,61 +596,7 @@ def render(rows: list[Row], *, reps: int, seed: int, command: str) -> str:
         [[t, m, "yes" if ok else "**no**"] for t, m, ok in targets],
         align="---",
     )
-    times_share = 1 - first.tape_no_times / first.tape
-    headers_share = 1 - first.tape_no_headers / first.tape
-    content = sorted(r.tape_content / r.floor for r in rows)
-    facts = sorted(r.tape / r.floor_facts for r in rows)
-    piece = sorted(r.events_one_piece / r.floor for r in rows)
-    out += [
-        "",
-        "### Reading the numbers",
-        "",
-        "- **Why the tape is small.** Each request repeats the whole conversation, so the",
-        "  bytes sent grow with the square of the turns. The tape stores each request body",
-        "  as a delta against one of the session's previous few bodies (common prefix +",
-        "  common suffix + the new middle, `recorder/tape/_delta.py`), so a turn adds only its",
-        "  new messages; and each session is one zstd stream, so the SSE envelopes, headers",
-        "  and keys that recur in every exchange compress against the earlier ones.",
-        "- **What the floor is.** Every distinct message, tool schema and response body,",
-        "  stored once, concatenated and compressed with zstd -19 in one piece: roughly the",
-        "  least a general-purpose lossless format can keep of that content. It holds no",
-        "  headers, no timings and no framing, and it can neither be appended to nor read",
-        "  event by event, so no tape reaches it.",
-        f"- **The gap to the floor.** At {first.turns} turns the chunk timings take "
-        f"{times_share:.0%} of the tape",
-        f"  and the headers {headers_share:.0%}; the floor holds neither. Chunk times are",
-        "  kept as integer microsecond steps (2-3 bytes each in msgpack) with noisy low",
-        "  digits, so they compress little; they are facts replay timing needs.",
-        f"  Without them and the headers the tape is {_span(content)} the floor.",
-        "  Of that, the event encoding itself (msgpack structure, chunk columns, the delta",
-        f"  references) accounts for {_span(piece)} when compressed in one piece; the rest",
-        "  is the zstd block flushed after every event, the frame headers (14 bytes an",
-        "  event, 29 for a session's first; these make a tape appendable and readable up",
-        "  to a crash) and the writer's zstd parameters instead of level 19.",
-        f"  Against the floor extended by the same headers and timings the tape is {_span(facts)}.",
-        "- **Level.** The writer's parameters are level 9's lazy matching with a longer",
-        "  search; higher levels buy a few percent more at many times the write time",
-        "  (table above).",
-        "- vcrpy stores every request body in full, so its cassette grows with the square",
-        "  of the turns. So does JSON Lines before compression, and gzip's 32 KiB window",
-        "  cannot reach back to the previous copy of a long conversation.",
-        "",
-        "How the comparison files are made: the vcrpy cassette is recorded by real vcrpy.",
-        "An httpx client sends each request's exact bytes and headers to a local HTTP",
-        "server on 127.0.0.1 that answers with the same SSE chunks (chunked transfer",
-        'encoding) and headers, inside `vcr.use_cassette(path, record_mode="all")`; a',
-        "`before_record_request` hook puts the API's URL in place of the local one. The",
-        "JSON Lines file holds one object per exchange: method, URL, headers, the request",
-        "body as a JSON value and the response body as text (no chunk timings). No file",
-        "here holds an API key. Generated responses follow OpenAI's chunk shape without",
-        "the random `obfuscation` padding field that newer API versions add.",
-    ]
     return "\n".join(out) + "\n"
-
-
-def _span(values: list[float]) -> str:
-    lo, hi = values[0], values[-1]
-    return f"{lo:.2f}x" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}x-{hi:.2f}x"
 
 
 def _turn_counts(value: str) -> list[int]:

@@ -60,29 +60,6 @@ from evaltape.recorder import (  # noqa: E402
 from evaltape.replay import ReplayTransport  # noqa: E402
 
 HEADING = "## Record and replay overhead"
-ANALYSIS = [
-    "- Replay serves a request that is byte-identical to a recorded one (the usual case: the",
-    "  same harness and SDK serialize the same conversation the same way) by a SHA-256 of its",
-    "  method, path, query, compared headers and body bytes (`Matcher.take_exact`); only a",
-    "  request with no byte-identical recording is redacted, parsed and normalized, and the",
-    "  semantic match and the divergence report work as before. The rest of a served",
-    "  exchange is building the response objects, as the MockTransport does.",
-    "- Building the replay transport normalizes every recorded request once (JSON parse,",
-    "  canonical JSON with sorted keys, SHA-256), paid once per session and growing with the",
-    "  request size. A replay whose requests are all byte-identical to the recording never",
-    "  needs those normalized forms; building them lazily (index by the exact digest first,",
-    "  normalize the session only when a request misses it) in `replay/_match.py`'s `Matcher`",
-    "  would remove this cost from such replays. Not done: `Matcher.recorded` hands the",
-    "  normalized forms to the divergence report, the lenient mode and `finish()`.",
-    "- Redaction (`recorder/redact/_redactor.py`) scans both bodies and every header value",
-    "  with every rule, and stays exact: a built-in rule's regular expression is tried only where",
-    "  `bytes.find` sees one of its leading literals (Python's regex engine is slow at",
-    "  trying a list of words such as `api|token|secret` at every position), no rule runs",
-    "  over data shorter than its shortest match, and header values found clean are",
-    "  remembered, since most recur in every exchange. What is left is roughly one pass",
-    "  over each body per rule; request bodies are scanned whole, so the cost grows with",
-    "  the conversation.",
-]
 COMMAND = "python evals/perf/bench_transport.py"
 TARGET_REPLAY = 2.0
 """Replay may cost at most this many times the bare MockTransport per exchange."""
@@ -404,18 +381,11 @@ def render(
     out = [
         HEADING,
         "",
-        "What the transports cost per HTTP exchange, against a bare `httpx.MockTransport`",
-        "serving the same bytes. The traffic is the simulated coding-agent session of the",
-        "section above (`evals/perf/traffic.py`): OpenAI Chat Completions requests carrying",
-        "the whole conversation, answered by streamed tool calls (SSE) or, for the JSON rows,",
-        "by the same answers as one `chat.completion` body each. Every exchange goes through",
-        "an `httpx.Client` and the response is read to the end. The MockTransport's handler",
-        "finds the answer in a dict keyed by method, URL and body bytes; the replay transport",
-        "matches each request as in a real replay (strict, in recorded order per request) and",
-        "checks at the end that every recorded call was used. The recording transport wraps",
-        "that MockTransport and writes a real tape",
-        "(redaction, msgpack + delta encoding, the writer's zstd parameters, one `write` per",
-        "exchange).",
+        "What the transports cost per HTTP exchange against a bare `httpx.MockTransport` serving",
+        "the same bytes, on the simulated session of the section above (`evals/perf/traffic.py`),",
+        "answered by streamed tool calls (SSE) or, for the JSON rows, one `chat.completion` body",
+        "each. The replay transport matches each request as a real replay does; the recording",
+        "transport wraps the MockTransport and writes a real tape.",
         "",
         f"Produced by `{command}` (seed {seed}, median of {reps} repetitions, each running",
         "every session on every transport, interleaved, after one untimed warm-up round).",
@@ -479,13 +449,6 @@ def render(
     ]
     for side, groups in shares.items():
         out.append(f"- {side}: " + "; ".join(f"{g} {v:.0%}" for g, v in groups if v >= 0.01) + ".")
-    added = max((r.timing.record - r.timing.mock) / len(r.traffic.exchanges) for r in rows)
-    out += [
-        "",
-        *ANALYSIS,
-        f"- Recording adds at most {_us(added)} per exchange here (the table above); a real",
-        "  model call takes hundreds of milliseconds to seconds.",
-    ]
     return "\n".join(out).rstrip("\n") + "\n"
 
 

@@ -125,20 +125,7 @@ Machine: {machine()}.
 
 Target: 16 open writers within {TARGET}x the single writer's peak RSS:
 {worst:.2f}x with the writers' budget, {verdict} (4 writers, the runner's
-default concurrency: {default:.2f}x).  What a writer holds is its zstd stream:
-a window of up to 4 MiB (the format's largest, so later events compress
-against earlier ones; only what the session wrote is touched) and the match
-finder's tables, which are cleared when the stream starts, so all of them
-count, and which zstd sizes for inputs of any length at level 9 (2^21 hash
-entries, about 10 MiB per open session).  The writer's own parameters
-(`AS_IT_GOES`, `recorder/tape/_writer.py`) search further than level 9 in tables of
-the same size, so they hold what level 9 would with the same tables.  Large
-tables find repeats far back in a long session: on the 500-turn SDK sessions
-of *Tape size against Inspect AI*, 2^19 entries (about 2.5 MiB) make the tape
-9% smaller than 2^17 (about 1 MiB).  So the first 4 writers open in a process
-get 2^19 entries, any more get 2^17, and a writer gives its share back when its
-session ends
-(`recorder/tape/_table_budget.py`).  What the tables cost in tape size on this
+default concurrency: {default:.2f}x).  What the tables cost in tape size on this
 benchmark's traffic, one session per row:
 
 {chr(10).join(sizes)}
