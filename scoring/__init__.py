@@ -1,8 +1,9 @@
 """evaltape.scoring: cases, scorers, statistics, results and gates.
 
 The public surface is what a user needs: cases and their loading, the scorer
-protocol and ``score_session``, run records and history, the statistics, the
-gate decision, the comparison, the cost of a session, and the errors.  The
+protocol and ``score_session``, run records and history, the gate decision, the
+comparison, and the errors. Statistics are in ``evaltape.scoring.stats``, prices and
+costs in ``evaltape.scoring.cost``, the sandbox in ``evaltape.scoring.sandbox``.  The
 CLI's plumbing stays in the private modules of the sub-packages.
 """
 

@@ -13,7 +13,7 @@ from .cases._cases import Case, CaseError, CaseKind, SelectionError, Suite, sele
 from .cases._load import load_suites
 from .checks._score import Check, Score, Scorer
 from .checks._scorers import make_scorer, score_session
-from .cost._costs import CostBreakdown, cost_of_session
+from .cost._costs import CostBreakdown
 from .judge._floors import judge_floors
 from .judge._judgement import Floors, JudgeError, Judgement
 from .judge._reuse import rejudge_offline
@@ -45,13 +45,6 @@ from .run._rescore import RescoreRequest, RescoreRunOutcome, run_rescore
 from .run._setup import RunRefused
 from .run.attempt._task import Answer, Question, QuestionKind, Task, answer_headlessly
 from .run.rescore._tapes import rescore_tapes
-from .stats._signflip import sign_flip_test
-from .stats._stats import (
-    mcnemar_exact,
-    pass_at_k,
-    pass_hat_k,
-    wilson,
-)
 from .verdicts._compare import Comparison, compare
 from .verdicts._gate import GateDecision, GateState, decide_gate
 
@@ -108,15 +101,11 @@ __all__: list[str] = [
     "Verdict",
     "answer_headlessly",
     "compare",
-    "cost_of_session",
     "decide_gate",
     "judge_floors",
     "load_config",
     "load_suites",
     "make_scorer",
-    "mcnemar_exact",
-    "pass_at_k",
-    "pass_hat_k",
     "read_history",
     "read_record",
     "recover_run",
@@ -132,6 +121,4 @@ __all__: list[str] = [
     "run_rescore",
     "score_session",
     "select",
-    "sign_flip_test",
-    "wilson",
 ]

@@ -11,14 +11,8 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
-from evaltape.scoring import (
-    AttemptResult,
-    Verdict,
-    compare,
-    mcnemar_exact,
-    render_comparison,
-    sign_flip_test,
-)
+from evaltape.scoring import AttemptResult, Verdict, compare, render_comparison
+from evaltape.scoring.stats import mcnemar_exact, sign_flip_test
 from evaltape.scoring.stats._stats import mcnemar_worse
 from evaltape.scoring.verdicts._compare import Method, MoveKind
 from evaltape.scoring.verdicts._outcomes import case_outcomes

@@ -21,9 +21,9 @@ from evaltape.scoring import (
     RunState,
     Verdict,
     load_suites,
-    wilson,
 )
 from evaltape.scoring.cli.main import cli
+from evaltape.scoring.stats import wilson
 from evaltape.scoring.verdicts._quarantine import Standing, history_records, quarantine_report
 
 REPO = Path(__file__).parent.parent

@@ -19,7 +19,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint, proportions_ztest
 
-from evaltape.scoring import mcnemar_exact, pass_at_k, pass_hat_k, sign_flip_test, wilson
+from evaltape.scoring.stats import mcnemar_exact, pass_at_k, pass_hat_k, sign_flip_test, wilson
 from evaltape.scoring.stats._power import binomial_diff_sd, cases_needed, paired_power
 from evaltape.scoring.stats._signflip import MONTE_CARLO_DRAWS, SignFlipMethod
 from evaltape.scoring.stats._stats import (

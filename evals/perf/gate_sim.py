@@ -196,7 +196,7 @@ def dropped(p: np.ndarray, drop: float) -> np.ndarray:
 
 def wilson_text(hits: int, n: int) -> str:
     """``4.1% (3.3-5.1)``: the share and its Wilson 95% interval."""
-    from evaltape.scoring import wilson
+    from evaltape.scoring.stats import wilson
 
     low, high = wilson(hits, n)
     return f"{hits / n * 100:.1f}% ({low * 100:.1f}-{high * 100:.1f})"
