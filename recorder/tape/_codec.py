@@ -55,10 +55,28 @@ class UnknownEventKind(TapeError):
 
 def _files(d: Plain) -> tuple[FileEntry, ...]:
     rows = _rows(d, "files", 3)
+    seen: set[str] = set()
     for path, mode, data in rows:
         if type(path) is not str or type(mode) is not int or type(data) is not bytes:
             raise TypeError("field 'files' holds a row that is not (str, int, bytes)")
+        if not plain_path(path):
+            raise ValueError(f"workspace path {path!r} is not a plain relative path")
+        if path in seen:
+            raise ValueError(f"workspace path {path!r} is there twice")
+        seen.add(path)
     return tuple(FileEntry(path=p, mode=m, data=b) for p, m, b in rows)
+
+
+def plain_path(path: str) -> bool:
+    """Whether a snapshot path is written the one way a snapshot writes it: relative, with
+    no empty, ``.`` or ``..`` segment and no trailing slash.  ``./check.py`` or
+    ``check.py/`` would be a second name for ``check.py``: a tape holding one could have a
+    restored workspace differ from what the checks compared, so it is refused."""
+    return (
+        bool(path)
+        and "\0" not in path
+        and all(part not in ("", ".", "..") for part in path.split("/"))
+    )
 
 
 def _strings(d: Plain, key: str) -> tuple[str, ...]:

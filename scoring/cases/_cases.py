@@ -106,6 +106,9 @@ class Case:
     """Command that must exit 0 in the sandbox: a shell string or an argv tuple."""
     verify_timeout: float | None = None
     """Seconds ``verify`` may run; None: the runner's default."""
+    verify_expect: str | None = None
+    """A line ``verify`` must print last (its last non-empty line, stripped) besides exiting 0;
+    None: the exit code alone decides."""
     immutable: tuple[str, ...] = ()
     """Files (from ``files``) whose bytes must be unchanged at the end."""
     rubric: str | None = None

@@ -155,6 +155,13 @@ def _check_timeout(out: Messages, value: object) -> None:
         out.append(f'field "verifyTimeout": must be a positive number of seconds, got {value}')
 
 
+def _check_expect_line(out: Messages, value: object) -> None:
+    if not isinstance(value, str):
+        _wrong(out, "verifyExpect", "a string", value)
+    elif not value.strip() or "\n" in value or "\r" in value:
+        out.append('field "verifyExpect": must be one non-empty line')
+
+
 def _check_immutable(out: Messages, value: object) -> None:
     _names(out, "immutable", value, non_empty=False)
 
@@ -214,6 +221,7 @@ FIELD_CHECKS: tuple[tuple[str, Callable[[Messages, object], None]], ...] = (
     ("files", _check_files),
     ("verify", _check_verify),
     ("verifyTimeout", _check_timeout),
+    ("verifyExpect", _check_expect_line),
     ("immutable", _check_immutable),
     ("rubric", _check_rubric),
     ("model", _check_model),

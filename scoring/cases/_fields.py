@@ -17,7 +17,7 @@ TRAJECTORY_FIELDS: tuple[str, ...] = (
     "forbidTools",
     "expectBashMatches",
 )
-CODING_FIELDS: tuple[str, ...] = ("files", "verify", "verifyTimeout", "immutable")
+CODING_FIELDS: tuple[str, ...] = ("files", "verify", "verifyTimeout", "verifyExpect", "immutable")
 JUDGED_FIELDS: tuple[str, ...] = ("rubric",)
 ANSWER_FIELDS: tuple[str, ...] = ("expectAnswer", "scorer")
 """Checks of the final reply (``_answer.py``) and custom scorers (``_custom.py``)."""

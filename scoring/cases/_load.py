@@ -186,6 +186,7 @@ def _build(obj: dict[str, object], *, suite: str, path: str, line: int, rubrics:
         else None,
         verify=tuple(_strs(verify)) if isinstance(verify, list) else _opt_str(verify),
         verify_timeout=float(timeout) if isinstance(timeout, int | float) else None,
+        verify_expect=_opt_str(get("verifyExpect")),
         immutable=tuple(posixpath.normpath(p) for p in _strs(get("immutable"))),
         rubric=_opt_str(rubric),
         rubric_path=str(rubrics / f"{rubric}.md") if rubric is not None else None,

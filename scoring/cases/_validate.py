@@ -105,8 +105,9 @@ def _check_relations(out: Messages, case: dict[str, object], rubrics_dir: Path) 
     for name in ("verify", "immutable"):
         if name in case and not has_files:
             out.append(f'field "{name}" needs "files" (a sandbox to run in)')
-    if "verifyTimeout" in case and "verify" not in case:
-        out.append('field "verifyTimeout" needs "verify"')
+    for name in ("verifyTimeout", "verifyExpect"):
+        if name in case and "verify" not in case:
+            out.append(f'field "{name}" needs "verify"')
     files = case.get("files")
     immutable = case.get("immutable")
     if isinstance(files, dict) and isinstance(immutable, list):

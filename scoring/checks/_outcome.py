@@ -90,7 +90,16 @@ def outcome_checks(
         if case.verify is not None:
             timeout = case.verify_timeout if case.verify_timeout is not None else verify_timeout
             chosen = sandbox if sandbox is not None else Sandbox.find()
-            checks.append(_verify(case.verify, root, timeout, session.workspace_omitted, chosen))
+            checks.append(
+                _verify(
+                    case.verify,
+                    root,
+                    timeout,
+                    session.workspace_omitted,
+                    chosen,
+                    expect=case.verify_expect,
+                )
+            )
         return tuple(checks)
 
 
@@ -109,6 +118,11 @@ def _snapshot_problem(
     for path in snapshot:
         if not _inside(path):
             return f"the workspace snapshot has a path outside the sandbox: {path!r}"
+    plain: set[str] = set()
+    for entry in session.workspace:
+        if not _plain(entry.path) or entry.path in plain:
+            return f"the workspace snapshot names a file twice or by an alias: {entry.path!r}"
+        plain.add(entry.path)
     return None
 
 
@@ -118,12 +132,20 @@ def _inside(path: str) -> bool:
     return ".." not in path.split("/") and posixpath.normpath(path) not in (".", "")
 
 
+def _plain(path: str) -> bool:
+    """A path in the one spelling a snapshot writes: no ``.`` or empty segment, no
+    trailing slash (``./check.py`` and ``check.py/`` are aliases of ``check.py``)."""
+    return all(part not in ("", ".", "..") for part in path.split("/"))
+
+
 def _verify(
     command: str | tuple[str, ...],
     root: Path,
     timeout: float,
     omitted: Sequence[str],
     sandbox: Sandbox,
+    *,
+    expect: str | None = None,
 ) -> Check:
     """Run ``command`` in ``root/work``, the restored workspace; ``root`` is scratch space."""
     work, tools = root / "work", root / "bin"
@@ -156,6 +178,11 @@ def _verify(
             name="verify", passed=False, detail=f"verify timed out after {timeout:g}s: {shown}"
         )
     code = result.exit_code
+    last = _last_line(result.output)
+    if code == 0 and expect is not None and last != expect.strip():
+        said = f"its last line was {last[:_LINE_LIMIT]!r}" if last else "it printed nothing"
+        detail = f"verify exited 0 but did not print {expect.strip()!r} last ({said}): {shown}"
+        return Check(name="verify", passed=False, detail=detail)
     if code == 0:
         return Check(name="verify", passed=True, detail=f"verify exited 0: {shown}")
     line = informative_line(result.output)
@@ -164,6 +191,14 @@ def _verify(
     if omitted:
         detail += f" (the snapshot left out {', '.join(omitted)})"
     return Check(name="verify", passed=False, detail=detail)
+
+
+def _last_line(output: str) -> str:
+    """The last non-empty line of ``output``, stripped."""
+    for line in reversed(output.splitlines()):
+        if line.strip():
+            return line.strip()
+    return ""
 
 
 def _materialize(root: Path, workspace: Sequence[FileEntry]) -> None:
