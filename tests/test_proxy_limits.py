@@ -5,10 +5,12 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import threading
 import time
 import urllib.parse
 from pathlib import Path
 
+import httpx
 from fakeapi import FakeAPI
 
 from evaltape.recorder import (
@@ -171,14 +173,88 @@ def test_a_slowloris_client_is_dropped_at_its_request_deadline() -> None:
     assert dropped, f"still connected after {sent} bytes"
 
 
+def _plain_request(proxy: TapeProxy) -> bytes:
+    """One whole request that presents the token, the way a program's SDK sends it."""
+    path = urllib.parse.urlsplit(proxy.url).path + "/v1/models"
+    return f"GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n".encode()
+
+
+def _status(sock: socket.socket) -> bytes:
+    reply = sock.makefile("rb").read()
+    return reply.split()[1] if reply else b""
+
+
+class _Holding:
+    """A transport that keeps every request until ``release`` is set, counting arrivals."""
+
+    def __init__(self) -> None:
+        self.arrived = threading.Semaphore(0)
+        self.release = threading.Event()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.arrived.release()
+        self.release.wait(30)
+        return httpx.Response(200, json={})
+
+
 def test_connections_past_the_bound_get_a_503_at_once() -> None:
-    with TapeProxy(ReplayTransport([]), limits=ProxyLimits(max_connections=2)) as proxy:
+    holding = _Holding()
+    with TapeProxy(holding, limits=ProxyLimits(max_connections=2)) as proxy:
         held = [socket.create_connection(("127.0.0.1", proxy.port), timeout=30) for _ in range(2)]
-        for sock in held:  # each holds a thread, its request head unfinished
-            sock.sendall(b"POST / HTTP/1.1\r\n")
+        for sock in held:  # each presented the token and holds a slot while it is served
+            sock.sendall(_plain_request(proxy))
+        assert holding.arrived.acquire(timeout=30) and holding.arrived.acquire(timeout=30)
         extra = socket.create_connection(("127.0.0.1", proxy.port), timeout=30)
-        reply = extra.makefile("rb").read()
+        extra.sendall(_plain_request(proxy))
+        status = _status(extra)
         extra.close()
+        holding.release.set()
+        served = [_status(sock) for sock in held]
         for sock in held:
             sock.close()
-    assert reply.split()[1] == b"503"
+    assert status == b"503"
+    assert served == [b"200", b"200"]
+
+
+def test_connections_that_never_present_the_token_hold_no_slot() -> None:
+    limits = ProxyLimits(max_connections=2, max_pending=64)
+    with TapeProxy(ReplayTransport([]), limits=limits) as proxy:
+        idle = [socket.create_connection(("127.0.0.1", proxy.port), timeout=30) for _ in range(8)]
+        dripping = [
+            socket.create_connection(("127.0.0.1", proxy.port), timeout=30) for _ in range(8)
+        ]
+        for sock in dripping:  # a request line, then nothing more
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\n")
+        own = socket.create_connection(("127.0.0.1", proxy.port), timeout=30)
+        own.sendall(_plain_request(proxy))
+        status = _status(own)
+        own.close()
+        for sock in idle + dripping:
+            sock.close()
+    # The program's own request is answered (a replay miss: 599), not refused as busy.
+    assert status == b"599"
+
+
+def test_a_wrong_token_is_answered_403_and_the_connection_closed() -> None:
+    with TapeProxy(ReplayTransport([]), limits=ProxyLimits(max_connections=1)) as proxy:
+        stranger = socket.create_connection(("127.0.0.1", proxy.port), timeout=30)
+        stranger.sendall(b"GET /evaltape-wrong/v1/models HTTP/1.1\r\nhost: x\r\n\r\n")
+        reply = stranger.makefile("rb").read()  # returns only once the proxy closed it
+        stranger.close()
+        own = socket.create_connection(("127.0.0.1", proxy.port), timeout=30)
+        own.sendall(_plain_request(proxy))
+        status = _status(own)
+        own.close()
+    assert reply.split()[1] == b"403"
+    assert status == b"599"
+
+
+def test_the_oldest_pending_connection_is_closed_past_the_pending_bound() -> None:
+    limits = ProxyLimits(max_connections=2, max_pending=3)
+    with TapeProxy(ReplayTransport([]), limits=limits) as proxy:
+        first = socket.create_connection(("127.0.0.1", proxy.port), timeout=30)
+        later = [socket.create_connection(("127.0.0.1", proxy.port), timeout=30) for _ in range(3)]
+        closed = first.recv(1)  # b"": the proxy shut it down to make room
+        for sock in [first, *later]:
+            sock.close()
+    assert closed == b""

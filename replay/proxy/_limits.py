@@ -8,8 +8,12 @@ recorded.  A request body past ``max_body`` is refused with 413 before it is
 read (a ``Content-Length`` of 50 GB allocates nothing); a client that sends
 nothing for ``read_timeout`` seconds, or takes longer than
 ``request_timeout`` for one request's head and body, is dropped; at most
-``max_connections`` connections are served at once (each holds a thread),
-further ones get 503 at once.
+``max_connections`` connections that presented the token are served at once,
+further ones get 503 at once.  A connection holds one of those slots only once
+its first request's head carried the token: until then it is *pending*, a wrong
+token closes it after that head, and when more than ``max_pending`` are pending
+the oldest is closed, so connections that never authenticate (idle, dripping,
+or another local user's) cannot take the slots of the program's own requests.
 """
 
 from __future__ import annotations
@@ -45,7 +49,9 @@ class ProxyLimits:
     request_timeout: float = 120.0
     """Seconds a client may take to send one request's head and body."""
     max_connections: int = 64
-    """Connections served at once; each holds a thread."""
+    """Connections that presented the token served at once; each holds a thread."""
+    max_pending: int = 256
+    """Connections still sending their first request's head; past it the oldest is closed."""
 
 
 class TooLarge(Exception):
@@ -172,8 +178,21 @@ class LimitedHandler(BaseHTTPRequestHandler):
         super().handle_one_request()
 
 
+BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n"
+    b"connection: close\r\nx-should-retry: true\r\n\r\n"
+)
+"""The answer to a request that presented the token when every slot is taken."""
+
+
 class BoundedServer(ThreadingHTTPServer):
-    """A threading HTTP server serving at most ``max_connections`` connections at once."""
+    """A threading HTTP server that serves at most ``max_connections`` admitted
+    connections at once and keeps at most ``max_pending`` not yet admitted.
+
+    A handler calls ``admit(connection)`` once a request presented the token; a
+    connection never admitted never holds a slot.  When a new connection would make
+    more than ``max_pending`` pending, the oldest pending one is shut down.
+    """
 
     daemon_threads = True
 
@@ -183,27 +202,45 @@ class BoundedServer(ThreadingHTTPServer):
         handler: Any,
         max_connections: int,
         bind_and_activate: bool = True,
+        *,
+        max_pending: int = 256,
     ) -> None:
         self._slots = threading.BoundedSemaphore(max_connections)
+        self._max_pending = max_pending
+        self._pending: dict[int, socket.socket] = {}  # insertion order: oldest first
+        self._admitted: set[int] = set()
+        self._lock = threading.Lock()
         super().__init__(address, handler, bind_and_activate=bind_and_activate)
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
+        with self._lock:
+            self._pending[id(request)] = request
+            evicted = []
+            while len(self._pending) > self._max_pending:
+                oldest = next(iter(self._pending))
+                evicted.append(self._pending.pop(oldest))
+        for sock in evicted:
             with contextlib.suppress(OSError):
-                request.sendall(
-                    b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n"
-                    b"connection: close\r\nx-should-retry: true\r\n\r\n"
-                )
-            self.shutdown_request(request)
-            return
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._slots.release()
-            raise
+                sock.shutdown(socket.SHUT_RDWR)
+        super().process_request(request, client_address)
+
+    def admit(self, request: socket.socket) -> bool:
+        """Give ``request`` a slot (once); False when every slot is taken."""
+        with self._lock:
+            if id(request) in self._admitted:
+                return True
+            if not self._slots.acquire(blocking=False):
+                return False
+            self._pending.pop(id(request), None)
+            self._admitted.add(id(request))
+            return True
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._slots.release()
+            with self._lock:
+                self._pending.pop(id(request), None)
+                if id(request) in self._admitted:
+                    self._admitted.discard(id(request))
+                    self._slots.release()

@@ -18,7 +18,7 @@ import socket
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 import attrs
 import httpx
@@ -126,22 +126,41 @@ class KeyGuard:
         self._lock = threading.Lock()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        """Forward ``request`` unless one of its headers holds a foreign key."""
+        """Forward ``request`` unless its headers, URL or body hold a foreign key."""
+        where = self._foreign_key_in(request)
+        if where is None:
+            return self.transport.handle_request(request)
+        message = (
+            f"refused a request to the {self.route.name} endpoint carrying another "
+            f"provider's API key in {where} (point that SDK at its own *_BASE_URL)"
+        )
+        with self._lock:
+            self.refused.append(message)
+        return httpx.Response(
+            MISROUTED_STATUS,
+            headers={"content-type": "application/json", "x-should-retry": "false"},
+            content=error_body("evaltape_misrouted_key", message),
+        )
+
+    def _foreign_key_in(self, request: httpx.Request) -> str | None:
+        """Where ``request`` carries a foreign key (``its x-api-key header``), or None.
+
+        Keys are letters, digits, ``-`` and ``_``, so JSON escaping never hides one in
+        a body; a query string is also read percent-decoded (``?key=sk%2Dant...``).
+        """
+        if not self.foreign:
+            return None
         for name, value in request.headers.items():
             if any(key in value for key in self.foreign):
-                message = (
-                    f"refused a request to the {self.route.name} endpoint carrying another "
-                    f"provider's API key in its {name} header (point that SDK at its own "
-                    "*_BASE_URL)"
-                )
-                with self._lock:
-                    self.refused.append(message)
-                return httpx.Response(
-                    MISROUTED_STATUS,
-                    headers={"content-type": "application/json", "x-should-retry": "false"},
-                    content=error_body("evaltape_misrouted_key", message),
-                )
-        return self.transport.handle_request(request)
+                return f"its {name} header"
+        target = request.url.raw_path.decode("ascii", "replace")
+        decoded = unquote_plus(target)
+        if any(key in target or key in decoded for key in self.foreign):
+            return "its URL"
+        body = request.read()
+        if body and any(key.encode() in body for key in self.foreign):
+            return "its body"
+        return None
 
 
 class RoutedProxies:

@@ -46,6 +46,7 @@ from ._errors import (
 )
 from ._forward import HOP_BY_HOP, NO_BODY, Upstreams
 from ._limits import (
+    BUSY,
     TOKEN_HEADER,
     BoundedServer,
     LimitedHandler,
@@ -183,6 +184,7 @@ class TapeProxy:
             _handler_for(self),
             self.limits.max_connections,
             bind_and_activate=bind,
+            max_pending=self.limits.max_pending,
         )
         if self.listen is not None:
             server.socket.close()
@@ -292,6 +294,12 @@ class _Handler(LimitedHandler):
             self.close_connection = True
             self._error(FORBIDDEN_STATUS, "evaltape_forbidden", "missing or wrong proxy token")
             return
+        server = self.server
+        if isinstance(server, BoundedServer) and not server.admit(self.connection):
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.wfile.write(BUSY)
+            return
         try:
             body = read_body(
                 self.rfile,
@@ -377,7 +385,13 @@ class _Handler(LimitedHandler):
 
 
 def _raw_chunks(response: httpx.Response) -> Iterator[bytes]:
-    """The response's raw bytes as they arrive; a failure mid-body aborts."""
+    """The response's raw bytes as they arrive; a failure mid-body aborts.
+
+    A response made in memory (the proxy's own refusals) was read when it was built,
+    so its bytes are sent as they are."""
+    if response.is_stream_consumed:
+        yield response.content
+        return
     try:
         yield from response.iter_raw()
     except (httpx.TransportError, ReplayError) as exc:
