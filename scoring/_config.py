@@ -22,7 +22,7 @@ from evaltape.recorder import ScrubError, ScrubRule
 from evaltape.replay import Route, RouteError, parse_route
 
 from ._errors import ScoringError
-from ._settings import SETTINGS, Setting, SettingKind
+from ._settings import COUNT_MAX, SECONDS_MAX, SETTINGS, Setting, SettingKind
 from .cases._fields import suggest
 
 CONFIG_FILE = "evaltape.toml"
@@ -268,6 +268,9 @@ def _check(problems: list[str], where: str, setting: Setting, value: object) -> 
         if value < 1:
             problems.append(f"{where}: must be at least 1, got {value}")
             return False
+        if value > COUNT_MAX:
+            problems.append(f"{where}: must be at most {COUNT_MAX}, got {value}")
+            return False
         return True
     if kind is SettingKind.SCORE:
         if not isinstance(value, int | float) or isinstance(value, bool):
@@ -282,6 +285,9 @@ def _check(problems: list[str], where: str, setting: Setting, value: object) -> 
         return False
     if not math.isfinite(value) or value <= 0:
         problems.append(f"{where}: must be a positive number of seconds, got {value}")
+        return False
+    if value > SECONDS_MAX:
+        problems.append(f"{where}: must be at most {SECONDS_MAX:g} seconds (30 days), got {value}")
         return False
     return True
 

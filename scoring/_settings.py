@@ -21,9 +21,9 @@ class SettingKind(enum.Enum):
     URL = "url"
     """An ``http://`` or ``https://`` URL with a host."""
     COUNT = "count"
-    """A whole number, at least 1."""
+    """A whole number from 1 to ``COUNT_MAX``."""
     SECONDS = "seconds"
-    """A positive number of seconds."""
+    """A positive, finite number of seconds, at most ``SECONDS_MAX``."""
     SCORE = "score"
     """A judge score: a number from 0 to 5."""
     RULES = "rules"
@@ -35,6 +35,13 @@ class SettingKind(enum.Enum):
     PRICES = "prices"
     """A table of model -> ``"IN/OUT"`` USD per million tokens; the flag is repeated
     ``--price MODEL=IN/OUT``."""
+
+
+COUNT_MAX = 10_000
+"""The largest count a setting takes (trials per case, concurrency): past it a run would
+plan more work than it can hold, so it is refused before anything runs."""
+SECONDS_MAX = 30 * 24 * 3600.0
+"""The longest time a setting takes: 30 days."""
 
 
 @attrs.frozen(kw_only=True)

@@ -253,3 +253,17 @@ def test_without_bubblewrap_the_run_is_refused_unless_the_user_opts_out(
     rescored = run("rescore")
     assert rescored.returncode == 0, rescored.stderr
     assert sum("sandbox off" in x for x in rescored.stderr.splitlines()) == 1
+    reported = run("report", "-o", str(tmp_path / "report.html"))
+    assert reported.returncode == 0, reported.stderr
+    assert sum("sandbox off" in x for x in reported.stderr.splitlines()) == 1
+    (project / "evaltape.toml").write_text(
+        (project / "evaltape.toml").read_text().replace("sandbox = false\n", "")
+    )
+    refused_report = run("report", "-o", str(tmp_path / "refused.html"))
+    assert refused_report.returncode == 2
+    assert refused_report.stderr.strip().splitlines() == [
+        "evaltape: error: no sandbox: bubblewrap (bwrap) is not installed or not on PATH; "
+        "install bubblewrap, or pass --no-sandbox (config: sandbox = false) to run verify "
+        "commands and tools unconfined"
+    ]
+    assert not (tmp_path / "refused.html").exists()

@@ -43,6 +43,8 @@ def boundary(func: Callable[P, R]) -> Callable[P, R]:
             if exc.problems:
                 report_problems(exc.problems)
             fail(str(exc), EXIT_REFUSED)
+        except SandboxError as exc:  # the machine cannot confine commands: nothing ran
+            fail(str(exc), EXIT_REFUSED)
         except EXPECTED as exc:
             fail(str(exc))
         except MemoryError:

@@ -29,6 +29,7 @@ from ..run._gate_flow import (
     baselines_folder,
 )
 from ..verdicts._gate import CONFIRM_TRIALS, PLAN_DROP
+from ._options import PROBABILITY, Finite
 
 R = TypeVar("R")
 
@@ -63,7 +64,7 @@ def gate_options(func: Callable[..., R]) -> Callable[..., R]:
         ),
         click.option(
             "--alpha",
-            type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+            type=PROBABILITY,
             default=0.05,
             show_default=True,
             help="Significance level of the gate's paired regression test.",
@@ -80,7 +81,7 @@ def gate_options(func: Callable[..., R]) -> Callable[..., R]:
         ),
         click.option(
             "--plan-drop",
-            type=click.FloatRange(min=0, max=100, min_open=True),
+            type=Finite(min=0, max=100, min_open=True),
             default=PLAN_DROP * 100,
             show_default=True,
             metavar="POINTS",

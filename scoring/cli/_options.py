@@ -10,6 +10,7 @@ more settings names them; the flag, its type and its help come from
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,7 +19,7 @@ import attrs
 import click
 
 from .._config import ConfigError, load_config
-from .._settings import SETTINGS, Setting, SettingKind
+from .._settings import COUNT_MAX, SECONDS_MAX, SETTINGS, Setting, SettingKind
 from ..cases._cases import split_cases
 
 R = TypeVar("R")
@@ -29,13 +30,33 @@ PATH_SETTINGS: tuple[str, ...] = ("suites", "rubrics", "cassettes", "results")
 _BY_NAME = {s.name: s for s in SETTINGS}
 
 
+class Finite(click.FloatRange):
+    """A ``FloatRange`` that also refuses ``nan`` and ``inf`` (which every range admits)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+
+
+SECONDS = Finite(min=0, min_open=True, max=SECONDS_MAX)
+"""A positive number of seconds, at most 30 days."""
+SEED = click.IntRange(min=0, max=2**63 - 1)
+"""A sampling seed: it is recorded in session headers as a 64-bit integer."""
+RETRIES = click.IntRange(min=0, max=100)
+"""Retries of one model call."""
+PROBABILITY = Finite(min=0, max=1, min_open=True, max_open=True)
+"""A significance level."""
+
+
 def _click_type(setting: Setting) -> click.ParamType[Any]:
     if setting.kind is SettingKind.COUNT:
-        return click.IntRange(min=1)
+        return click.IntRange(min=1, max=COUNT_MAX)
     if setting.kind is SettingKind.SECONDS:
-        return click.FloatRange(min=0, min_open=True)
+        return SECONDS
     if setting.kind is SettingKind.SCORE:
-        return click.FloatRange(min=0, max=5)
+        return Finite(min=0, max=5)
     return click.STRING
 
 

@@ -20,6 +20,9 @@ from ..run._stop import StopKind
 from ..verdicts._ab import VariantError, parse_variants
 from ._boundary import boundary, interruptible
 from ._options import (
+    PROBABILITY,
+    RETRIES,
+    SEED,
     ResultFiles,
     cases_option,
     config_options,
@@ -62,7 +65,7 @@ Example:
 @cases_option
 @click.option(
     "--alpha",
-    type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+    type=PROBABILITY,
     default=0.05,
     show_default=True,
     help="Significance level of the per-case and suite-level tests.",
@@ -82,13 +85,13 @@ Example:
 )
 @click.option(
     "--seed",
-    type=int,
+    type=SEED,
     default=None,
     help="Sampling seed; trial t of both sides gets seed + t.",
 )
 @click.option(
     "--retries",
-    type=click.IntRange(min=0),
+    type=RETRIES,
     default=4,
     show_default=True,
     help="Retries of a 429, 5xx or connection failure before the agent sees it.",

@@ -29,7 +29,7 @@ from ..verdicts._compare_gate import gate_beside
 from ..verdicts._gate import CONFIRM_TRIALS
 from ._boundary import boundary
 from ._gate_flow import folder
-from ._options import ResultFiles, config_options, result_options
+from ._options import PROBABILITY, ResultFiles, config_options, result_options
 from ._results_out import text_report, write_results
 
 BASELINE_PREFIX = "baseline:"
@@ -127,7 +127,7 @@ Example:
 @click.option("--suite", default=None, metavar="NAME", help="Only the cases of suite NAME.")
 @click.option(
     "--alpha",
-    type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+    type=PROBABILITY,
     default=0.05,
     show_default=True,
     help="Significance level of the paired test.",

@@ -19,6 +19,8 @@ from ..run._setup import RunRefused
 from . import _gate_flow
 from ._boundary import boundary, interruptible
 from ._options import (
+    RETRIES,
+    SECONDS,
     CommonFirst,
     ResultFiles,
     cases_option,
@@ -100,14 +102,14 @@ Example:
 @click.option("--seed", type=int, default=None, help="Sampling seed handed to the agent.")
 @click.option(
     "--time-limit",
-    type=click.FloatRange(min=0, min_open=True),
+    type=SECONDS,
     default=None,
     metavar="SECONDS",
     help="Stop the whole run after this long; finished attempts are kept (exit 124).",
 )
 @click.option(
     "--retries",
-    type=click.IntRange(min=0),
+    type=RETRIES,
     default=4,
     show_default=True,
     help="Retries of a 429, 5xx or connection failure before the agent sees it.",

@@ -7,7 +7,10 @@ from pathlib import Path
 import click
 
 from .._config import Config, display_path
+from ..outputs.console._progress import CliReporter
 from ..outputs.console._terminal import EXIT_REFUSED, fail
+from ..run._host import Host
+from ..run._setup import sandbox_for
 from ._boundary import boundary
 from ._options import config_options
 
@@ -40,7 +43,7 @@ Example:
     help="Compare against this run: both sides' rates and the cases that moved.",
 )
 @click.option("--full", is_flag=True, help="Show every trace value in full (long values are cut).")
-@config_options("suites", "rubrics", "cassettes", "results", "hang_limit", "scorers")
+@config_options("suites", "rubrics", "cassettes", "results", "hang_limit", "scorers", "sandbox")
 @boundary
 def report(run: str, output: Path, base: str | None, full: bool, config: Config) -> None:
     """Write one self-contained HTML page (no CDN, no server) for a run.
@@ -58,8 +61,14 @@ def report(run: str, output: Path, base: str | None, full: bool, config: Config)
     from ..outputs.html import ReportRequest, make_report
     from .validate import report_problems
 
+    sandbox = sandbox_for(config, Host.of_process(), CliReporter())
     request = ReportRequest(
-        config=config, run=run, base=base, output=output, width=None if full else 400
+        config=config,
+        run=run,
+        base=base,
+        output=output,
+        width=None if full else 400,
+        sandbox=sandbox,
     )
     try:
         done = make_report(request)

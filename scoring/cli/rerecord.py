@@ -15,7 +15,7 @@ from ..run._gate_flow import GateOptions
 from ..run._host import Host
 from ..run._rerecord import RerecordRequest, run_rerecord
 from ._boundary import boundary, interruptible
-from ._options import cases_option, config_options
+from ._options import RETRIES, Finite, cases_option, config_options
 from .live import SOURCES
 
 EXIT_BUDGET = 3
@@ -45,7 +45,7 @@ Example:
 @click.option("--suite", metavar="NAME", help="Only the suite NAME (a suite file's stem).")
 @click.option(
     "--budget",
-    type=click.FloatRange(min=0),
+    type=Finite(min=0),
     default=None,
     metavar="USD",
     help="Refuse when the estimate exceeds USD; stop starting attempts once USD is spent.",
@@ -71,7 +71,7 @@ Example:
 @click.option("--seed", type=int, default=None, help="Sampling seed handed to the agent.")
 @click.option(
     "--retries",
-    type=click.IntRange(min=0),
+    type=RETRIES,
     default=4,
     show_default=True,
     help="Retries of a 429, 5xx or connection failure before the agent sees it.",

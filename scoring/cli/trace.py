@@ -58,7 +58,7 @@ Example:
 @click.option("--full", is_flag=True, help="Show every value in full (long values are cut).")
 @click.option(
     "--width",
-    type=click.IntRange(min=20),
+    type=click.IntRange(min=20, max=100_000),
     default=400,
     show_default=True,
     metavar="CHARS",

@@ -15,6 +15,7 @@ from ...results._record_files import write_atomic
 from ...results._records import AttemptResult
 from ...run.rescore._rescore import TapeCache
 from ...run.rescore._trace import Cut, attempt_lines
+from ...sandbox import Sandbox
 from ._html import render_html
 from ._model import Report, build_report
 from ._runs import load_runs
@@ -34,6 +35,9 @@ class ReportRequest:
     """The HTML file to write (replaced atomically)."""
     width: int | None = Cut().limit
     """Characters of one trace value shown before it is cut; None shows everything."""
+    sandbox: Sandbox | None = None
+    """Where traces rescore verify commands; None: ``Sandbox.find()`` (refused without
+    bubblewrap)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -64,7 +68,7 @@ def make_report(request: ReportRequest) -> ReportOutcome:
         scorers_from=where,
     )
     cases = {c.id: c for s in suites for c in s.cases}
-    scorer = make_scorer(hang_limit=config.hang_limit)
+    scorer = make_scorer(hang_limit=config.hang_limit, sandbox=request.sandbox)
     tapes = TapeCache()
     cut = Cut(limit=request.width)
 
