@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import attrs
 import click
 
 from .._config import Config, display_path
@@ -35,7 +36,8 @@ R = TypeVar("R")
 
 
 def gate_options(func: Callable[..., R]) -> Callable[..., R]:
-    """Add the gate and baseline flags; the body receives ``gate_opts: GateOptions``."""
+    """Add the gate and baseline flags; the body receives ``gate_opts: GateOptions`` and
+    ``listing: BaselineListing`` (what to list instead of running, command line only)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> R:
@@ -45,15 +47,16 @@ def gate_options(func: Callable[..., R]) -> Callable[..., R]:
             accept=kwargs.pop("accept_baseline"),
             baseline=kwargs.pop("baseline_name"),
             save=kwargs.pop("save_baseline"),
-            list_all=kwargs.pop("list_baselines"),
-            history_of=kwargs.pop("baseline_history"),
             scoreboard=kwargs.pop("scoreboard"),
             confirm=kwargs.pop("confirm_trials"),
             plan_drop=kwargs.pop("plan_drop") / 100.0,
         )
         if opts.accept and not opts.gate:
             raise click.UsageError("--accept-baseline only makes sense with --gate")
-        return func(*args, gate_opts=opts, **kwargs)
+        listing = BaselineListing(
+            every=kwargs.pop("list_baselines"), history_of=kwargs.pop("baseline_history")
+        )
+        return func(*args, gate_opts=opts, listing=listing, **kwargs)
 
     flags: Sequence[Callable[[Callable[..., Any]], Callable[..., Any]]] = (
         click.option(
@@ -142,13 +145,23 @@ def _describe(b: Baseline) -> str:
     )
 
 
-def listing(opts: GateOptions, config: Config) -> bool:
+@attrs.frozen(kw_only=True)
+class BaselineListing:
+    """``--list-baselines`` / ``--baseline-history NAME``: print instead of running."""
+
+    every: bool = False
+    """Print the latest copy of every saved baseline."""
+    history_of: str | None = None
+    """Print every saved copy of this baseline, newest first."""
+
+
+def listing(opts: BaselineListing, config: Config) -> bool:
     """Handle ``--list-baselines`` / ``--baseline-history``; True when one was printed."""
-    if not (opts.list_all or opts.history_of):
+    if not (opts.every or opts.history_of):
         return False
     where = folder(config)
     try:
-        if opts.list_all:
+        if opts.every:
             found = baselines.latest_all(where)
             if not found:
                 click.echo(f"no baselines saved in {display_path(where)}")

@@ -180,6 +180,7 @@ def live(
     export_content: bool,
     config: Config,
     gate_opts: GateOptions,
+    listing: _gate_flow.BaselineListing,
     results: ResultFiles,
 ) -> None:
     """Run the selected cases live, each attempt recorded to the run's own tapes.
@@ -204,7 +205,7 @@ def live(
     current definition, 3 times each, and exits 1 when one splits (a bad case)
     or could not be judged; nothing new: exit 0 and no model call.
     """
-    if _gate_flow.listing(gate_opts, config):
+    if _gate_flow.listing(listing, config):
         return
     trials = _gate_flow.trials(gate_opts, config)
     host = Host.of_process()

@@ -49,10 +49,6 @@ class GateOptions:
     """A saved baseline to compare against (and to save under) instead of the implicit one."""
     save: bool = False
     """Save this run as a baseline after it finishes."""
-    list_all: bool = False
-    """Command line only: print the saved baselines instead of running."""
-    history_of: str | None = None
-    """Command line only: print every saved copy of this baseline instead of running."""
     scoreboard: bool = False
     """Exactly three trials; a case is credited only when all three pass."""
     confirm: int = CONFIRM_TRIALS
