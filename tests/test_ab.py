@@ -317,7 +317,7 @@ def test_plan_is_abba_per_case_and_keeps_variants_apart(tmp_path: Path) -> None:
     suites = load_suites([str(tmp_path / "basic.jsonl")], rubrics_dir=tmp_path)
     a, b = parse_variants("env:V=a", "env:V=b")
     jobs: tuple[Job, ...] = plan_ab(suites, "m", 3, tmp_path / "results", "RUN", a, b)
-    order = [(j.case.id, j.attempt, variant_of(j)) for j in jobs]
+    order = [(j.case.id, j.attempt, variant_of(j.tape_label)) for j in jobs]
     assert order[:6] == [
         ("one-turn", 0, "baseline"),
         ("one-turn", 0, "candidate"),

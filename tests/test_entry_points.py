@@ -17,6 +17,7 @@ from agents.chat_server import ChatServer
 
 from evaltape.recorder import Mode, Source, TapeReader
 from evaltape.scoring import (
+    AttemptResult,
     Host,
     LiveRequest,
     ReplayRequest,
@@ -29,7 +30,6 @@ from evaltape.scoring import (
     run_live,
     run_replay,
 )
-from evaltape.scoring.run._jobs import JobResult
 from evaltape.scoring.verdicts._replaycheck import Change
 
 AGENT = """
@@ -69,8 +69,8 @@ class Recorder:
     def warning(self, message: str) -> None:
         self.warnings.append(message)
 
-    def attempt(self, result: JobResult, total: int) -> None:
-        self.attempts.append((result.job.case.id, total))
+    def attempt(self, result: AttemptResult, total: int) -> None:
+        self.attempts.append((result.case_id, total))
 
 
 @pytest.fixture

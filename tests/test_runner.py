@@ -307,7 +307,7 @@ def test_progress_lines_name_model_case_attempt_and_verdict(
     (job,) = plan_live(suites_of(tmp_path, {"c": "hi"}), ["m1"], 1, tmp_path / "t", "r")
     result = run_job(job, env_for(server))
     stream = io.StringIO()
-    Progress(3, stream)(result)
+    Progress(3, stream)(result.attempt_result())
     assert stream.getvalue() == "[1/3] m1 :: c (attempt 1) PASS\n"
 
 

@@ -52,11 +52,11 @@ from .executors._pool import PoolOutcome, run_pool
 # -- planning ----------------------------------------------------------------
 
 
-def variant_of(job: Job) -> str:
-    """The variant a job planned by ``plan_ab`` belongs to (from its tape label)."""
-    parts = job.tape_label.split("/")
+def variant_of(tape_label: str) -> str:
+    """The variant an attempt planned by ``plan_ab`` belongs to, from its tape label."""
+    parts = tape_label.split("/")
     if len(parts) < 3 or parts[0] != AB_DIR:
-        raise ValueError(f"not an A/B job: {job.tape_label}")
+        raise ValueError(f"not an A/B attempt: {tape_label}")
     return parts[2]
 
 
@@ -228,13 +228,13 @@ def run_ab(request: ABRequest) -> ABOutcome:
         reporter.note(f"judge: {judge.who}")
 
     def on_result(result: JobResult) -> None:
-        reporter.attempt(result, len(jobs))
+        reporter.attempt(result.attempt_result(), len(jobs))
 
     pool = run_pool(jobs, env, concurrency=config.concurrency, on_result=on_result)
     sides: dict[str, list[AttemptResult]] = {BASELINE: [], CANDIDATE: []}
     usage: dict[str, Usage] = {BASELINE: Usage(), CANDIDATE: Usage()}
     for r in pool.results:
-        name = variant_of(r.job)
+        name = variant_of(r.job.tape_label)
         sides[name].append(r.attempt_result())
         usage[name] += r.usage
     state = RunState.COMPLETED if pool.stopped is None else RunState.CANCELLED

@@ -24,7 +24,7 @@ import httpx
 from evaltape.recorder import Redactor, default_redactor, secret_values
 
 from .._network import network_transport
-from ._jobs import JobResult
+from ..results._records import AttemptResult
 
 
 @attrs.frozen(kw_only=True)
@@ -69,8 +69,8 @@ class Reporter(Protocol):
     def warning(self, message: str) -> None:
         """Something the user should know that does not stop the run."""
 
-    def attempt(self, result: JobResult, total: int) -> None:
-        """One of ``total`` attempts finished."""
+    def attempt(self, result: AttemptResult, total: int) -> None:
+        """One of ``total`` attempts finished; ``result`` is what the run record keeps of it."""
 
 
 class Silent:
@@ -82,7 +82,7 @@ class Silent:
     def warning(self, message: str) -> None:
         """Dropped."""
 
-    def attempt(self, result: JobResult, total: int) -> None:
+    def attempt(self, result: AttemptResult, total: int) -> None:
         """Dropped."""
 
 

@@ -262,8 +262,9 @@ def run_live(request: LiveRequest) -> LiveOutcome:
     planned = [len(jobs)]  # grows by the gate's confirmation re-runs
 
     def on_result(result: JobResult) -> None:
-        log.add(result.attempt_result())
-        reporter.attempt(result, planned[0])
+        attempt = result.attempt_result()
+        log.add(attempt)
+        reporter.attempt(attempt, planned[0])
         if request.update_cassettes:
             try:
                 update = update_cassette(config.cassettes, result)

@@ -262,7 +262,7 @@ def run_replay(request: ReplayRequest) -> ReplayOutcome:
 
     def on_result(result: JobResult) -> None:
         log.add(result.attempt_result())
-        reporter.attempt(result, len(jobs))
+        reporter.attempt(result.attempt_result(), len(jobs))
         submit(exporter, result)
 
     pool = run_pool(

@@ -7,9 +7,8 @@ import math
 import click
 
 from ..._config import display_path
-from ...results._records import Verdict
+from ...results._records import AttemptResult, Verdict
 from ...run._ab import ABOutcome, variant_of
-from ...run._jobs import JobResult
 from ...verdicts._ab import BASELINE, CANDIDATE, Variant, render_cases
 from ...verdicts._compare import Comparison
 from ._compare import render_comparison
@@ -22,13 +21,12 @@ class ABProgress:
     def __init__(self) -> None:
         self.done = 0
 
-    def __call__(self, result: JobResult, total: int) -> None:
+    def __call__(self, result: AttemptResult, total: int) -> None:
         self.done += 1
-        job = result.job
         word = {Verdict.PASSED: "PASS", Verdict.FAILED: "FAIL"}.get(result.verdict, "ERROR")
         text = (
-            f"[{self.done}/{total}] {variant_of(job)} :: {job.case.id} "
-            f"(trial {job.attempt + 1}) {word}"
+            f"[{self.done}/{total}] {variant_of(result.tape)} :: {result.case_id} "
+            f"(trial {result.attempt + 1}) {word}"
         )
         click.echo(text + (f" {result.reason}" if result.reason else ""), err=True)
 

@@ -8,8 +8,7 @@ from typing import IO
 
 import click
 
-from ...results._records import RunKind, Verdict
-from ...run._jobs import JobResult
+from ...results._records import AttemptResult, RunKind, Verdict
 from ...verdicts._replaycheck import Change
 
 
@@ -28,7 +27,7 @@ class Progress:
         self.stream = stream if stream is not None else sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
 
-    def line(self, result: JobResult) -> str:
+    def line(self, result: AttemptResult) -> str:
         """The line printed for ``result``.
 
         A replayed attempt whose recording no longer matched says what the replay
@@ -36,20 +35,19 @@ class Progress:
         news about the tape, not a failure of the attempt.
         """
         self.done += 1
-        job = result.job
         word = {Verdict.PASSED: "PASS", Verdict.FAILED: "FAIL"}.get(result.verdict, "ERROR")
-        change = result.decision.change if result.decision is not None else Change.UNCHANGED
-        if change in (Change.STALE, Change.CHANGED):
-            word = change.value.upper()
-        elif change is not Change.UNCHANGED:
-            word += f" {change.value.upper()}"
+        change = result.change or Change.UNCHANGED.value
+        if change in (Change.STALE.value, Change.CHANGED.value):
+            word = change.upper()
+        elif change != Change.UNCHANGED.value:
+            word += f" {change.upper()}"
         text = (
-            f"[{self.done}/{self.total}] {job.model} :: {job.case.id} "
-            f"(attempt {job.attempt + 1}) {word}"
+            f"[{self.done}/{self.total}] {result.model} :: {result.case_id} "
+            f"(attempt {result.attempt + 1}) {word}"
         )
         return text + (f" {result.reason}" if result.reason else "")
 
-    def __call__(self, result: JobResult) -> None:
+    def __call__(self, result: AttemptResult) -> None:
         text = self.line(result)
         if self.tty:
             filled = self.WIDTH * self.done // max(1, self.total)
@@ -65,7 +63,7 @@ class Progress:
 class CliReporter:
     """The command line's ``Reporter``: notes and warnings on stderr, a progress line each."""
 
-    def __init__(self, line: Callable[[JobResult, int], None] | None = None) -> None:
+    def __init__(self, line: Callable[[AttemptResult, int], None] | None = None) -> None:
         self._progress: Progress | None = None
         self._mode: RunKind | None = None
         self._line = line
@@ -78,14 +76,14 @@ class CliReporter:
         """``evaltape: warning: message`` on stderr."""
         click.echo(f"evaltape: warning: {message}", err=True)
 
-    def attempt(self, result: JobResult, total: int) -> None:
+    def attempt(self, result: AttemptResult, total: int) -> None:
         """One progress line (``line`` when given, else ``Progress``'s)."""
         if self._line is not None:
             self._line(result, total)
             return
-        if self._progress is None or result.job.mode is not self._mode:
+        if self._progress is None or result.mode is not self._mode:
             # A new run (``rerecord``'s replay, then its live run) counts from 1 again.
             self._progress = Progress(total)
-            self._mode = result.job.mode
+            self._mode = result.mode
         self._progress.total = total  # the gate's confirmation re-runs add attempts
         self._progress(result)
