@@ -138,17 +138,24 @@ def exchanges(body: st.SearchStrategy[bytes] = bodies) -> st.SearchStrategy[Exch
 
 harness_events = st.builds(HarnessEvent, at=times, name=texts, fields=pairs)
 runner_facts = st.builds(RunnerFact, at=times, fact=st.sampled_from(FactKind), message=texts)
+_segments = st.text(
+    st.characters(blacklist_characters="/\x00", blacklist_categories=("Cs",)), min_size=1
+).filter(lambda s: s not in (".", ".."))
+snapshot_paths = st.lists(_segments, min_size=1, max_size=3).map("/".join)
+"""Paths as a snapshot writes them: relative, no empty, ``.`` or ``..`` segment (a tape
+holding another spelling is refused on read)."""
 workspace_snapshots = st.builds(
     WorkspaceSnapshot,
     at=times,
     files=st.lists(
         st.builds(
             FileEntry,
-            path=texts,
+            path=snapshot_paths,
             data=st.one_of(st.just(b""), st.binary(max_size=200)),
             mode=st.integers(0, 0o7777),
         ),
         max_size=5,
+        unique_by=lambda f: f.path,
     ).map(tuple),
     omitted=st.lists(texts, max_size=3).map(tuple),
 )
