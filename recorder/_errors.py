@@ -23,6 +23,10 @@ class CorruptTape(TapeError):
         self.offset = offset
 
 
+class OverBudget(TapeError):
+    """Reading a tape would decode more bytes than the whole-tape budget its reader was given."""
+
+
 class NewerFormat(TapeError):
     """The tape was written by a newer evaltape whose major format we cannot read."""
 

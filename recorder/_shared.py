@@ -9,6 +9,7 @@ from ._clients import (
     real_transport,
     sdk_client_options,
 )
+from ._errors import OverBudget
 from ._transport import Flavors, request_record
 from .apis import CallDecoder
 from .apis._paths import api_of_path, base_url_of, is_anthropic
@@ -16,15 +17,18 @@ from .redact._scan import secret_preview
 from .redact._scrub import WORKSPACE_PLACEHOLDER, workspace_spellings
 from .tape._codec import from_plain, to_plain
 from .tape._journal import JOURNAL_SUFFIX, journal_tape
+from .tape._limits import MAX_TAPE_BYTES
 from .tape._rewrite import rewrite_tape
 
 __all__ = [
     "JOURNAL_SUFFIX",
+    "MAX_TAPE_BYTES",
     "SDK_CONNECT_TIMEOUT",
     "SDK_TIMEOUT",
     "WORKSPACE_PLACEHOLDER",
     "CallDecoder",
     "Flavors",
+    "OverBudget",
     "api_of_path",
     "base_url_of",
     "from_plain",

@@ -17,6 +17,7 @@ import enum
 import fnmatch
 import os
 import re
+import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,12 @@ MAX_ENTRIES = 200
 """glob and ls list at most this many paths."""
 LINE_CUT = 240
 """grep shows at most this many characters of a matching line."""
+MAX_FILE_BYTES = 1024 * 1024
+"""read, edit and grep take at most this many bytes of one file (read and grep say
+when they stopped short; edit refuses a larger file), so a huge or sparse file the
+model made cannot make the harness hold it all."""
+MAX_GREP_BYTES = 16 * 1024 * 1024
+"""grep scans at most this many bytes in one call, over all files, then stops and says so."""
 
 
 class Outcome(enum.Enum):
@@ -146,6 +153,23 @@ def _cut(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\n[... {len(text) - limit} more characters cut]"
+
+
+def _read_bounded(real: str, rel: str, limit: int) -> tuple[bytes, int]:
+    """The first ``limit`` bytes of a regular file and its size.
+
+    A FIFO, device or socket is refused from its ``stat`` and opened
+    non-blocking, so a FIFO with no writer can never hold the harness; the
+    opened file is checked again in case the path was swapped in between.
+    """
+    if not stat.S_ISREG(os.stat(real).st_mode):
+        raise _Failed(f"{rel} is not a regular file")
+    fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _Failed(f"{rel} is not a regular file")
+        return f.read(limit), info.st_size
 
 
 class Workspace:
@@ -258,11 +282,16 @@ class Workspace:
             raise _Failed(f"{self._rel(real)} is a folder; use ls")
         if not os.path.exists(real):
             raise _Failed(f"no such file: {self._rel(real)}")
-        with open(real, encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines(keepends=True)
+        data, size = _read_bounded(real, self._rel(real), MAX_FILE_BYTES)
+        lines = data.decode("utf-8", "replace").splitlines(keepends=True)
         end = len(lines) if count is None else start - 1 + count
-        text = "".join(lines[start - 1 : end])
-        return text if text else "(empty)"
+        text = "".join(lines[start - 1 : end]) or "(empty)"
+        if size > len(data):
+            text += (
+                f"\n[read stopped after the first {len(data)} of {size} bytes "
+                f"of {self._rel(real)}; the tools read at most {MAX_FILE_BYTES} bytes of a file]"
+            )
+        return text
 
     def _write(self, args: Mapping[str, Any]) -> str:
         real = self._path(args)
@@ -285,8 +314,13 @@ class Workspace:
             raise _Failed(f"no such file: {self._rel(real)}")
         if not old:
             raise _Failed('argument "old" must not be empty')
-        with open(real, encoding="utf-8") as f:
-            text = f.read()
+        data, size = _read_bounded(real, self._rel(real), MAX_FILE_BYTES + 1)
+        if size > MAX_FILE_BYTES or len(data) > MAX_FILE_BYTES:
+            raise _Failed(
+                f"{self._rel(real)} is {size} bytes; edit changes files of at most "
+                f"{MAX_FILE_BYTES} bytes"
+            )
+        text = data.decode("utf-8")
         found = text.count(old)
         if found != 1:
             where = "does not occur" if not found else f"occurs {found} times"
@@ -317,6 +351,8 @@ class Workspace:
         except re.error as exc:
             raise _Failed(f"invalid regular expression {pattern!r}: {exc}") from None
         hits: list[str] = []
+        notes: list[str] = []
+        budget = MAX_GREP_BYTES
         for real in self._files(top):
             rel = self._rel(real)
             if (
@@ -328,16 +364,26 @@ class Workspace:
                 )
             ):
                 continue
-            with open(real, "rb") as f:
-                data = f.read()
+            if budget <= 0:
+                notes.append(
+                    f"[stopped after scanning {MAX_GREP_BYTES} bytes; narrow path or glob]"
+                )
+                break
+            try:
+                data, size = _read_bounded(real, rel, min(MAX_FILE_BYTES, budget))
+            except _Failed:
+                continue
+            budget -= len(data)
             if b"\0" in data:
                 continue
+            if size > len(data):
+                notes.append(f"[{rel}: searched the first {len(data)} of {size} bytes]")
             for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
                 if regex.search(line):
                     hits.append(f"{rel}:{number}: {line[:LINE_CUT]}")
                     if len(hits) >= MAX_MATCHES:
-                        return "\n".join([*hits, f"[stopped after {MAX_MATCHES} matches]"])
-        return "\n".join(hits) if hits else "no matches"
+                        return "\n".join([*hits, *notes, f"[stopped after {MAX_MATCHES} matches]"])
+        return "\n".join([*(hits or ["no matches"]), *notes])
 
     def _glob(self, args: Mapping[str, Any]) -> str:
         pattern = self._text(args, "pattern").strip()

@@ -12,11 +12,18 @@ writes what its own reader would refuse.
 
 from __future__ import annotations
 
+from .._errors import OverBudget
 from ._frames import MAX_EVENT_BYTES
 
 MAX_SESSION_BYTES = 512 * 1024 * 1024
 """Most bytes one session's events may decode to, deltas rebuilt (bounds memory on
 hostile input; a long real session decodes to tens of megabytes)."""
+
+MAX_TAPE_BYTES = 1024 * 1024 * 1024
+"""Most bytes the whole tape may decode to, deltas rebuilt, when a command that reads
+every event of it (``show``, ``lint``, ``rescore``) reads it: the session budget
+bounds memory, this bounds the work, since a tape of a few KB can hold many sessions
+that each decode close to their budget."""
 
 END_RESERVE = 1024 * 1024
 """Bytes of a session's budget a writer keeps for the session's end event."""
@@ -26,17 +33,31 @@ def _mib(n: int) -> str:
     return f"{n / (1024 * 1024):g} MiB"
 
 
+class TapeBudget:
+    """Counts the decoded bytes of every session of one tape, against ``limit``."""
+
+    def __init__(self, limit: int = MAX_TAPE_BYTES) -> None:
+        self.limit = limit
+        self.used = 0
+
+
 class DecodeBudget:
-    """Counts one session's decoded bytes; ``charge`` refuses what goes past a limit."""
+    """Counts one session's decoded bytes; ``charge`` refuses what goes past a limit.
+
+    With a ``tape`` budget, every charge counts against it too, and going past it
+    raises ``OverBudget``: the tape as a whole is refused, not this session.
+    """
 
     def __init__(
         self,
         *,
         event_limit: int = MAX_EVENT_BYTES,
         session_limit: int = MAX_SESSION_BYTES,
+        tape: TapeBudget | None = None,
     ) -> None:
         self.event_limit = event_limit
         self.session_limit = session_limit
+        self.tape = tape
         self.used = 0
 
     def check(self, size: int, *, reserve: int = 0) -> str:
@@ -55,6 +76,13 @@ class DecodeBudget:
         problem = self.check(size, reserve=reserve)
         if problem:
             raise ValueError(problem)
+        if self.tape is not None:
+            if self.tape.used + size > self.tape.limit:
+                raise OverBudget(
+                    f"the tape decodes past the {_mib(self.tape.limit)} a command reads of one "
+                    f"tape ({self.tape.used} bytes before this {size}-byte event)"
+                )
+            self.tape.used += size
         self.used += size
 
 

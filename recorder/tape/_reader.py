@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 import attrs
 import zstandard
 
-from .._errors import TapeError
+from .._errors import OverBudget, TapeError
 from .._events import Event, Exchange, SessionEnded, SessionStarted
 from ._codec import (
     SCHEMA_OF_MAJOR,
@@ -43,6 +43,7 @@ from ._frames import (
     FrameHeader,
     ZstdBlocks,
 )
+from ._limits import DecodeBudget, TapeBudget
 from ._notes import Note, NoteLog
 from ._pack import Unpacker
 from ._plain_fields import Plain
@@ -150,6 +151,10 @@ class TapeReader:
     without an end, corruption when not strict) are collected in ``notes``
     and passed to ``on_note``.  A file from a newer major format version
     raises ``NewerFormat``; a file that is not a tape raises ``NotATape``.
+
+    ``tape_limit`` bounds the decoded bytes of all its sessions together (see
+    ``MAX_TAPE_BYTES``): reading past it raises ``OverBudget`` naming the file,
+    whatever ``strict`` says, since the tape is refused as a whole.
     """
 
     def __init__(
@@ -158,8 +163,10 @@ class TapeReader:
         *,
         strict: bool = True,
         on_note: Callable[[Note], None] | None = None,
+        tape_limit: int | None = None,
     ) -> None:
         self.path = os.fspath(path)
+        self._tape = TapeBudget(tape_limit) if tape_limit is not None else None
         self.strict = strict
         self._log = NoteLog(self.path, strict=strict, on_note=on_note)
         self.notes: list[Note] = self._log.notes
@@ -241,7 +248,7 @@ class TapeReader:
         old_schema = schema if schema < SCHEMA_VERSION else 0
         dobj = self._dctx.decompressobj()
         blocks = ZstdBlocks()
-        unpacker = Unpacker()
+        unpacker = Unpacker(DecodeBudget(tape=self._tape))
         for offset, fh, payload in frames:
             try:
                 raw = _decompress(dobj, blocks, payload, fh.raw_len)
@@ -257,6 +264,8 @@ class TapeReader:
                         event = from_plain(plain, exact_types=True)
             except UnknownEventKind:
                 event = str(plain["k"])
+            except OverBudget as exc:
+                raise OverBudget(f"{self.path}: {exc}") from None
             except (ValueError, TapeError, zstandard.ZstdError) as exc:
                 raise _Undecodable(offset, fh.seq, str(exc)) from exc
             yield offset, fh, event

@@ -37,6 +37,11 @@ from ..cases._cases import Case
 from ..sandbox import Sandbox
 from ._score import Check
 
+MAX_SNAPSHOT_FILES = 10_000
+"""Most files a workspace snapshot may hold for its check to restore it; a recording keeps
+no more (later files are listed as omitted), so only a hostile tape holds more, and its
+check fails with one line instead of writing every file."""
+
 _LINE_LIMIT = 200
 """Characters of the informative line kept in a reason."""
 _SHOWN = 80
@@ -107,6 +112,11 @@ def _snapshot_problem(
     needed: tuple[str, ...], snapshot: dict[str, FileEntry], session: Session
 ) -> str | None:
     """Why the snapshot cannot stand in for the sandbox, or None if it can."""
+    if len(session.workspace) > MAX_SNAPSHOT_FILES:
+        return (
+            f"the workspace snapshot holds {len(session.workspace)} files, over the "
+            f"{MAX_SNAPSHOT_FILES} a check restores; not restored"
+        )
     if needed and not snapshot and not session.workspace_omitted:
         return "the session recorded no workspace snapshot; nothing to check"
     omitted = [p for p in needed if p in session.workspace_omitted]

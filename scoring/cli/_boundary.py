@@ -2,6 +2,7 @@
 
 ``RunRefused`` (an entry point refused its request before anything ran) is
 exit 2, with one ``path:line: message`` per problem of invalid suite files;
+so is ``OverBudget`` (a tape that decodes past what a command reads of one tape);
 every other expected error is exit 1.  ``interruptible`` turns a Ctrl-C
 outside a run's pool into exit 130.
 """
@@ -18,6 +19,7 @@ from typing import ParamSpec, TypeVar
 import click
 
 from evaltape.recorder import TapeError
+from evaltape.recorder._shared import OverBudget
 
 from .._errors import ScoringError
 from ..outputs.console._terminal import EXIT_INTERRUPTED, EXIT_REFUSED, fail
@@ -44,6 +46,8 @@ def boundary(func: Callable[P, R]) -> Callable[P, R]:
                 report_problems(exc.problems)
             fail(str(exc), EXIT_REFUSED)
         except SandboxError as exc:  # the machine cannot confine commands: nothing ran
+            fail(str(exc), EXIT_REFUSED)
+        except OverBudget as exc:  # a tape refused as a whole: bad input, like a refused run
             fail(str(exc), EXIT_REFUSED)
         except EXPECTED as exc:
             fail(str(exc))

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from evaltape.recorder import Note, Redactor, TapeError, TapeReader, default_redactor
-from evaltape.recorder._shared import secret_preview
+from evaltape.recorder._shared import MAX_TAPE_BYTES, secret_preview
 
 from .._config import Config
 from ..outputs.console._live import render_volatile
@@ -93,7 +93,8 @@ def lint(
     or zstd), workspace files, harness event fields and session metadata.
     Each finding prints as ``file: session S event N: KIND at WHERE: PREVIEW``
     with only a masked preview of the secret.  Exits 1 if anything is found,
-    2 if a tape is unreadable or corrupt, 0 otherwise.
+    2 if a tape is unreadable, corrupt or decodes past 1 GiB (all its sessions
+    together), 0 otherwise.
 
     With --volatile, lists the scrub rules proposed for volatile text (dates,
     ids, anything that differs between attempts of one case) in the first
@@ -176,7 +177,7 @@ def _lint_one(path: str, redactor: Redactor) -> tuple[int, int, int, bool]:
 
     if not os.path.isfile(path):
         raise TapeError(f"{path}: no such tape file")
-    reader = TapeReader(path, strict=False, on_note=note)
+    reader = TapeReader(path, strict=False, on_note=note, tape_limit=MAX_TAPE_BYTES)
     found = sessions = events = 0
     for session in reader.sessions():
         sessions += 1

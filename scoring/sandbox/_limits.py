@@ -53,13 +53,25 @@ class SandboxPolicy:
     """Open file descriptors of each process (RLIMIT_NOFILE)."""
     tmp_bytes: int = 256 << 20
     """Size of the private ``/tmp`` (a tmpfs, counted against memory)."""
+    workspace_bytes: int = 1 << 30
+    """Most bytes the workspace may hold on disk while the command runs (its files'
+    allocated blocks, counted every ``WORKSPACE_POLL`` seconds); past it the command and
+    everything it started are killed.  The workspace stays a host folder, so what the
+    command wrote is still there afterwards."""
     read_only: tuple[str, ...] = ()
     """More host folders or files to show read-only, at the same path."""
     interpreter: bool = True
     """Show this Python's installation (its virtual environment included) read-only."""
 
     def __attrs_post_init__(self) -> None:
-        for name in ("memory_bytes", "processes", "file_bytes", "open_files", "tmp_bytes"):
+        for name in (
+            "memory_bytes",
+            "processes",
+            "file_bytes",
+            "open_files",
+            "tmp_bytes",
+            "workspace_bytes",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"SandboxPolicy.{name} must be at least 1")
         if self.cpu_seconds is not None and self.cpu_seconds < 1:

@@ -5,8 +5,8 @@ asked for, runs in a sandbox: no network (its own empty network namespace),
 its own pid, IPC and UTS namespaces, the system folders read-only, no home
 folders, no ``/tmp`` of the host (a private one instead), the workspace as the
 only writable path, an environment built from an allow-list (no API keys),
-and limits on memory, processes, CPU and file size (``SandboxPolicy``) under
-the caller's wall timeout.  As root the command runs as ``nobody`` with no
+and limits on memory, processes, CPU, file size and the workspace's total size
+(``SandboxPolicy``) under the caller's wall timeout.  As root the command runs as ``nobody`` with no
 capabilities, since the kernel does not apply the process limit to root.
 
 The sandbox fails closed: bubblewrap reports on a status pipe once the
@@ -24,8 +24,8 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 from collections.abc import Mapping, Sequence
-from typing import IO
 
 import attrs
 
@@ -41,7 +41,10 @@ from ._limits import (
 )
 
 OUTPUT_LIMIT = 1 << 20
-"""Bytes of output kept from each end of a longer output."""
+"""Bytes of output kept from each end of a longer output (read from a pipe, held in memory;
+nothing is spooled to a file)."""
+WORKSPACE_POLL = 0.1
+"""Seconds between two counts of the workspace's size while a command runs."""
 _SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 _SIGNALLED = 128
 
@@ -58,7 +61,8 @@ class SandboxResult:
     """The exit status; negative for a signal (``-9`` after a timeout kill)."""
     output: str
     """Standard output and error together, decoded as UTF-8 (errors replaced); of a
-    longer output the first and last ``OUTPUT_LIMIT`` bytes."""
+    longer output the first and last ``OUTPUT_LIMIT`` bytes, joined by a newline (read
+    from a pipe and kept in memory; the middle is dropped as it arrives)."""
     timed_out: bool
     """True if the command ran past its wall timeout and was killed."""
     confined: bool
@@ -135,8 +139,11 @@ class Sandbox:
             "LANG": "C.UTF-8",
             **(env or {}),
         }
+        quota = self.policy.workspace_bytes
         if not self.confined:
-            return _run(list(argv), work, child_env, timeout, status=None, confined=False)
+            return _run(
+                list(argv), work, child_env, timeout, status=None, confined=False, quota=quota
+            )
         full = self._argv(list(argv), work, timeout)
         if shutil.which(argv[0], path=child_env["PATH"]) is None:
             # As Popen would: a missing program is an OSError, not an exit code of bwrap's.
@@ -152,6 +159,7 @@ class Sandbox:
                 timeout,
                 status=(read, write),
                 confined=True,
+                quota=quota,
             )
         finally:
             os.close(read)
@@ -205,35 +213,41 @@ def _run(
     *,
     status: tuple[int, int] | None,
     confined: bool,
+    quota: int,
 ) -> SandboxResult:
-    with tempfile.TemporaryFile() as sink:
-        try:
-            process = subprocess.Popen(
-                argv,
-                cwd=work,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                pass_fds=(status[1],) if status is not None else (),
-            )
-        except OSError as exc:
-            if confined:
-                raise SandboxError(f"cannot start bubblewrap: {exc.strerror or exc}") from exc
-            raise
-        finally:
-            if status is not None:
-                os.close(status[1])
-        timed_out = False
-        try:
-            code = wait_exit(process, timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        finally:
-            _kill_group(process)
-        code = process.returncode
-        output = _read_output(sink)
+    out_read, out_write = os.pipe()
+    try:
+        process = subprocess.Popen(
+            argv,
+            cwd=work,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out_write,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            pass_fds=(status[1],) if status is not None else (),
+        )
+    except OSError as exc:
+        os.close(out_read)
+        if confined:
+            raise SandboxError(f"cannot start bubblewrap: {exc.strerror or exc}") from exc
+        raise
+    finally:
+        os.close(out_write)
+        if status is not None:
+            os.close(status[1])
+    output_kept = _Output(out_read)
+    watch = _Quota(work, quota, process)
+    timed_out = False
+    try:
+        code = wait_exit(process, timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        watch.stop()
+        _kill_group(process)
+    code = process.returncode
+    output = output_kept.text()
     if status is not None and not timed_out and b'"child-pid"' not in _drain(status[0]):
         line = next((x for x in output.splitlines() if x.strip()), f"exit {code}")
         raise SandboxError(f"the sandbox could not start: {line.strip()}")
@@ -241,7 +255,92 @@ def _run(
         raise SandboxError(f"the sandbox could not set its limits: {output.splitlines()[0]}")
     if confined and _SIGNALLED < code <= _SIGNALLED + 64:
         code = _SIGNALLED - code  # bubblewrap exits 128+N for a command killed by signal N
+    if watch.over:
+        code = -signal.SIGKILL
+        output += f"\n[killed: the workspace grew past its {quota}-byte quota]"
     return SandboxResult(exit_code=code, output=output, timed_out=timed_out, confined=confined)
+
+
+class _Output:
+    """Reads a command's output from a pipe in a thread, keeping its first and last
+    ``OUTPUT_LIMIT`` bytes in memory and dropping the middle as it goes."""
+
+    LINGER = 5.0
+    """Seconds ``text`` waits for the pipe to close after the command's group is killed; an
+    unconfined command may have left a process holding it, whose later output is lost."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._lock = threading.Lock()
+        self._head = bytearray()
+        self._tail = bytearray()
+        self._dropped = False
+        self._thread = threading.Thread(target=self._read, daemon=True, name="sandbox-output")
+        self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            while chunk := os.read(self._fd, 65536):
+                with self._lock:
+                    room = OUTPUT_LIMIT - len(self._head)
+                    if room > 0:
+                        self._head += chunk[:room]
+                        chunk = chunk[room:]
+                    self._tail += chunk
+                    if len(self._tail) > 2 * OUTPUT_LIMIT:
+                        del self._tail[: len(self._tail) - OUTPUT_LIMIT]
+                        self._dropped = True
+        finally:
+            os.close(self._fd)
+
+    def text(self) -> str:
+        """The output, once the writers are gone (the command's group was killed)."""
+        self._thread.join(self.LINGER)
+        with self._lock:
+            if not self._dropped and len(self._tail) <= OUTPUT_LIMIT:
+                data = bytes(self._head + self._tail)
+            else:
+                data = bytes(self._head) + b"\n" + bytes(self._tail[-OUTPUT_LIMIT:])
+        return data.decode("utf-8", errors="replace")
+
+
+class _Quota:
+    """Counts the workspace's allocated bytes every ``WORKSPACE_POLL`` seconds in a thread
+    and kills the command's process group when they pass ``limit``."""
+
+    def __init__(self, work: str, limit: int, process: subprocess.Popen[bytes]) -> None:
+        self.over = False
+        self._work = work
+        self._limit = limit
+        self._process = process
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True, name="sandbox-quota")
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(WORKSPACE_POLL):
+            if workspace_bytes(self._work, self._limit) > self._limit:
+                self.over = True
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self._process.pid, signal.SIGKILL)
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def workspace_bytes(root: str, limit: int) -> int:
+    """Bytes the files under ``root`` take on disk (allocated blocks, so a sparse file
+    counts what it uses), counting stops once past ``limit``."""
+    total = 0
+    for folder, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(folder, name)).st_blocks * 512
+        if total > limit:
+            break
+    return total
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -259,18 +358,6 @@ def _drain(fd: int) -> bytes:
         while chunk := os.read(fd, 65536):
             chunks.append(chunk)
     return b"".join(chunks)
-
-
-def _read_output(sink: IO[bytes]) -> str:
-    size = sink.seek(0, os.SEEK_END)
-    sink.seek(0)
-    if size <= 2 * OUTPUT_LIMIT:
-        data = sink.read()
-    else:
-        head = sink.read(OUTPUT_LIMIT)
-        sink.seek(size - OUTPUT_LIMIT)
-        data = head + b"\n" + sink.read()
-    return data.decode("utf-8", errors="replace")
 
 
 def _give_to_nobody(work: str) -> None:

@@ -21,6 +21,7 @@ from evaltape.recorder import FileEntry, WorkspaceSnapshot
 
 from ..._errors import ScoringError
 from ...cases._cases import Case
+from ...checks._outcome import MAX_SNAPSHOT_FILES
 
 MAX_FILE = 1 << 20
 """Largest file a snapshot keeps (1 MiB)."""
@@ -100,7 +101,9 @@ def snapshot_workspace(
     """The regular files under ``root``, sorted by path, within the size bounds.
 
     Symbolic links are not followed (a link is listed as omitted), so an
-    agent cannot make the snapshot read files outside its folder.
+    agent cannot make the snapshot read files outside its folder.  Past
+    ``MAX_SNAPSHOT_FILES`` files, later ones are listed as omitted, as past
+    ``max_total`` bytes, so a check can always restore what was kept.
     """
     kept: list[FileEntry] = []
     omitted: list[str] = []
@@ -116,7 +119,7 @@ def snapshot_workspace(
         if not stat.S_ISREG(info.st_mode) or info.st_size > max_file:
             omitted.append(rel)
             continue
-        if full or total + info.st_size > max_total:
+        if full or total + info.st_size > max_total or len(kept) >= MAX_SNAPSHOT_FILES:
             full = True  # the budget is spent: every later file is listed, not kept
             omitted.append(rel)
             continue

@@ -35,6 +35,7 @@ from evaltape.recorder import (
     TapeReader,
     Usage,
 )
+from evaltape.recorder._shared import MAX_TAPE_BYTES, OverBudget
 
 from ...cases._cases import Case
 from ...checks._score import Score, Scorer
@@ -277,7 +278,8 @@ def stream_sessions(
     """Hand each ``wanted`` session of ``tape`` to ``each`` as it is read, holding one at a time.
 
     Damage (truncation, corruption) is added to ``notes``; returns why the tape
-    cannot be read at all, or "".
+    cannot be read at all, or "".  A tape that decodes past ``MAX_TAPE_BYTES``
+    raises ``OverBudget``: the command refuses it rather than score part of it.
     """
     if not tape.is_file():
         return f"{tape}: no such tape"
@@ -287,9 +289,12 @@ def stream_sessions(
             notes.append(n.message)
 
     try:
-        for recorded in TapeReader(tape, strict=False, on_note=note).sessions():
+        reader = TapeReader(tape, strict=False, on_note=note, tape_limit=MAX_TAPE_BYTES)
+        for recorded in reader.sessions():
             if wanted(recorded.session_id):
                 each(recorded.session_id, recorded)
+    except OverBudget:
+        raise
     except (TapeError, OSError) as exc:
         return f"{tape}: {exc}"
     return ""
