@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import attrs
 
@@ -158,7 +158,16 @@ RULE_ANCHORS: dict[tuple[str, bool, bool], tuple[bytes, ...]] = {
             (b"eyJ",),
             (b"bearer",),
             (b"?", b"&", b";"),
-            (b"secret", b"token", b"passw", b"passphrase", b"private", b"api", b"access", b"credential"),
+            (
+                b"secret",
+                b"token",
+                b"passw",
+                b"passphrase",
+                b"private",
+                b"api",
+                b"access",
+                b"credential",
+            ),
             (b"api", b"secret", b"access", b"auth", b"client", b"password"),
             (b"aws",),
             (),  # a scheme, then "://": the regex engine's prefix search
@@ -220,11 +229,23 @@ PLACEHOLDERS = frozenset({"evaltape-replay", "changeme", "placeholder", "dummy",
 
 def secret_values(environ: Mapping[str, str]) -> tuple[str, ...]:
     """Values of variables whose names look like keys, tokens, secrets or passwords."""
+    return given_values(value for name, value in environ.items() if is_secret_name(name))
+
+
+def is_secret_name(name: str) -> bool:
+    """True if a variable of this name looks like it holds a key, token, secret or password."""
+    return _SECRET_NAME.search(name) is not None
+
+
+def given_values(values: Iterable[str]) -> tuple[str, ...]:
+    """``values`` worth masking wherever they occur, longest first: each stripped, at least
+    ``MIN_SECRET`` characters long and not a known placeholder.
+
+    For values handed to a run as secrets whatever their names (an A/B variant's
+    environment overrides) as well as for ``secret_values``."""
     found = {
         value.strip()
-        for name, value in environ.items()
-        if _SECRET_NAME.search(name)
-        and len(value.strip()) >= MIN_SECRET
-        and value.strip().lower() not in PLACEHOLDERS
+        for value in values
+        if len(value.strip()) >= MIN_SECRET and value.strip().lower() not in PLACEHOLDERS
     }
     return tuple(sorted(found, key=lambda v: (-len(v), v)))
