@@ -21,6 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
+import pytest
 from fakeapi import FakeAPI, Reply, ToolUse
 from test_secrets_everywhere import _files, _tape_text
 
@@ -33,6 +35,8 @@ from evaltape.recorder import (
     default_redactor,
     fold,
 )
+from evaltape.scoring.outputs.console._terminal import fail, masked_console
+from evaltape.scoring.verdicts._ab import parse_variant
 
 REPO = Path(__file__).parent.parent
 
@@ -194,3 +198,19 @@ def test_lint_finds_what_the_redactor_masks_in_tool_arguments() -> None:
     for line in (pem_body[:32], pem_body[32:], b"hunter2-x"):
         assert (line if isinstance(line, bytes) else line.encode()) not in bodies
     assert default_redactor().scan_event(redacted) == ()
+
+
+def test_the_console_masks_given_values_in_every_line_error_lines_included(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit), masked_console(("hunter2-value",)):
+        click.echo("note hunter2-value")
+        click.echo("warning: hunter2-value", err=True)
+        fail("refused hunter2-value")
+    out, err = capsys.readouterr()
+    assert "hunter2" not in out + err
+    assert out == "note REDACTED*****\n"
+    assert err.splitlines() == ["warning: REDACTED*****", "evaltape: error: refused REDACTED*****"]
+    assert parse_variant("candidate", "env:AB_FLAG=1,AB_MODE=hunter2-value").shown == (
+        "env:AB_FLAG=1,AB_MODE=[REDACTED]"
+    )

@@ -141,8 +141,11 @@ def ab(
         baseline, candidate = parse_variants(baseline_spec, candidate_spec)
     except VariantError as exc:
         raise RunRefused(str(exc)) from exc
-    # Either side's values may be keys: from here on nothing reaches the console unmasked.
-    with masked_console(baseline.secrets + candidate.secrets):
+
+    # Either side's values may be keys: from here on nothing reaches the console unmasked,
+    # error lines included (they are printed inside).
+    @boundary
+    def masked() -> None:
         chosen_model = model or config.model
         if not chosen_model:
             raise RunRefused('no model: pass -m MODEL or set "model" in evaltape.toml')
@@ -176,3 +179,6 @@ def ab(
         if outcome.pool.stopped is StopKind.INTERRUPT:
             click.echo("evaltape: interrupted; finished attempts were kept", err=True)
             sys.exit(EXIT_INTERRUPTED)
+
+    with masked_console(baseline.secrets + candidate.secrets):
+        masked()
