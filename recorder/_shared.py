@@ -13,6 +13,7 @@ from ._errors import OverBudget
 from ._transport import Flavors, request_record
 from .apis import CallDecoder
 from .apis._paths import api_of_path, base_url_of, is_anthropic
+from .redact._rules import given_values, is_secret_name
 from .redact._scan import secret_preview
 from .redact._scrub import WORKSPACE_PLACEHOLDER, workspace_spellings
 from .tape._codec import from_plain, to_plain
@@ -32,8 +33,10 @@ __all__ = [
     "api_of_path",
     "base_url_of",
     "from_plain",
+    "given_values",
     "http_module",
     "is_anthropic",
+    "is_secret_name",
     "journal_tape",
     "real_transport",
     "request_record",

@@ -4,8 +4,9 @@ Planted: a key from the environment in a harness event, in a file the agent
 writes, and in the agent's exception; keys in the case's own fixture files
 (``.env``, ``config.json``); and, on the wire, an AWS secret access key, a key
 written with a JSON escape, a short ``sk-`` key, a password in a
-``postgres://`` URL, a key split across two server-sent events and a key in a
-``gzip, gzip`` body.  Then every file the run wrote (tapes decoded, run
+``postgres://`` URL, a key split across two server-sent events, a key in a
+``gzip, gzip`` body, and a PEM private key and a nested ``client_secret`` in
+tool-call arguments.  Then every file the run wrote (tapes decoded, run
 records, history) and its stdout/stderr are searched for each secret's
 random part: no hit.  ``evaltape lint`` then finds a key planted in a run
 record.
@@ -58,6 +59,8 @@ class Planted:
         self.fixture_aws = _random(40, string.ascii_letters + string.digits + "/+")
         self.fixture_key = "sk-" + _random(48)
         self.written_key = "ghp_" + _random(36)
+        self.pem_body = _random(64)
+        self.client_secret = "cs-" + _random(7)
 
     def needles(self) -> dict[str, str]:
         """What must never appear: each secret's random part."""
@@ -74,6 +77,9 @@ class Planted:
             ".env aws secret": self.fixture_aws,
             "config.json key": self.fixture_key[3:],
             "written file key": self.written_key[4:],
+            "PEM in tool arguments": self.pem_body[:32],
+            "PEM in tool arguments, last line": self.pem_body[32:],
+            "client_secret in tool arguments": self.client_secret[3:],
         }
 
 
@@ -85,6 +91,11 @@ def _wire_bodies(p: Planted) -> dict[str, tuple[tuple[tuple[str, str], ...], byt
     )
     doubled = gzip.compress(gzip.compress(json.dumps({"key": p.gzip_key}).encode()))
     js = (("content-type", "application/json"),)
+    lines = f"{p.pem_body[:32]}\n{p.pem_body[32:]}"
+    pem = f"-----BEGIN PRIVATE KEY-----\n{lines}\n-----END PRIVATE KEY-----\n"
+    arguments = json.dumps({"key": pem, "cfg": {"auth": {"client_secret": p.client_secret}}})
+    call = {"function": {"name": "save", "arguments": arguments}}
+    tools = {"choices": [{"message": {"tool_calls": [call]}}], "usage": {"total_tokens": 9}}
     return {
         "/aws": (js, b'{"ini": "aws_secret_access_key = %s"}' % p.aws_secret.encode()),
         "/escaped": (js, b'{"key": "\\u0073k-proj-%s"}' % p.escaped_tail.encode()),
@@ -92,6 +103,7 @@ def _wire_bodies(p: Planted) -> dict[str, tuple[tuple[tuple[str, str], ...], byt
         "/pg": (js, b'{"dsn": "postgres://app:%s@db.local:5432/x"}' % p.pg_password.encode()),
         "/sse": ((("content-type", "text/event-stream"),), sse),
         "/gzip2": ((*js, ("content-encoding", "gzip, gzip")), doubled),
+        "/tools": (js, json.dumps(tools).encode()),
     }
 
 
@@ -125,7 +137,7 @@ def wire(request: pytest.FixtureRequest) -> Iterator[tuple[str, Planted]]:
 AGENT = """
 from evaltape.scoring import Task
 
-PATHS = ("/aws", "/escaped", "/short", "/pg", "/sse", "/gzip2")
+PATHS = ("/aws", "/escaped", "/short", "/pg", "/sse", "/gzip2", "/tools")
 
 
 def run(task: Task) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import attrs
 
@@ -43,9 +43,11 @@ _TOKEN = r"[A-Za-z0-9_-]"
 DEFAULT_RULES: tuple[SecretRule, ...] = (
     SecretRule(
         kind="private key (PEM)",
-        pattern=(r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----"),
-        run=r"(?!-----END)(?:[A-Za-z0-9+/=\s:,.-]|\\[nrt])",
-        close=r"-----END[A-Z ]{0,40}PRIVATE KEY-----",
+        pattern=r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----",
+        # the block's lines, their breaks written as they are or escaped once or more
+        # (``\n`` in a JSON string, ``\\n`` in a JSON string inside a JSON string)
+        run=r"(?!-----END)(?:[A-Za-z0-9+/=\s:,.()-]|\\{1,7}[nrt/])",
+        close=r"-----END[A-Z0-9 ]{0,40}-----",
     ),
     SecretRule(kind="Anthropic API key", pattern=rf"sk-ant-{_TOKEN}{{20,512}}", run=_TOKEN),
     SecretRule(kind="Langfuse key", pattern=r"pk-lf-[A-Za-z0-9-]{8,256}", run="[A-Za-z0-9-]"),
@@ -91,12 +93,19 @@ DEFAULT_RULES: tuple[SecretRule, ...] = (
     ),
     SecretRule(
         kind="secret-named JSON value",
+        # A string value of a field named for a secret, at any depth: the quotes may be
+        # escaped (a JSON string inside a JSON string, such as tool call arguments).
+        # Counters (``max_tokens``, ``prompt_tokens``, ``token_count``) and a log
+        # probability's ``token`` are not secrets.
         pattern=(
-            r"(?:api[_-]?key|apikey|token|secret|password|passwd|credential|private[_-]?key)"
-            r"\\?\"\s{0,16}:\s{0,16}\\?\"(?P<s>[^\"\\]{16,512})\\?\""
+            r"(?:secret|token(?!s|iz|_?(?:count|type|limit|usage|budget))|passw(?:or)?d|"
+            r"passphrase|private[_-]?key|api[_-]?key|access[_-]?key|credentials?)"
+            r"[a-z0-9_.-]{0,64}\\{0,7}\"\s{0,16}:\s{0,16}\\{0,7}\""
+            r"(?P<s>(?>(?:[^\"\\]|\\{1,7}[^\"\\]){1,512}))"
+            r"(?!\\{0,7}\"\s{0,16},\s{0,16}\\{0,7}\"(?:logprob|bytes)\")"
         ),
         lowercase=True,
-        generic=True,
+        run=r"[^\"\\]|\\{1,7}[^\"\\]",
     ),
     SecretRule(
         kind="secret-named assignment",
@@ -149,7 +158,16 @@ RULE_ANCHORS: dict[tuple[str, bool, bool], tuple[bytes, ...]] = {
             (b"eyJ",),
             (b"bearer",),
             (b"?", b"&", b";"),
-            (b"api", b"token", b"secret", b"passw", b"credential", b"private"),
+            (
+                b"secret",
+                b"token",
+                b"passw",
+                b"passphrase",
+                b"private",
+                b"api",
+                b"access",
+                b"credential",
+            ),
             (b"api", b"secret", b"access", b"auth", b"client", b"password"),
             (b"aws",),
             (),  # a scheme, then "://": the regex engine's prefix search
@@ -211,11 +229,23 @@ PLACEHOLDERS = frozenset({"evaltape-replay", "changeme", "placeholder", "dummy",
 
 def secret_values(environ: Mapping[str, str]) -> tuple[str, ...]:
     """Values of variables whose names look like keys, tokens, secrets or passwords."""
+    return given_values(value for name, value in environ.items() if is_secret_name(name))
+
+
+def is_secret_name(name: str) -> bool:
+    """True if a variable of this name looks like it holds a key, token, secret or password."""
+    return _SECRET_NAME.search(name) is not None
+
+
+def given_values(values: Iterable[str]) -> tuple[str, ...]:
+    """``values`` worth masking wherever they occur, longest first: each stripped, at least
+    ``MIN_SECRET`` characters long and not a known placeholder.
+
+    For values handed to a run as secrets whatever their names (an A/B variant's
+    environment overrides) as well as for ``secret_values``."""
     found = {
         value.strip()
-        for name, value in environ.items()
-        if _SECRET_NAME.search(name)
-        and len(value.strip()) >= MIN_SECRET
-        and value.strip().lower() not in PLACEHOLDERS
+        for value in values
+        if len(value.strip()) >= MIN_SECRET and value.strip().lower() not in PLACEHOLDERS
     }
     return tuple(sorted(found, key=lambda v: (-len(v), v)))

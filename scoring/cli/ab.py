@@ -11,7 +11,7 @@ from evaltape.recorder import Source
 from .._config import Config
 from ..outputs.console._ab import ABProgress, print_report
 from ..outputs.console._progress import CliReporter
-from ..outputs.console._terminal import EXIT_INTERRUPTED, fail
+from ..outputs.console._terminal import EXIT_INTERRUPTED, fail, masked_console
 from ..outputs.formats import ab_json, from_ab
 from ..run._ab import ABRequest, run_ab
 from ..run._host import Host
@@ -144,36 +144,44 @@ def ab(
         baseline, candidate = parse_variants(baseline_spec, candidate_spec)
     except VariantError as exc:
         raise RunRefused(str(exc)) from exc
-    chosen_model = model or config.model
-    if not chosen_model:
-        raise RunRefused('no model: pass -m MODEL or set "model" in evaltape.toml')
-    host = Host.of_process()
-    request = ABRequest(
-        config=config,
-        host=host,
-        baseline=baseline,
-        candidate=candidate,
-        model=chosen_model,
-        cases=cases,
-        suite=suite,
-        alpha=alpha,
-        source=Source(source),
-        source_detail=source_detail,
-        seed=seed,
-        retries=retries,
-        reporter=CliReporter(line=ABProgress()),
-    )
-    outcome = run_ab(request)
-    with text_report(results):
-        print_report(outcome, baseline, candidate, alpha)
-    stopped: dict[StopKind | None, int] = {
-        StopKind.AUTH: EXIT_AUTH,
-        StopKind.INTERRUPT: EXIT_INTERRUPTED,
-    }
-    found = from_ab(outcome, chosen_model, stopped.get(outcome.pool.stopped, 0))
-    write_results(results, found, lambda: ab_json(outcome, found), host)
-    if outcome.pool.stopped is StopKind.AUTH:
-        fail(f"{outcome.pool.reason}; check OPENAI_API_KEY / ANTHROPIC_API_KEY", EXIT_AUTH)
-    if outcome.pool.stopped is StopKind.INTERRUPT:
-        click.echo("evaltape: interrupted; finished attempts were kept", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+
+    # Either side's values may be keys: from here on nothing reaches the console unmasked,
+    # error lines included (they are printed inside).
+    @boundary
+    def masked() -> None:
+        chosen_model = model or config.model
+        if not chosen_model:
+            raise RunRefused('no model: pass -m MODEL or set "model" in evaltape.toml')
+        host = Host.of_process()
+        request = ABRequest(
+            config=config,
+            host=host,
+            baseline=baseline,
+            candidate=candidate,
+            model=chosen_model,
+            cases=cases,
+            suite=suite,
+            alpha=alpha,
+            source=Source(source),
+            source_detail=source_detail,
+            seed=seed,
+            retries=retries,
+            reporter=CliReporter(line=ABProgress()),
+        )
+        outcome = run_ab(request)
+        with text_report(results):
+            print_report(outcome, baseline, candidate, alpha)
+        stopped: dict[StopKind | None, int] = {
+            StopKind.AUTH: EXIT_AUTH,
+            StopKind.INTERRUPT: EXIT_INTERRUPTED,
+        }
+        found = from_ab(outcome, chosen_model, stopped.get(outcome.pool.stopped, 0))
+        write_results(results, found, lambda: ab_json(outcome, found), host)
+        if outcome.pool.stopped is StopKind.AUTH:
+            fail(f"{outcome.pool.reason}; check OPENAI_API_KEY / ANTHROPIC_API_KEY", EXIT_AUTH)
+        if outcome.pool.stopped is StopKind.INTERRUPT:
+            click.echo("evaltape: interrupted; finished attempts were kept", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+
+    with masked_console(baseline.secrets + candidate.secrets):
+        masked()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import attrs
 
-from evaltape.recorder import Source, Usage, default_redactor
+from evaltape.recorder import Redactor, Source, Usage
 
 from .._config import Config
 from ..cases._cases import Suite
@@ -44,7 +44,7 @@ from ..verdicts._ab import (
 )
 from ..verdicts._compare import Comparison, compare
 from ._env import job_env, live_wire
-from ._host import SILENT, Host, Reporter
+from ._host import SILENT, Host, Reporter, records_redactor
 from ._jobs import Job, JobResult
 from ._setup import judge_for, load_selection, sandbox_for, warn_without_keys
 from .executors._pool import PoolOutcome, run_pool
@@ -166,6 +166,7 @@ def _write_side(
     state: RunState,
     notes: tuple[str, ...],
     now: float,
+    redactor: Redactor,
 ) -> Path:
     """``<results>/ab/<run id>/<variant>.json``: that side's attempts as a run record."""
     side = attrs.evolve(
@@ -175,11 +176,11 @@ def _write_side(
         updated_at=now,
         total=record.total // 2,
         attempts=tuple(attempts),
-        notes=(f"ab {variant.name}: {variant.spec}", f"ab {other.name}: {other.spec}", *notes),
+        notes=(f"ab {variant.name}: {variant.shown}", f"ab {other.name}: {other.shown}", *notes),
     )
     path = folder / f"{variant.name}.json"
     text = json.dumps(record_to_json(side), indent=1) + "\n"
-    write_atomic(path, default_redactor().redact_text(text))
+    write_atomic(path, redactor.redact_text(text))
     return path
 
 
@@ -222,8 +223,8 @@ def run_ab(request: ABRequest) -> ABOutcome:
         f"{len(jobs)} attempts with {request.model}, ABBA order, "
         f"concurrency {config.concurrency}"
     )
-    reporter.note(f"  A {a.name}: {a.spec}")
-    reporter.note(f"  B {b.name}: {b.spec}")
+    reporter.note(f"  A {a.name}: {a.shown}")
+    reporter.note(f"  B {b.name}: {b.shown}")
     if judge is not None:
         reporter.note(f"judge: {judge.who}")
 
@@ -245,8 +246,10 @@ def run_ab(request: ABRequest) -> ABOutcome:
         f"judge_status: {status.value}",
     )
     folder = ab_folder(config.results, run_id)
-    _write_side(folder, record, a, b, sides[BASELINE], state, notes, host.clock())
-    _write_side(folder, record, b, a, sides[CANDIDATE], state, notes, host.clock())
+    # Both variants' values are masked in both records: either side's may be a key.
+    redactor = records_redactor(host).extended(values=a.secrets + b.secrets)
+    _write_side(folder, record, a, b, sides[BASELINE], state, notes, host.clock(), redactor)
+    _write_side(folder, record, b, a, sides[CANDIDATE], state, notes, host.clock(), redactor)
     alpha = request.alpha
     return ABOutcome(
         run_id=run_id,

@@ -34,6 +34,8 @@ from pathlib import Path
 
 import attrs
 
+from evaltape.recorder._shared import given_values, is_secret_name
+
 from .._errors import ScoringError
 from ..cases._cases import Case
 from ..results._records import AttemptResult
@@ -56,6 +58,9 @@ MIN_TRIALS = 2
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
+HIDDEN = "[REDACTED]"
+"""What a variant's value is shown as where it may be a secret."""
+
 
 class VariantError(ScoringError):
     """A ``--baseline`` / ``--candidate`` spec that cannot be used."""
@@ -68,9 +73,37 @@ class Variant:
     name: str
     """``baseline`` or ``candidate``: the folder its tapes go to."""
     spec: str
-    """The spec as the user typed it (``env:K=V,...``); recorded in the run record notes."""
+    """The spec as the user typed it (``env:K=V,...``); never printed or written, its
+    values may be keys (``shown`` is)."""
     overrides: tuple[tuple[str, str], ...]
     """``(name, value)`` pairs, in the order given."""
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The values the redactor masks wherever they occur: any value may be a key, so
+        every one long enough to be told from other text is one (``given_values``)."""
+        return given_values(value for _, value in self.overrides)
+
+    @property
+    def shown(self) -> str:
+        """The spec as printed and recorded: every name, and a value only when it is short
+        and its name does not look like a key's (``AB_FLAG=1``); else ``[REDACTED]``."""
+        return ENV_PREFIX + ",".join(f"{k}={_shown_value(k, v)}" for k, v in self.overrides)
+
+
+def _shown_value(name: str, value: str) -> str:
+    if value and (is_secret_name(name) or given_values((value,))):
+        return HIDDEN
+    return value
+
+
+_PAIR = re.compile(r"([^,=]*)=([^,]*)")
+
+
+def hidden_values(spec: str) -> str:
+    """A spec that may not parse, each ``NAME=VALUE`` in it shown as ``Variant.shown``
+    shows it."""
+    return _PAIR.sub(lambda m: f"{m[1]}={_shown_value(m[1].strip(), m[2])}", spec)
 
 
 def parse_variant(name: str, spec: str) -> Variant:
@@ -80,7 +113,7 @@ def parse_variant(name: str, spec: str) -> Variant:
     a digit); a value may be empty but cannot hold a comma; a name given
     twice is refused.
     """
-    where = f'--{name} "{spec}"'
+    where = f'--{name} "{hidden_values(spec)}"'
     if not spec.startswith(ENV_PREFIX):
         raise VariantError(f"{where}: expected env:NAME=VALUE[,NAME=VALUE...]")
     body = spec[len(ENV_PREFIX) :]
@@ -91,7 +124,7 @@ def parse_variant(name: str, spec: str) -> Variant:
         key, eq, value = part.partition("=")
         key = key.strip()
         if not eq:
-            raise VariantError(f'{where}: item {n} "{part}" has no "=" (expected NAME=VALUE)')
+            raise VariantError(f'{where}: item {n} has no "=" (expected NAME=VALUE)')
         if not _ENV_NAME.fullmatch(key):
             raise VariantError(f'{where}: item {n}: "{key}" is not an environment variable name')
         if any(k == key for k, _ in pairs):

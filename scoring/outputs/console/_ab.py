@@ -53,7 +53,7 @@ def _suite_line(c: Comparison) -> str:
 
 def print_report(outcome: ABOutcome, baseline: Variant, candidate: Variant, alpha: float) -> None:
     """The per-case verdicts, the paired comparison and each side's tokens."""
-    click.echo(f"A/B {outcome.run_id}: baseline {baseline.spec}  vs  candidate {candidate.spec}")
+    click.echo(f"A/B {outcome.run_id}: baseline {baseline.shown}  vs  candidate {candidate.shown}")
     for line in render_cases(outcome.cases, trials=outcome.trials, alpha=alpha):
         click.echo(line)
     click.echo("")

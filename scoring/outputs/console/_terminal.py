@@ -3,14 +3,16 @@ and the exit code a command ends with."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
-from typing import NoReturn
+from collections.abc import Iterable, Iterator
+from typing import NoReturn, TextIO, cast
 
 import click
 
-from evaltape.recorder import default_redactor, secret_values
+from evaltape.recorder import Redactor, default_redactor, secret_values
 
 EXIT_REFUSED = 2
 """Bad input, found before anything ran (also: refused credentials)."""
@@ -28,6 +30,38 @@ def console_safe(line: str) -> str:
     """``line`` with secrets masked: the built-in rules and this process's key-like
     environment values (the console is a file we write, too)."""
     return default_redactor().extended(values=secret_values(os.environ)).redact_text(line)
+
+
+class _Masking:
+    """A text stream whose every write has its secrets masked first."""
+
+    def __init__(self, stream: TextIO, redactor: Redactor) -> None:
+        self._stream = stream
+        self._redactor = redactor
+
+    def write(self, text: str) -> int:
+        self._stream.write(self._redactor.redact_text(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> object:
+        if name == "buffer":  # no way around the masking: click then writes text here
+            raise AttributeError(name)
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def masked_console(values: Iterable[str]) -> Iterator[None]:
+    """While open, whatever is written to stdout and stderr has its secrets masked: the
+    built-in rules, this process's key-like environment values and ``values`` (secrets
+    the command was given, e.g. an A/B variant's environment values)."""
+    redactor = default_redactor().extended(values=(*secret_values(os.environ), *values))
+    out, err = sys.stdout, sys.stderr
+    sys.stdout = cast(TextIO, _Masking(out, redactor))
+    sys.stderr = cast(TextIO, _Masking(err, redactor))
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
 
 
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")

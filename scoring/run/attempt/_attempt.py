@@ -39,7 +39,7 @@ from evaltape.recorder import (
     journal_path,
     new_session_id,
 )
-from evaltape.recorder._shared import workspace_spellings
+from evaltape.recorder._shared import given_values, workspace_spellings
 from evaltape.replay import ReplayTransport
 
 from ..._network import RetryingTransport
@@ -136,6 +136,16 @@ def _live_transport(env: JobEnv, wire: LiveWire, tee: Tee) -> RetryingTransport:
     )
 
 
+def with_overrides_masked(env: JobEnv, job: Job) -> JobEnv:
+    """``env`` whose redactor also masks the values of the job's environment overrides (an
+    A/B variant's ``env:K=V``): the agent gets them, so its requests, files and errors
+    may carry them, whatever their names or shapes."""
+    values = given_values(value for _, value in job.environ)
+    if not values:
+        return env
+    return attrs.evolve(env, redactor=env.redactor.extended(values=values))
+
+
 JournalOpener = Callable[[Job, SessionStarted], Sink]
 """Opens the journal of a job's new session (given its header): where each packed event
 goes the moment it is taken."""
@@ -185,6 +195,7 @@ def compute_job(job: Job, env: JobEnv, journal: JournalOpener | None = None) -> 
     """
     if job.recorded is None and env.live is None:
         raise ValueError("a live job needs JobEnv.live (the network transport)")
+    env = with_overrides_masked(env, job)
     started = time.monotonic()
     session_id = new_session_id()
     header = env.redactor.redact_event(_header(job, env, session_id))
