@@ -142,14 +142,14 @@ def test_each_body_costs_its_new_bytes_plus_an_edge_window() -> None:
 
 
 def test_open_ended_rules_scan_every_body_whole() -> None:
-    from builders import CHAT_URL, json_exchange
+    from builders import CHAT_URL, exchange
 
     redactor = Redactor(rules=(SecretRule(kind="x", pattern=r"sk-[a-z0-9]{20,}"),))
     session = SessionRedactor(redactor)
     assert session.reach is None
     body = {"messages": [{"role": "user", "content": "sk-" + "a1" * 400}]}
-    exchange = json_exchange(CHAT_URL, body, {"ok": True})
-    assert session.redact_exchange(exchange) == redactor.redact_exchange(exchange)
+    recorded = exchange(CHAT_URL, body, {"ok": True})
+    assert session.redact_exchange(recorded) == redactor.redact_exchange(recorded)
 
 
 def test_recording_masks_a_key_split_across_two_requests(tmp_path: pytest.TempPathFactory) -> None:

@@ -22,16 +22,15 @@ from typing import Any
 import attrs
 import pytest
 from _fold_reference import CallDecoder as ReferenceDecoder
+from builders import JSON_HEADERS, exchange
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_request_reuse import _sessions as _body_sessions
 
 from evaltape.recorder import (
-    Chunk,
     Event,
     Exchange,
     Request,
-    Response,
     SessionStarted,
     TapeReader,
     fold,
@@ -50,19 +49,6 @@ _REPLY = json.dumps(
 ).encode()
 
 
-def _exchange(body: bytes, at: float) -> Exchange:
-    return Exchange(
-        at=at,
-        duration=0.1,
-        request=Request(method="POST", url=_URL, body=body),
-        response=Response(
-            status=200,
-            headers=(("content-type", "application/json"),),
-            chunks=(Chunk(at=0.0, data=_REPLY),),
-        ),
-    )
-
-
 def _taped(tmp: Path, bodies: list[bytes], name: str = "s.tape") -> list[Event]:
     """The session of one exchange per body, written to a tape and read back."""
     path = tmp / name
@@ -70,7 +56,9 @@ def _taped(tmp: Path, bodies: list[bytes], name: str = "s.tape") -> list[Event]:
     header = SessionStarted(session_id="00000000000000c1", started_at=0.0)
     with open_session(path, header) as writer:
         for n, body in enumerate(bodies):
-            writer.append(_exchange(body, float(n)))
+            writer.append(
+                exchange(_URL, body, _REPLY, at=float(n), headers=JSON_HEADERS, chunk_at=0.0)
+            )
     (session,) = TapeReader(path).sessions()
     return list(session.events)
 

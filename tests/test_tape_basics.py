@@ -7,26 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from builders import exchange
+
 from evaltape.recorder import (
-    Chunk,
-    Exchange,
-    Request,
-    Response,
     SessionStarted,
     Status,
     TapeReader,
     new_session_id,
     open_session,
 )
-
-
-def _exchange(i: int, history: bytes) -> Exchange:
-    return Exchange(
-        at=float(i),
-        duration=0.5,
-        request=Request(method="POST", url="http://127.0.0.1/v1/chat/completions", body=history),
-        response=Response(status=200, chunks=(Chunk(at=0.1, data=b"data: {}\n\n"),), streamed=True),
-    )
 
 
 def test_written_session_reads_back_identically(tmp_path: Path) -> None:
@@ -38,7 +27,15 @@ def test_written_session_reads_back_identically(tmp_path: Path) -> None:
         history = b""
         for i in range(10):
             history += b'{"role":"user","content":"turn %d"},' % i
-            event = _exchange(i, b'{"messages":[' + history + b'],"tools":[]}')
+            event = exchange(
+                "http://127.0.0.1/v1/chat/completions",
+                b'{"messages":[' + history + b'],"tools":[]}',
+                b"data: {}\n\n",
+                at=float(i),
+                duration=0.5,
+                chunk_at=0.1,
+                streamed=True,
+            )
             tape.append(event)
             written.append(event)
     (session,) = TapeReader(path).sessions()

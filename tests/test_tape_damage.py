@@ -20,16 +20,13 @@ import attrs
 import msgpack
 import pytest
 import zstandard
+from builders import exchange
 
 from evaltape.recorder import (
-    Chunk,
     CorruptTape,
     Event,
-    Exchange,
     FileEntry,
     HarnessEvent,
-    Request,
-    Response,
     RunnerFact,
     SessionEnded,
     SessionStarted,
@@ -74,23 +71,25 @@ class Written:
         return out
 
 
-def _exchange(at: float, body: bytes, reply: bytes) -> Exchange:
-    chunks = tuple(Chunk(at=i * 0.01, data=reply[i : i + 7]) for i in range(0, len(reply), 7))
-    return Exchange(
-        at=at,
-        duration=0.25,
-        request=Request(method="POST", url="http://127.0.0.1:9/v1/chat", body=body),
-        response=Response(status=200, chunks=chunks, streamed=True),
-    )
-
-
 def _events(i: int, turns: int, size: int) -> list[Event]:
     out: list[Event] = []
     history = b""
     for t in range(turns):
         history += b'{"role":"user","content":"turn %d of %d"},' % (t, i) + b"." * size
         body = b'{"messages":[' + history + b'],"tools":["read","write"]}'
-        out.append(_exchange(float(t), body, b"data: reply %d/%d\n\n" % (i, t) * (1 + size // 20)))
+        reply = b"data: reply %d/%d\n\n" % (i, t) * (1 + size // 20)
+        out.append(
+            exchange(
+                "http://127.0.0.1:9/v1/chat",
+                body,
+                at=float(t),
+                duration=0.25,
+                chunks=[reply[n : n + 7] for n in range(0, len(reply), 7)],
+                chunk_at=0.0,
+                chunk_every=0.07,
+                streamed=True,
+            )
+        )
         if t % 2:
             out.append(HarnessEvent(at=t + 0.5, name="tool", fields=(("ok", True), ("n", t))))
     out.append(RunnerFact(at=turns + 0.1, fact=FactKind.NOTE, message=f"session {i}"))
