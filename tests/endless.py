@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import select
+from collections.abc import Iterable
 
 import attrs
 
@@ -43,29 +44,34 @@ class Endless:
         return found
 
     def survivors(self) -> list[int]:
-        """The processes still running ``command`` once every one already killed has ended.
+        """The processes still running ``command`` once every one already killed has ended
+        (``left_running``): none ends unless killed, so these were not killed."""
+        return left_running(self.pids())
 
-        A process only ends by being killed, so whatever is still running was
-        not killed.  A kill takes a moment to land (a sandbox's processes die
-        with its pid namespace, after the sandbox itself is reaped); each
-        process gets a minute to end (far beyond that), and only one that was
-        never killed waits that long.
-        """
-        waiting: dict[int, int] = {}
-        for pid in self.pids():
-            try:
-                waiting[os.pidfd_open(pid)] = pid
-            except ProcessLookupError:
-                continue
+
+def left_running(pids: Iterable[int]) -> list[int]:
+    """Which of ``pids`` are still running once every one already killed has ended.
+
+    A kill takes a moment to land (a sandbox's processes die with its pid
+    namespace, after the sandbox itself is reaped), so each process gets a
+    minute to end: far beyond that moment, and only a process that was never
+    killed waits it out.  Meant for processes that do not end on their own.
+    """
+    waiting: dict[int, int] = {}
+    for pid in pids:
         try:
-            while waiting:
-                ended, _, _ = select.select(list(waiting), [], [], 60.0)
-                if not ended:
-                    break
-                for fd in ended:
-                    os.close(fd)
-                    del waiting[fd]
-            return sorted(waiting.values())
-        finally:
-            for fd in waiting:
+            waiting[os.pidfd_open(pid)] = pid
+        except ProcessLookupError:
+            continue
+    try:
+        while waiting:
+            ended, _, _ = select.select(list(waiting), [], [], 60.0)
+            if not ended:
+                break
+            for fd in ended:
                 os.close(fd)
+                del waiting[fd]
+        return sorted(waiting.values())
+    finally:
+        for fd in waiting:
+            os.close(fd)
