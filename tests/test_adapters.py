@@ -562,6 +562,7 @@ def test_chat_completions_read_like_the_openai_sdk(
     assert call.input_messages[3].tool_call_id == "call_0"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stream", [False, True])
 def test_responses_read_like_the_openai_sdk(server: tuple[str, Canned], stream: bool) -> None:
     openai = pytest.importorskip("openai")

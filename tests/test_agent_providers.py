@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 from fakeapi import FakeAPI
 
 from evaltape.recorder import Exchange, RecordingTransport, TapeReader, fold
@@ -22,6 +23,8 @@ from evaltape.replay import (
     run_program,
 )
 from evaltape.scoring import Verdict, read_record, resolve_run
+
+pytestmark = pytest.mark.slow
 
 AGENTS = Path(__file__).parent / "agents"
 REPO = Path(__file__).parent.parent

@@ -29,6 +29,8 @@ from evaltape.recorder import (
 )
 from evaltape.recorder._frames import SYNC, file_header, frame
 
+pytestmark = pytest.mark.slow
+
 SID = bytes.fromhex("00000000000000b1")
 BODY = 64 * 1024 * 1024
 """The delta bomb's one real body: 64 MiB."""

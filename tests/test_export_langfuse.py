@@ -29,6 +29,8 @@ from evaltape.scoring import read_record, resolve_run
 from evaltape.scoring.export._config import ExportConfigError, export_config
 from evaltape.scoring.judge._role import judge_exchanges
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).parent.parent
 PUBLIC = "pk-lf-test-public"
 SECRET = "sk-lf-test-secret-0123456789"

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from evaltape.recorder import (
     Chunk,
     Exchange,
@@ -21,6 +23,8 @@ from evaltape.recorder import (
     parse_script,
     write_script_tape,
 )
+
+pytestmark = pytest.mark.slow
 
 OPENAI_KEY = "sk-proj-Ab3dEf9hIj2kLmN0pQrStUvWxYz12345_-abcdefG7"
 AWS_KEY = "AKIAIOSFODNN7EXAMPL3"

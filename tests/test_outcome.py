@@ -230,6 +230,7 @@ def test_a_snapshot_that_cannot_be_laid_out_is_a_workspace_failure(tmp_path: Pat
     assert _names(score)[-1] == "workspace"
 
 
+@pytest.mark.slow
 def test_verify_timeout_is_its_own_reason_and_kills_what_it_started(
     tmp_path: Path, endless: Endless
 ) -> None:
@@ -247,6 +248,7 @@ def test_the_default_verify_timeout_applies_without_verify_timeout(tmp_path: Pat
     )
 
 
+@pytest.mark.slow
 def test_python_is_this_interpreter_stdin_is_closed_and_env_is_minimal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -374,6 +376,7 @@ def test_verify_failures_carry_the_informative_line(tmp_path: Path, script: str,
     assert score.reason.endswith(f": {line}")
 
 
+@pytest.mark.slow
 def test_a_failed_pytest_run_reports_its_assertion(tmp_path: Path) -> None:
     test = "def add(a, b):\n    return a - b\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
     case = _case(

@@ -103,6 +103,7 @@ def record_agent(api: FakeAPI, agent: list[str], tmp_path: Path, prompt: str) ->
     return only_session(tape)
 
 
+@pytest.mark.slow
 def test_a_recorded_program_replays_with_the_same_output(
     api: FakeAPI, agent: list[str], tmp_path: Path
 ) -> None:
@@ -125,6 +126,7 @@ def test_a_recorded_program_replays_with_the_same_output(
     tape.finish()
 
 
+@pytest.mark.slow
 def test_a_changed_prompt_is_a_divergence_the_program_and_the_runner_see(
     api: FakeAPI, agent: list[str], tmp_path: Path
 ) -> None:
@@ -211,6 +213,7 @@ def test_stream_chunks_reach_the_program_one_by_one_as_recorded(
     assert b"content-type: text/event-stream" in head.lower()
 
 
+@pytest.mark.slow
 def test_anthropic_requests_go_to_the_anthropic_upstream_and_replay(
     api: FakeAPI, tmp_path: Path
 ) -> None:
@@ -270,6 +273,7 @@ def test_an_unreachable_upstream_is_a_502_live_and_in_replay(tmp_path: Path) -> 
         assert status_and_body(proxy) == live
 
 
+@pytest.mark.slow
 def test_a_program_past_its_timeout_is_killed_with_its_children(tmp_path: Path) -> None:
     script = (
         "import subprocess, sys, time\n"

@@ -94,6 +94,7 @@ def _conversation(rng: random.Random, turns: int, filler: int) -> list[bytes]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32), filler=st.integers(200, 1500))
 def test_partial_scans_give_what_whole_scans_give(seed: int, filler: int) -> None:
@@ -102,6 +103,7 @@ def test_partial_scans_give_what_whole_scans_give(seed: int, filler: int) -> Non
         assert session.redact_body(body) == REDACTOR.redact_bytes(body)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(data=st.data())
 def test_secrets_planted_across_the_shared_prefix_are_masked_whole(data: st.DataObject) -> None:
@@ -121,6 +123,7 @@ def test_secrets_planted_across_the_shared_prefix_are_masked_whole(data: st.Data
     assert secret not in session.redact_body(second)
 
 
+@pytest.mark.slow
 def test_each_body_costs_its_new_bytes_plus_an_edge_window() -> None:
     redactor = Redactor(rules=tuple(r for r in REDACTOR.rules if "PRIVATE" not in r.pattern))
     session = SessionRedactor(redactor)

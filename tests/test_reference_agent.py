@@ -283,6 +283,7 @@ def test_search_and_listing_tools(tmp_path: Path, workspace: Path) -> None:
     assert bad_glob.startswith("error: ")
 
 
+@pytest.mark.slow
 def test_bash_runs_in_the_workspace_and_times_out(
     tmp_path: Path, workspace: Path, endless: Endless
 ) -> None:

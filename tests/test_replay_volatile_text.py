@@ -34,6 +34,8 @@ from harness_project import evaltape
 
 from evaltape.replay import ReplayTransport
 
+pytestmark = pytest.mark.slow
+
 AGENTS = Path(__file__).parent / "agents"
 MODEL = "fake-model"
 KEYS = {"OPENAI_API_KEY": "sk-test-0123456789abcdef"}

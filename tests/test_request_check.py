@@ -184,6 +184,7 @@ def test_a_new_tail_is_valid_exactly_when_json_loads_reads_the_body(tmp_path: Pa
             assert [c.error == "" for c in got] == list(map(_valid, bodies)), what
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_body_sessions())
 def test_every_body_of_a_session_is_checked_as_json_loads_reads_it(bodies: list[bytes]) -> None:
@@ -418,6 +419,7 @@ def _followed_as_checked(body: DeltaBody) -> bool:
     return found is not None
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_deltas())
 def test_a_delta_with_copies_is_followed_only_where_its_body_is_valid(body: DeltaBody) -> None:
@@ -452,6 +454,7 @@ def test_forged_deltas_are_followed_or_refused_as_their_bytes_say() -> None:
     assert not _followed_as_checked(DeltaBody(spaced, whole, b"", 0))
 
 
+@pytest.mark.slow
 def test_the_usual_toggle_deltas_are_read_as_the_general_piece_walk_reads_them() -> None:
     """``_usual`` reads the one-copy deltas of sessions that toggle a field before or after
     the conversation with less work than ``_pieces``; over every such delta of the two

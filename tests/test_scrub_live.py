@@ -16,6 +16,8 @@ from agents.chat_server import ChatServer
 
 from evaltape.recorder import WORKSPACE_PLACEHOLDER, Exchange, TapeReader
 
+pytestmark = pytest.mark.slow
+
 AGENTS = Path(__file__).parent / "agents"
 CASE = '{"id": "where", "prompt": "where are you?", "failureCategory": "scrub", "whyModelBacked": "demo", "expectMaxTurns": 3}\n'  # noqa: E501
 TIME_RULE = "[scrub]\n'\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d+' = \"<time>\"\n"

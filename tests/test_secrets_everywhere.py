@@ -30,6 +30,8 @@ import pytest
 
 from evaltape.recorder import Exchange, WorkspaceSnapshot, read_sessions, to_plain
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).parent.parent
 _CLI = (sys.executable, "-m", "evaltape.scoring._cli")
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from builders import exchange
 
 from evaltape.recorder import (
@@ -46,6 +47,7 @@ def test_written_session_reads_back_identically(tmp_path: Path) -> None:
     assert session.events[-1].at == 9.0  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_show_lists_the_demo_tape(tmp_path: Path) -> None:
     path = tmp_path / "demo.tape"
     root = Path(__file__).resolve().parents[1]
@@ -63,6 +65,7 @@ def test_show_lists_the_demo_tape(tmp_path: Path) -> None:
     assert "end    completed" in out
 
 
+@pytest.mark.slow
 def test_show_refuses_what_is_not_a_readable_file_in_one_line(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.tape"
     os.mkfifo(fifo)  # opening it for reading would wait for a writer forever

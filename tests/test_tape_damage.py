@@ -174,6 +174,7 @@ def _check_cut(path: Path, tape: Written, cut: int) -> None:
     assert listed == {sid: (len(e), isinstance(e[-1], SessionEnded)) for sid, e in expected.items()}
 
 
+@pytest.mark.slow
 def test_a_tape_cut_at_every_byte_reads_exactly_the_events_before_the_cut(
     small: Written, tmp_path: Path
 ) -> None:
@@ -182,6 +183,7 @@ def test_a_tape_cut_at_every_byte_reads_exactly_the_events_before_the_cut(
         _check_cut(tmp_path / "cut.tape", small, cut)
 
 
+@pytest.mark.slow
 def test_a_larger_tape_cut_at_a_dense_sample_of_offsets(large: Written, tmp_path: Path) -> None:
     rng = random.Random(7)
     ends = [e for es in large.ends.values() for e in es]
@@ -217,6 +219,7 @@ def _check_flip(path: Path, tape: Written, offset: int, mask: int) -> None:
     assert set(got) <= set(tape.sessions)
 
 
+@pytest.mark.slow
 def test_a_flipped_byte_anywhere_is_caught_and_spares_the_other_sessions(
     small: Written, tmp_path: Path
 ) -> None:
@@ -224,6 +227,7 @@ def test_a_flipped_byte_anywhere_is_caught_and_spares_the_other_sessions(
         _check_flip(tmp_path / "flip.tape", small, offset, 0xFF if offset % 2 else 0x01)
 
 
+@pytest.mark.slow
 def test_flipped_bytes_in_a_larger_tape(large: Written, tmp_path: Path) -> None:
     rng = random.Random(11)
     for _ in range(100):
@@ -377,6 +381,7 @@ def _show(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_show_on_a_corrupt_tape_names_the_offset_lists_the_rest_and_exits_1(
     tmp_path: Path,
 ) -> None:
@@ -400,6 +405,7 @@ def test_show_on_a_corrupt_tape_names_the_offset_lists_the_rest_and_exits_1(
     assert result.stdout.count(", complete") == len(tape.sessions) - 1
 
 
+@pytest.mark.slow
 def test_show_on_a_file_that_is_not_a_tape_prints_one_line_and_exits_1(tmp_path: Path) -> None:
     path = tmp_path / "readme.md"
     path.write_text("# hello\n")
@@ -409,6 +415,7 @@ def test_show_on_a_file_that_is_not_a_tape_prints_one_line_and_exits_1(tmp_path:
     assert result.stderr == f"evaltape: error: {path}: not an evaltape tape (bad magic)\n"
 
 
+@pytest.mark.slow
 def test_show_on_a_missing_file_prints_one_line_and_exits_1(tmp_path: Path) -> None:
     result = _show(str(tmp_path / "nope.tape"))
     assert result.returncode != 0
@@ -417,6 +424,7 @@ def test_show_on_a_missing_file_prints_one_line_and_exits_1(tmp_path: Path) -> N
     assert "nope.tape" in result.stderr
 
 
+@pytest.mark.slow
 def test_reading_does_not_depend_on_the_environment(small: Written, tmp_path: Path) -> None:
     path = tmp_path / "env.tape"
     path.write_bytes(small.data)
