@@ -14,7 +14,6 @@ import pytest
 from builders import chat_exchange
 
 from evaltape.recorder import (
-    Exchange,
     Mode,
     SessionStarted,
     Status,
@@ -27,10 +26,6 @@ from evaltape.scoring import load_suites, score_session
 REPO = Path(__file__).parent.parent
 URL = "http://127.0.0.1:9/v1/chat/completions"
 PROMPT = "Where is HANG_THRESHOLD_MS defined? Just tell me the file."
-
-
-def exchange(at: float, messages: list[dict[str, object]], reply: dict[str, object]) -> Exchange:
-    return chat_exchange(at, messages, reply)
 
 
 def tool_turn(call_id: str, name: str, args: dict[str, object]) -> dict[str, object]:
@@ -60,7 +55,7 @@ def write_session(tape: Path, session_id: str, case_id: str = "find-it") -> None
     )
     writer = open_session(tape, header, clock=lambda: 9.0)
     for i, (sent, reply) in enumerate([(m1, bash), (m2, grep), (m3, answer), (m4, read)], start=0):
-        writer.append(exchange(float(i), sent, reply))
+        writer.append(chat_exchange(float(i), sent, reply))
     writer.end(Status.COMPLETED)
 
 
