@@ -23,6 +23,7 @@ from evaltape.recorder import (
     Response,
     SessionStarted,
     TapeReader,
+    TransportError,
     open_session,
     recording_client,
 )
@@ -33,28 +34,58 @@ CHAT_URL = "http://127.0.0.1:9/v1/chat/completions"
 """A Chat Completions URL on a port nothing listens on."""
 
 
-def json_exchange(
+Headers = tuple[tuple[str, str], ...]
+
+JSON_HEADERS: Headers = (("content-type", "application/json"),)
+"""The headers of a JSON body."""
+
+
+def exchange(
     url: str,
     request: Any,
     response: Any | None = None,
     *,
+    method: str = "POST",
+    request_headers: Headers = (),
     at: float = 0.0,
     duration: float = 0.1,
-    chunk_at: float = 0.05,
     status: int = 200,
-    headers: tuple[tuple[str, str], ...] = (),
+    headers: Headers = (),
+    chunks: Sequence[bytes] | None = None,
+    chunk_at: float = 0.05,
+    chunk_every: float = 0.01,
+    streamed: bool | None = None,
+    error: TransportError | None = None,
 ) -> Exchange:
-    """A POST of ``request`` (JSON, or raw bytes) answered by ``response`` in one chunk."""
-    body = request if isinstance(request, bytes) else json.dumps(request).encode()
-    answer = None
+    """A ``method`` of ``request`` (JSON, or raw bytes) to ``url``, and what came back.
+
+    The response is ``response`` (JSON, or raw bytes) in one chunk at ``chunk_at``, or
+    the raw ``chunks`` at ``chunk_at``, ``chunk_at + chunk_every``, ...; ``streamed``
+    defaults to "more than one chunk".  With neither there is no response: ``error``
+    says why, or the call never finished.
+    """
+    if response is not None and chunks is not None:
+        raise ValueError("give response or chunks, not both")
     if response is not None:
         data = response if isinstance(response, bytes) else json.dumps(response).encode()
-        answer = Response(status=status, headers=headers, chunks=(Chunk(at=chunk_at, data=data),))
+        chunks = (data,)
+    body = request if isinstance(request, bytes) else json.dumps(request).encode()
+    answer = None
+    if chunks is not None:
+        answer = Response(
+            status=status,
+            headers=headers,
+            chunks=tuple(
+                Chunk(at=chunk_at + n * chunk_every, data=data) for n, data in enumerate(chunks)
+            ),
+            streamed=len(chunks) > 1 if streamed is None else streamed,
+        )
     return Exchange(
         at=at,
         duration=duration,
-        request=Request(method="POST", url=url, body=body),
+        request=Request(method=method, url=url, headers=request_headers, body=body),
         response=answer,
+        error=error,
     )
 
 
@@ -78,7 +109,7 @@ def chat_exchange(
     if "finish_reason" in rest:
         choice["finish_reason"] = rest.pop("finish_reason")
     response = {"model": model, "choices": [choice], **rest}
-    return json_exchange(
+    return exchange(
         CHAT_URL,
         {"model": model, "messages": messages},
         response,

@@ -11,11 +11,17 @@ and a record of the waits an SDK asks for.
 - ``sleeps``: the seconds every ``time.sleep`` / ``anyio.sleep`` / ``asyncio.sleep``
   called from the test's own thread asked for (they still sleep), so a test
   pins that an SDK waited, or did not, without reading the clock.
+- ``endless``: a shell command that never ends unless it is killed, and the
+  processes running it that survive a kill, so a test pins that a timeout
+  killed what a command started without timing anything.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,6 +29,7 @@ from typing import Any
 
 import pytest
 from agents.chat_server import ChatServer
+from endless import Endless
 from fakeapi import FakeAPI
 
 
@@ -96,3 +103,13 @@ def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     monkeypatch.setattr(anyio, "sleep", anyio_sleep)
     monkeypatch.setattr(asyncio, "sleep", asyncio_sleep)
     return asked
+
+
+@pytest.fixture
+def endless() -> Iterator[Endless]:
+    """An ``Endless`` command; any process still running it is killed after the test."""
+    made = Endless.unique()
+    yield made
+    for pid in made.pids():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)

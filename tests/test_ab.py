@@ -122,6 +122,7 @@ def verdicts(stdout: str) -> dict[str, list[str]]:
     return rows
 
 
+@pytest.mark.slow
 def test_ab_interleaves_abba_and_gives_per_case_verdicts(tmp_path: Path, api: FakeAPI) -> None:
     project = make_project(tmp_path, "ab_agent:run", api.openai_url)
     cassettes_before = sorted(p.relative_to(project) for p in (project / "cassettes").rglob("*"))
@@ -201,6 +202,7 @@ def test_one_trial_makes_every_case_inconclusive_and_says_so(
     assert len(attempts_seen(api)) == 6
 
 
+@pytest.mark.slow
 def test_command_agent_sees_its_variant_environment(
     tmp_path: Path, api: FakeAPI, inside: pytest.MonkeyPatch
 ) -> None:

@@ -2,28 +2,29 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
-from evaltape.recorder import Chunk, Exchange, Request, Response, decode_call
+from builders import JSON_HEADERS, exchange
+
+from evaltape.recorder import decode_call
 
 URL = "http://127.0.0.1:8080/v1/chat/completions"
 CALL = {"name": "read", "arguments": '{"path": "notes.txt"}'}
 
 
-def _exchange(body: bytes, *, streamed: bool) -> Exchange:
-    request = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
-    content_type = "text/event-stream" if streamed else "application/json"
-    return Exchange(
-        at=0.0,
-        duration=0.1,
-        request=Request(method="POST", url=URL, body=request.encode()),
-        response=Response(
-            status=200,
-            headers=(("content-type", content_type),),
-            chunks=(Chunk(at=0.1, data=body),),
-            streamed=streamed,
-        ),
-    )
+REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+_answered = functools.partial(exchange, URL, REQUEST, headers=JSON_HEADERS, chunk_at=0.1)
+"""The request answered by a body in one JSON chunk."""
+_streamed = functools.partial(
+    exchange,
+    URL,
+    REQUEST,
+    headers=(("content-type", "text/event-stream"),),
+    chunk_at=0.1,
+    streamed=True,
+)
+"""The request answered by a body in one event-stream chunk."""
 
 
 def test_plain_response_with_both_fields_has_one_call() -> None:
@@ -38,7 +39,7 @@ def test_plain_response_with_both_fields_has_one_call() -> None:
         "model": "m",
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
     }
-    call = decode_call(_exchange(json.dumps(body).encode(), streamed=False))
+    call = decode_call(_answered(json.dumps(body).encode()))
     assert call is not None
     assert [c.name for c in call.tool_calls] == ["read"]
 
@@ -55,7 +56,7 @@ def test_streamed_delta_with_both_fields_has_one_call() -> None:
         "choices": [{"index": 0, "delta": delta, "finish_reason": "tool_calls"}],
     }
     body = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
-    call = decode_call(_exchange(body, streamed=True))
+    call = decode_call(_streamed(body))
     assert call is not None
     assert [(c.name, c.arguments) for c in call.tool_calls] == [("read", CALL["arguments"])]
 
@@ -67,7 +68,7 @@ def test_legacy_function_call_alone_still_counts() -> None:
         "model": "m",
         "choices": [{"index": 0, "message": message, "finish_reason": "function_call"}],
     }
-    call = decode_call(_exchange(json.dumps(body).encode(), streamed=False))
+    call = decode_call(_answered(json.dumps(body).encode()))
     assert call is not None
     assert [c.name for c in call.tool_calls] == ["read"]
 
@@ -78,10 +79,10 @@ def test_json_python_cannot_hold_is_a_call_error_not_an_exception() -> None:
     huge = "9" * 5000  # past Python's int-digits limit
     deep = "[" * 100_000 + "]" * 100_000  # past the recursion limit
     for body in (f'{{"id": "x", "n": {huge}}}', f'{{"id": "x", "n": {deep}}}'):
-        plain = _exchange(body.encode(), streamed=False)
-        stream = _exchange(f"data: {body}\n\ndata: [DONE]\n\n".encode(), streamed=True)
-        for exchange in (plain, stream):
-            call = decode_call(exchange)
+        plain = _answered(body.encode())
+        stream = _streamed(f"data: {body}\n\ndata: [DONE]\n\n".encode())
+        for sent in (plain, stream):
+            call = decode_call(sent)
             assert call is not None and call.error, body[:20]
         header = SessionStarted(session_id="ab" * 8, started_at=0.0)
         session = fold([header, plain, stream])

@@ -9,6 +9,7 @@ fragments, usage details, content encodings and every kind of failure.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import threading
@@ -20,6 +21,7 @@ from typing import Any
 import attrs
 import pytest
 import zstandard
+from builders import exchange
 
 from evaltape.recorder import (
     Chunk,
@@ -560,6 +562,7 @@ def test_chat_completions_read_like_the_openai_sdk(
     assert call.input_messages[3].tool_call_id == "call_0"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stream", [False, True])
 def test_responses_read_like_the_openai_sdk(server: tuple[str, Canned], stream: bool) -> None:
     openai = pytest.importorskip("openai")
@@ -649,32 +652,16 @@ RESPONSES_URL = "https://api.openai.com/v1/responses"
 ANTHROPIC_URL = "https://api.anthropic.com/v1/messages"
 
 
-def _exchange(
-    url: str,
-    request: dict[str, Any] | bytes,
-    status: int = 200,
-    headers: tuple[tuple[str, str], ...] = JSON,
-    chunks: list[bytes] | None = None,
-    error: TransportError | None = None,
-    method: str = "POST",
-    request_headers: tuple[tuple[str, str], ...] = JSON,
-) -> Exchange:
-    body = request if isinstance(request, bytes) else json.dumps(request).encode()
-    response = None
-    if chunks is not None:
-        response = Response(
-            status=status,
-            headers=headers,
-            chunks=tuple(Chunk(at=0.01 * i, data=c) for i, c in enumerate(chunks)),
-            streamed=len(chunks) > 1,
-        )
-    return Exchange(
-        at=1.0,
-        duration=0.5,
-        request=Request(method=method, url=url, headers=request_headers, body=body),
-        response=response,
-        error=error,
-    )
+_exchange = functools.partial(
+    exchange,
+    at=1.0,
+    duration=0.5,
+    request_headers=JSON,
+    headers=JSON,
+    chunk_at=0.0,
+    chunk_every=0.01,
+)
+"""A call made at 1.0 for 0.5 s, JSON both ways unless told; ``chunks`` 10 ms apart."""
 
 
 def _cut(chunks: list[bytes], keep: float) -> list[bytes]:

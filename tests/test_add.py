@@ -14,7 +14,6 @@ import pytest
 from builders import chat_exchange
 
 from evaltape.recorder import (
-    Exchange,
     Mode,
     SessionStarted,
     Status,
@@ -27,10 +26,6 @@ from evaltape.scoring import load_suites, score_session
 REPO = Path(__file__).parent.parent
 URL = "http://127.0.0.1:9/v1/chat/completions"
 PROMPT = "Where is HANG_THRESHOLD_MS defined? Just tell me the file."
-
-
-def exchange(at: float, messages: list[dict[str, object]], reply: dict[str, object]) -> Exchange:
-    return chat_exchange(at, messages, reply)
 
 
 def tool_turn(call_id: str, name: str, args: dict[str, object]) -> dict[str, object]:
@@ -60,7 +55,7 @@ def write_session(tape: Path, session_id: str, case_id: str = "find-it") -> None
     )
     writer = open_session(tape, header, clock=lambda: 9.0)
     for i, (sent, reply) in enumerate([(m1, bash), (m2, grep), (m3, answer), (m4, read)], start=0):
-        writer.append(exchange(float(i), sent, reply))
+        writer.append(chat_exchange(float(i), sent, reply))
     writer.end(Status.COMPLETED)
 
 
@@ -88,6 +83,7 @@ def notes(done: subprocess.CompletedProcess[str]) -> list[str]:
     return [line.removeprefix("note: ") for line in done.stderr.splitlines()]
 
 
+@pytest.mark.slow
 def test_draft_from_the_trace_with_notes_that_warn_first(project: Path) -> None:
     done = add(project, "found.tape", "--session", "1")
     assert done.returncode == 0, done.stderr
@@ -128,6 +124,7 @@ def test_draft_from_the_trace_with_notes_that_warn_first(project: Path) -> None:
     assert any("has 2 user turns" in n and "--turn K" in n for n in said)
 
 
+@pytest.mark.slow
 def test_the_draft_validates_and_passes_on_the_session_it_came_from(project: Path) -> None:
     done = add(project, "found.tape")
     assert done.returncode == 0, done.stderr
@@ -154,6 +151,7 @@ def test_the_draft_validates_and_passes_on_the_session_it_came_from(project: Pat
     assert [c.name for c in loosened.checks][-2:] == ["expectTool", "expectInArgs"]
 
 
+@pytest.mark.slow
 def test_turn_k_drafts_the_kth_user_message_and_its_turns(project: Path) -> None:
     done = add(project, "found.tape", "--turn", "2", "--session", "bbbb")
     assert done.returncode == 0, done.stderr
@@ -169,6 +167,7 @@ def test_turn_k_drafts_the_kth_user_message_and_its_turns(project: Path) -> None
     )
 
 
+@pytest.mark.slow
 def test_write_appends_and_refuses_a_duplicate_id(project: Path) -> None:
     suite = project / "evals" / "trajectory.jsonl"
     suite.write_text(
@@ -192,6 +191,7 @@ def test_write_appends_and_refuses_a_duplicate_id(project: Path) -> None:
     assert len(suite.read_text().splitlines()) == 2
 
 
+@pytest.mark.slow
 def test_write_refuses_a_coding_suite(project: Path) -> None:
     coding = project / "evals" / "fixes.jsonl"
     coding.write_text(
@@ -216,6 +216,7 @@ def test_write_refuses_a_coding_suite(project: Path) -> None:
     assert not (project / "evals" / "coding.jsonl").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -234,6 +235,7 @@ def test_bad_input_is_one_line_and_exit_2(
     assert done.stdout == ""
 
 
+@pytest.mark.slow
 def test_a_file_that_is_not_a_tape_is_refused(project: Path) -> None:
     (project / "notes.txt").write_text("hello")
     done = add(project, "notes.txt")

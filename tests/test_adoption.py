@@ -23,6 +23,8 @@ from evaltape.scoring import Score, read_record, resolve_run
 from evaltape.scoring.outputs.console._replay_report import Row, outcomes
 from evaltape.scoring.verdicts._replaycheck import Change, ReplayDecision
 
+pytestmark = pytest.mark.slow
+
 PROGRESS = re.compile(r"^\[(\d+)/(\d+)\] (\S+) :: (\S+) \(attempt (\d+)\) (\S+)", re.M)
 EDIT = "    system = SYSTEM\n"
 """The harness line a prompt edit changes."""

@@ -70,6 +70,7 @@ def replayed(root: Path) -> tuple[Any, Path]:
     return attempt, results / attempt.tape
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("agent", "paths", "expected"),
     [
@@ -103,6 +104,7 @@ def test_a_python_agent_on_an_sdk_client_records_live_and_replays(
     assert reply_of(replayed(root)[1]) == expected
 
 
+@pytest.mark.slow
 def test_an_anthropic_divergence_in_process_is_not_retried(tmp_path: Path) -> None:
     with FakeAPI() as api:
         root = project(tmp_path, "agents.sdk_agents:anthropic_sync", base_url=api.openai_url)
@@ -184,6 +186,7 @@ class ReverseServer:
         self.server.server_close()
 
 
+@pytest.mark.slow
 def test_concurrent_identical_calls_replay_their_recorded_answers_in_send_order(
     tmp_path: Path,
 ) -> None:

@@ -10,12 +10,15 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 from fakeapi import FakeAPI
 
 from evaltape.recorder import Exchange, RecordingTransport, TapeReader, fold
 from evaltape.replay import RoutedProxies, agent_routes, parse_route, run_program
 from evaltape.replay._shared import AgentNetns, IsolationUnavailable
 from evaltape.scoring import Verdict, read_record, resolve_run
+
+pytestmark = pytest.mark.slow
 
 AGENTS = Path(__file__).parent / "agents"
 REPO = Path(__file__).parent.parent

@@ -18,6 +18,8 @@ from fakeapi import FakeAPI, Reply, ToolUse
 from evaltape.recorder import Exchange, TapeReader, fold
 from evaltape.scoring import Verdict, read_record, resolve_run
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).parent.parent
 EXAMPLES = REPO / "docs" / "examples" / "agents"
 PROMPT = "What is 2 + 3? Use the add tool."

@@ -210,6 +210,7 @@ LOAD_ERRORS = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("fields", "message"), LOAD_ERRORS)
 def test_bad_answer_checks_and_scorers_are_refused_at_load(
     tmp_path: Path, fields: dict[str, Any], message: str
@@ -228,6 +229,7 @@ def test_bad_answer_checks_and_scorers_are_refused_at_load(
     ]
 
 
+@pytest.mark.slow
 def test_a_bad_scorer_in_the_config_is_refused_naming_the_file(tmp_path: Path) -> None:
     (tmp_path / "evals").mkdir()
     (tmp_path / "evals" / "suite.jsonl").write_text(json.dumps({**BASE, "expectMaxTurns": 1}))

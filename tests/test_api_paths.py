@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from builders import json_exchange
+from builders import exchange
 
 from evaltape.recorder import decode_call
 from evaltape.replay import Upstreams, api_of
@@ -31,18 +31,18 @@ CHAT_REPLY = {
 def test_the_matcher_and_the_recorder_name_the_same_api(path: str, api: str) -> None:
     assert api_of(path) == api
     if api != "json":
-        exchange = json_exchange(f"http://127.0.0.1:9{path}", CHAT_BODY, CHAT_REPLY)
-        call = decode_call(exchange)
+        recorded = exchange(f"http://127.0.0.1:9{path}", CHAT_BODY, CHAT_REPLY)
+        call = decode_call(recorded)
         assert call is not None and call.api == api
 
 
 def test_a_thread_messages_list_is_not_decoded_as_anthropic() -> None:
-    exchange = json_exchange(
+    recorded = exchange(
         "http://127.0.0.1:9/v1/threads/thread_1/messages",
         {"role": "user", "content": "hi"},
         {"object": "list", "data": []},
     )
-    assert decode_call(exchange) is None
+    assert decode_call(recorded) is None
 
 
 def test_the_proxy_sends_anthropic_paths_and_headers_to_anthropic() -> None:

@@ -20,6 +20,8 @@ import pytest
 from agents.chat_server import ChatServer
 from harness_project import MODEL, evaltape, make_project, plant
 
+pytestmark = pytest.mark.slow
+
 PROMPT = '"You are a test agent. Answer briefly."'
 BUG = ('["message"]["content"]', '["message"]["text"]')
 

@@ -7,6 +7,7 @@ work is measured as the bytes the process read (``rchar`` of
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -14,15 +15,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from builders import packed_tape
+from builders import exchange, packed_tape
 
 from evaltape.recorder import (
-    Chunk,
-    Exchange,
     HarnessEvent,
     Mode,
-    Request,
-    Response,
     SessionStarted,
     Status,
     TapeError,
@@ -32,11 +29,17 @@ from evaltape.recorder import (
 from evaltape.recorder._shared import to_plain
 from evaltape.recorder.tape._frames import SYNC, file_header, frame
 
+pytestmark = pytest.mark.slow
+
 SID = bytes.fromhex("00000000000000b1")
 BODY = 64 * 1024 * 1024
 """The delta bomb's one real body: 64 MiB."""
 CAP = 1536 * 1024 * 1024
 """Address space a reader subprocess gets beyond what it uses before reading."""
+_posted = functools.partial(
+    exchange, "https://api.openai.com/v1/x", response=b"{}", duration=0.0, chunk_at=0.0
+)
+"""A POST of a body, answered ``{}`` at once."""
 
 
 def _header(sid: str = SID.hex()) -> SessionStarted:
@@ -45,19 +48,10 @@ def _header(sid: str = SID.hex()) -> SessionStarted:
     )
 
 
-def _exchange(body: bytes) -> Exchange:
-    return Exchange(
-        at=0.0,
-        duration=0.0,
-        request=Request(method="POST", url="https://api.openai.com/v1/x", headers=(), body=body),
-        response=Response(status=200, headers=(), chunks=(Chunk(at=0.0, data=b"{}"),)),
-    )
-
-
 def _delta_bomb(path: Path, copies: int) -> None:
     """One 64 MiB request body, then ``copies`` empty deltas that each rebuild it whole."""
-    plains = [to_plain(_header()), to_plain(_exchange(b" " * BODY))]
-    delta = to_plain(_exchange(b""))
+    plains = [to_plain(_header()), to_plain(_posted(b" " * BODY))]
+    delta = to_plain(_posted(b""))
     delta["request"] = {**delta["request"], "base": [1, BODY, 0]}
     plains += [delta] * copies
     plains.append({"k": "end", "at": 1.0, "status": "completed", "reason": ""})
@@ -168,7 +162,7 @@ def test_an_oversize_event_is_refused_at_write_time_and_the_session_stays_readab
     with open_session(path, _header("00000000000000b2")) as writer:
         writer.append(HarnessEvent(at=0.1, name="before"))
         with pytest.raises(TapeError, match="limit a reader accepts"):
-            writer.append(_exchange(os.urandom(257 * 1024 * 1024)))
+            writer.append(_posted(os.urandom(257 * 1024 * 1024)))
         writer.append(HarnessEvent(at=0.2, name="after"))
         writer.end(Status.COMPLETED)
     (session,) = read_sessions(path)
@@ -184,7 +178,7 @@ def test_a_writer_refuses_a_session_past_the_readers_budget(tmp_path: Path) -> N
     with open_session(path, _header("00000000000000b3")) as writer:
         for i in range(12):
             try:
-                writer.append(_exchange(body[: len(body) - i]))
+                writer.append(_posted(body[: len(body) - i]))
             except TapeError as exc:
                 assert "session decodes past its 512 MiB budget" in str(exc)
                 refused += 1

@@ -12,19 +12,15 @@ import json
 from typing import Any
 
 import pytest
-from builders import json_exchange
+from builders import JSON_HEADERS, exchange
 
-from evaltape.recorder import Exchange, SessionStarted, decode_call, fold
+from evaltape.recorder import SessionStarted, decode_call, fold
 from evaltape.recorder._shared import CallDecoder
 
 CHAT = "https://api.openai.com/v1/chat/completions"
 ANTHROPIC = "https://api.anthropic.com/v1/messages"
 RESPONSES = "https://api.openai.com/v1/responses"
 REPLY = {"id": "r", "model": "m", "choices": [{"index": 0, "message": {"content": "ok"}}]}
-
-
-def _exchange(url: str, body: bytes, at: float = 0.0) -> Exchange:
-    return json_exchange(url, body, REPLY, at=at, headers=(("content-type", "application/json"),))
 
 
 def _chat(messages: list[Any], **extra: Any) -> dict[str, Any]:
@@ -52,7 +48,9 @@ def _growing(turns: int) -> list[list[dict[str, Any]]]:
 
 
 def _check(url: str, bodies: list[bytes]) -> None:
-    exchanges = [_exchange(url, b, at=float(i)) for i, b in enumerate(bodies)]
+    exchanges = [
+        exchange(url, b, REPLY, at=float(i), headers=JSON_HEADERS) for i, b in enumerate(bodies)
+    ]
     decoder = CallDecoder()
     together = [decoder.decode(e) for e in exchanges]
     alone = [decode_call(e) for e in exchanges]
@@ -77,7 +75,9 @@ def test_a_changed_earlier_message_is_read_again() -> None:
     edited[1]["content"] = "go, but differently"
     bodies = [json.dumps(_chat(m)).encode() for m in [*conversations, edited]]
     _check(CHAT, bodies)
-    together = [CallDecoder().decode(_exchange(CHAT, b)) for b in bodies]
+    together = [
+        CallDecoder().decode(exchange(CHAT, b, REPLY, headers=JSON_HEADERS)) for b in bodies
+    ]
     last = together[-1]
     assert last is not None and last.input_messages[1].text == "go, but differently"
 
@@ -103,7 +103,10 @@ def test_values_that_differ_only_in_their_text_are_not_confused(before: Any, aft
         return json.dumps(_chat(messages)).encode()
 
     _check(CHAT, [body(before), body(after)])
-    together = [CallDecoder().decode(_exchange(CHAT, body(v))) for v in (before, after)]
+    together = [
+        CallDecoder().decode(exchange(CHAT, body(v), REPLY, headers=JSON_HEADERS))
+        for v in (before, after)
+    ]
     assert together[-1] is not None
     assert together[-1].input_messages[0].tool_calls[0].arguments == json.dumps(after)
 
@@ -144,7 +147,7 @@ def test_anthropic_and_responses_conversations_decode_the_same() -> None:
 def test_fold_gives_each_turn_the_call_decode_call_gives() -> None:
     header = SessionStarted(session_id="cd" * 8, started_at=0.0, case_id="c", model="m")
     exchanges = [
-        _exchange(CHAT, json.dumps(_chat(m)).encode(), at=float(i))
+        exchange(CHAT, json.dumps(_chat(m)).encode(), REPLY, at=float(i), headers=JSON_HEADERS)
         for i, m in enumerate(_growing(5))
     ]
     session = fold([header, *exchanges])

@@ -26,6 +26,8 @@ import xmlschema
 from agents.chat_server import ChatServer
 from harness_project import MODEL, evaltape, make_project, plant
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = xmlschema.XMLSchema(Path(__file__).parent / "data" / "junit-10.xsd")
 CASES = ["keep", "regress", "stale", "change"]

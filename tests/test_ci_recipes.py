@@ -32,6 +32,8 @@ import yaml
 from agents.chat_server import ChatServer
 from harness_project import clean_env, evaltape, make_project, plant
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "docs" / "examples" / "ci"
 SCHEMA = xmlschema.XMLSchema(Path(__file__).parent / "data" / "junit-10.xsd")

@@ -169,6 +169,7 @@ def only(result: Classification) -> Finding:
     return result.findings[0]
 
 
+@pytest.mark.slow
 @BY_API
 def test_a_tool_returning_other_text_is_a_tool_result_change(api: FakeAPI, agent: str) -> None:
     now = "line one\nline 2\nline three"
@@ -181,6 +182,7 @@ def test_a_tool_returning_other_text_is_a_tool_result_change(api: FakeAPI, agent
     assert " line one" in finding.diff
 
 
+@pytest.mark.slow
 @BY_API
 def test_a_tool_result_no_longer_sent_is_a_conversation_change(api: FakeAPI, agent: str) -> None:
     result, ids = diverged(api, agent, Harness(send_results=False))
@@ -254,6 +256,7 @@ def test_a_changed_parameter_is_harness_text_naming_the_key(
     assert finding.diff[-2:] == diff
 
 
+@pytest.mark.slow
 @BY_API
 def test_the_same_planted_edit_gets_the_same_key_on_every_api_run(api: FakeAPI, agent: str) -> None:
     edit = Harness(system="You are a thorough assistant.")

@@ -53,6 +53,7 @@ def test_the_command_list_shows_every_first_line_in_full() -> None:
         assert shown is not None and " ".join(shown.group(1).split()) == first
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_every_command_shows_one_example_that_parses(
     name: str, monkeypatch: pytest.MonkeyPatch
@@ -87,6 +88,7 @@ def test_case_selection_is_spelled_cases_everywhere() -> None:
                 assert param.opts == ["--cases"], name
 
 
+@pytest.mark.slow
 def test_trace_case_still_works_and_says_it_is_deprecated(tmp_path: Path) -> None:
     done = evaltape("trace", "latest", "--case", "where", "--results", str(tmp_path), cwd=tmp_path)
     assert "warning: --case is deprecated; use --cases where" in done.stderr

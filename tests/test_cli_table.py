@@ -47,6 +47,7 @@ def test_help_lists_every_command_and_imports_none() -> None:
     assert not {f"evaltape.scoring.cli.{w.split(':')[0]}" for _, w, _ in COMMANDS} & loaded
 
 
+@pytest.mark.slow
 def test_a_command_help_imports_that_command_only() -> None:
     loaded = _modules_after(["show", "--help"])
     assert "evaltape.scoring.cli.show" in loaded

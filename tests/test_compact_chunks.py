@@ -46,6 +46,7 @@ def columns(draw: st.DrawFn) -> tuple[bytes, list[int], list[int], list[int]]:
     return new, pre, suf, mid
 
 
+@pytest.mark.slow
 @given(columns())
 def test_runs_of_chunks_rebuild_as_one_chunk_at_a_time_does(
     cols: tuple[bytes, list[int], list[int], list[int]],
@@ -69,6 +70,7 @@ def test_an_event_stream_round_trips_through_its_columns(
     assert stored.sizes == [len(c) for c in chunks]
 
 
+@pytest.mark.slow
 @given(
     st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(0, 5)), max_size=12),
     st.data(),

@@ -14,12 +14,11 @@ from typing import Any
 
 import msgpack
 import pytest
+from builders import exchange
 
 from evaltape.recorder import (
-    Chunk,
     Exchange,
     Request,
-    Response,
     TransportError,
 )
 from evaltape.recorder.tape import _pack
@@ -29,21 +28,27 @@ from evaltape.recorder.tape._pack import Packer, Unpacker
 from evaltape.recorder.tape._typed import PREFIX
 
 
-def _exchange(n: int) -> Exchange:
+def _turn(n: int) -> Exchange:
+    """The ``n``th of a run of streamed calls, each longer than the one before."""
     body = b'{"model":"m","messages":[%s]}' % b",".join(b'{"n":%d}' % i for i in range(n + 1))
     headers = (("content-type", "application/json"), ("x-turn", str(n)))
-    chunks = tuple(Chunk(at=0.001 * i, data=b'data: {"t":"%d"}\n\n' % i) for i in range(n + 2))
-    return Exchange(
+    return exchange(
+        "http://127.0.0.1/v1",
+        body,
+        request_headers=headers,
         at=0.5 * n,
         duration=0.25,
-        request=Request(method="POST", url="http://127.0.0.1/v1", headers=headers, body=body),
-        response=Response(status=200, headers=headers, chunks=chunks, streamed=True),
+        headers=headers,
+        chunks=[b'data: {"t":"%d"}\n\n' % i for i in range(n + 2)],
+        chunk_at=0.0,
+        chunk_every=0.001,
+        streamed=True,
     )
 
 
 def _frames(count: int) -> list[bytes]:
     packer = Packer()
-    return [packer.pack(to_plain(_exchange(n))) for n in range(count)]
+    return [packer.pack(to_plain(_turn(n))) for n in range(count)]
 
 
 FRAMES = _frames(3)
@@ -81,7 +86,7 @@ def test_the_writers_exchanges_take_the_typed_read(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(_pack, "typed_parts", counted)
     unpacker = Unpacker()
-    assert [unpacker.unpack_event(frame) for frame in FRAMES] == [_exchange(n) for n in range(3)]
+    assert [unpacker.unpack_event(frame) for frame in FRAMES] == [_turn(n) for n in range(3)]
     assert taken == [True, True, True]
 
 

@@ -160,6 +160,7 @@ def test_one_table_drives_the_value_and_the_flags(repo: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_refused_config_exits_2_with_one_line_per_problem(repo: Path) -> None:
     (repo / "pyproject.toml").write_text('[tool.evaltape]\nsuite = "x"\n')
     done = subprocess.run(
@@ -176,6 +177,7 @@ def test_a_refused_config_exits_2_with_one_line_per_problem(repo: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_config_file_that_is_not_text_is_one_line_and_exit_2(repo: Path) -> None:
     (repo / "bad.toml").write_bytes(b"\x00\x01\xff")
     done = subprocess.run(

@@ -220,6 +220,7 @@ def test_a_single_model_run_prints_cost_per_model_per_case_by_bucket_and_for_the
     assert by_case["beta"].judge_cost is None
 
 
+@pytest.mark.slow
 def test_compare_prints_one_row_per_model_and_never_prices_an_unknown_model_at_zero(
     tmp_path: Path, api: ModelServer, inside: pytest.MonkeyPatch
 ) -> None:
@@ -259,6 +260,7 @@ def test_compare_prints_one_row_per_model_and_never_prices_an_unknown_model_at_z
     assert mystery and not any("$0.00" in line for line in mystery)
 
 
+@pytest.mark.slow
 def test_the_override_file_comes_from_the_environment_when_no_flag_names_one(
     tmp_path: Path, api: ModelServer, inside: pytest.MonkeyPatch
 ) -> None:

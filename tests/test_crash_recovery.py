@@ -27,6 +27,8 @@ from test_export_langfuse import PUBLIC, SECRET, FakeLangfuse, attrs_of
 from evaltape.recorder import Exchange, SessionEnded, Status, TapeReader
 from evaltape.scoring import RunState, Verdict, read_history, read_record, resolve_run
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).parent.parent
 CALLS = 40
 """Model calls each long attempt makes."""

@@ -108,6 +108,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 def test_new_cases_run_three_times_and_a_split_is_a_bad_case(
     tmp_path: Path, server: CoinServer
 ) -> None:

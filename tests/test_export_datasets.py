@@ -16,6 +16,8 @@ from test_export_langfuse import FakeLangfuse, attrs_of, evaltape, make_project,
 
 from evaltape.scoring import read_record, resolve_run
 
+pytestmark = pytest.mark.slow
+
 LIVE = ("live", "--update-cassettes", "-m", "agent-1", "--source", "simulated", "--retries", "0")
 CASES = ("find-word", "explodes", "flaky")
 DATASET = "evaltape-basic"

@@ -29,6 +29,8 @@ from evaltape.scoring.outputs.export._span_model import Span as SpanValue
 from evaltape.scoring.outputs.export._span_model import SpanKind
 from evaltape.scoring.outputs.export._traces_out import EXPORTER_LOGGERS, TraceSender
 
+pytestmark = pytest.mark.slow
+
 AGENTS = Path(__file__).parent / "agents"
 REPO = Path(__file__).parent.parent
 

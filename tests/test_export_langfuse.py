@@ -29,6 +29,8 @@ from evaltape.scoring import read_record, resolve_run
 from evaltape.scoring.judge._judgement import judge_exchanges
 from evaltape.scoring.outputs.export._config import ExportConfigError, export_config
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).parent.parent
 PUBLIC = "pk-lf-test-public"
 SECRET = "sk-lf-test-secret-0123456789"

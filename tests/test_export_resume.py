@@ -23,6 +23,8 @@ from evaltape.recorder import VERSION, decode_call
 from evaltape.scoring import read_record, resolve_run
 from evaltape.scoring.judge._judgement import judge_exchanges
 
+pytestmark = pytest.mark.slow
+
 LIVE = ("live", "--update-cassettes", "-m", "agent-1", "--source", "simulated", "--retries", "0")
 CASES = ("find-word", "explodes", "flaky")
 LIVE_EXIT = 4

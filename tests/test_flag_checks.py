@@ -43,6 +43,7 @@ def evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("flags", "line"),
     [
@@ -86,6 +87,7 @@ def test_a_bad_flag_is_refused_in_one_line_before_any_attempt(
     assert not (tmp_path / ".evaltape").exists()
 
 
+@pytest.mark.slow
 def test_the_same_project_runs_when_the_flags_are_good(tmp_path: Path, server: ChatServer) -> None:
     (tmp_path / "evals").mkdir()
     case = {
@@ -107,6 +109,7 @@ HOSTILE = "\x1b[2J\x1b[H\x1b]52;c;ZXZpbA==\x07\x9b31m\u202egnp.exe"
 right-to-left override."""
 
 
+@pytest.mark.slow
 def test_show_prints_control_sequences_of_a_tape_as_visible_escapes(tmp_path: Path) -> None:
     tape = tmp_path / "hostile.tape"
     header = SessionStarted(

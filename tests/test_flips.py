@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from builders import json_exchange
+from builders import JSON_HEADERS, exchange
 
 from evaltape.recorder import (
     Event,
@@ -32,7 +32,8 @@ from evaltape.scoring.verdicts._flips import (
 CHAT = "https://api.openai.com/v1/chat/completions"
 
 
-def _exchange(at: float, request: dict[str, Any], message: dict[str, Any], rid: str) -> Exchange:
+def _chat_turn(at: float, request: dict[str, Any], message: dict[str, Any], rid: str) -> Exchange:
+    """A Chat Completions call sent at ``at`` whose answer, ``rid``, is ``message``."""
     response = {
         "id": rid,
         "object": "chat.completion",
@@ -40,10 +41,9 @@ def _exchange(at: float, request: dict[str, Any], message: dict[str, Any], rid: 
         "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }
-    return json_exchange(
-        CHAT, request, response, at=at, duration=0.25 + at, chunk_at=0.2,
-        headers=(("content-type", "application/json"),),
-    )  # fmt: skip
+    return exchange(
+        CHAT, request, response, at=at, duration=0.25 + at, chunk_at=0.2, headers=JSON_HEADERS
+    )
 
 
 def session(
@@ -63,8 +63,8 @@ def session(
     asked = {"role": "assistant", "content": None, "tool_calls": [call]}
     events: list[Event] = [
         SessionStarted(session_id=session_id, started_at=1_700_000_000.0 + at, case_id="c"),
-        _exchange(at + 0.1, {"model": "m", "messages": [user]}, asked, f"r1-{session_id}"),
-        _exchange(
+        _chat_turn(at + 0.1, {"model": "m", "messages": [user]}, asked, f"r1-{session_id}"),
+        _chat_turn(
             at + 0.9,
             {
                 "model": "m",

@@ -56,6 +56,7 @@ def _unread(call: ModelCall) -> bool:
     return object.__getattribute__(call, "_request") is not None
 
 
+@pytest.mark.slow
 def test_scoring_a_trajectory_reads_no_request(events: Sequence[Event]) -> None:
     case = Case(
         suite="s",
@@ -175,6 +176,7 @@ def test_calls_without_a_response_leave_the_shared_blank_call_as_it_was() -> Non
     assert not _unread(blank("openai.chat"))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(

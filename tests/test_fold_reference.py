@@ -47,6 +47,7 @@ def _sessions(path: Path) -> Iterator[tuple[str, Sequence[Event]]]:
         yield f"{path}:{session.header.session_id}", session.events
 
 
+@pytest.mark.slow
 def test_every_shipped_tape_folds_to_the_reference_calls() -> None:
     tapes = sorted((ROOT / "cassettes").rglob("*.tape"))
     assert tapes
@@ -64,6 +65,7 @@ def sdk_traffic() -> ModuleType:
     return sdk_traffic
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 @pytest.mark.parametrize("kind", ["streamed", "mixed"])
 def test_sdk_recorded_sessions_fold_to_the_reference_calls(
@@ -231,6 +233,7 @@ _JSON = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     tails=st.lists(
@@ -321,6 +324,7 @@ def _rebuilt(exchange: Exchange, events: list[tuple[str, str]]) -> Exchange:
     return attrs.evolve(exchange, response=attrs.evolve(response, chunks=chunks))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())
 def test_damaged_stream_events_decode_as_the_reference(
@@ -384,6 +388,7 @@ def _framing(body: bytes, rng: random.Random, payload: str, line: str) -> bytes:
     return b"\n\n".join(events)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())
 def test_damaged_stream_framing_decodes_as_the_reference(
@@ -403,6 +408,7 @@ def test_damaged_stream_framing_decodes_as_the_reference(
     assert fold([_header(), damaged]).turns[0].call == ReferenceDecoder().decode(damaged)
 
 
+@pytest.mark.slow
 def test_the_framing_test_reaches_both_the_byte_paths_and_the_general_one(
     streams: list[Exchange],
 ) -> None:

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from agents.chat_server import ChatServer
 from test_live_replay_cli import case, evaltape, make_project
 
 from evaltape.scoring import read_record, resolve_run
+
+pytestmark = pytest.mark.slow
 
 CASES = [case(f"c{n}", f"say {n}") for n in range(6)]
 BROKEN = {"CHAT_AGENT_VARIANT": "fail_after"}

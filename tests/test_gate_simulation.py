@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -21,6 +22,8 @@ if str(ROOT) not in sys.path:
 
 from evals.perf import gate_sim as sim  # noqa: E402
 from evaltape.scoring import AttemptResult, GateState, Verdict, decide_gate  # noqa: E402
+
+pytestmark = pytest.mark.slow
 
 CASES = 20
 TRIALS = 3

@@ -182,6 +182,7 @@ def test_status_refuses_unknown_and_ambiguous_runs_with_exit_2(results: Path) ->
     assert empty.exit_code == 2 and "no runs recorded" in empty.stderr
 
 
+@pytest.mark.slow
 def test_a_damaged_or_newer_record_is_one_line_without_traceback(results: Path) -> None:
     run_id = make_run_id(lambda: T0 + 86400, lambda n: b"\x01" * n)
     path = write_record(

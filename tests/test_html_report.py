@@ -26,6 +26,8 @@ if str(REPO) not in sys.path:
 
 from evals.report_screenshot import chromium, open_page  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 AGENT = "agent_under_test"
 MODEL = "fake-model"
 INJECTED = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'

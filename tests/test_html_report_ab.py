@@ -25,6 +25,8 @@ if str(REPO) not in sys.path:
 
 from evals.report_screenshot import chromium, open_page  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 CASES = [("one-turn", 1), ("roomy", 3)]
 
 

@@ -377,6 +377,7 @@ def test_the_judge_is_told_which_tools_actually_fired(
     assert "(empty: the agent gave no final reply)" in user
 
 
+@pytest.mark.slow
 def test_an_out_of_range_or_unparseable_verdict_leaves_the_trial_unscored_and_out_of_the_mean(
     tmp_path: Path, agent_api: Provider, judge_api: Provider
 ) -> None:
@@ -439,6 +440,7 @@ def test_a_trial_that_failed_a_forbidden_tool_check_is_not_judged(
     assert judge_status([result.judgement]) is JudgeStatus.NOT_NEEDED
 
 
+@pytest.mark.slow
 def test_a_trial_below_the_trial_floor_fails_and_floors_decide_the_case(
     tmp_path: Path, agent_api: Provider, judge_api: Provider
 ) -> None:
@@ -507,6 +509,7 @@ def _replay(root: Path, suites: tuple[Suite, ...], env: JobEnv) -> dict[str, Job
     return {r.job.case.id: r for r in outcome.results}
 
 
+@pytest.mark.slow
 def test_a_recorded_verdict_is_reused_in_replay_without_opening_a_socket(
     tmp_path: Path, agent_api: Provider, judge_api: Provider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -528,6 +531,7 @@ def test_a_recorded_verdict_is_reused_in_replay_without_opening_a_socket(
     assert rescored.checks[-1].detail == "4/5 by judge-1: scored 4 on purpose"
 
 
+@pytest.mark.slow
 def test_a_changed_rubric_is_not_re_judged_and_counts_as_neither_pass_nor_fail(
     tmp_path: Path, agent_api: Provider, judge_api: Provider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -596,6 +600,7 @@ def _evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_live_reports_grading_on_its_own_line_and_records_who_graded(
     tmp_path: Path, agent_api: Provider, judge_api: Provider
 ) -> None:
@@ -630,6 +635,7 @@ def test_live_reports_grading_on_its_own_line_and_records_who_graded(
     assert "judge_status: unscored" in record.notes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("settings", "message"),
     [

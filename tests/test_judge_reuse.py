@@ -21,6 +21,8 @@ from evaltape.recorder import ROLE_HEADER, Mode, TapeReader, fold
 from evaltape.scoring import RunKind, RunRecord, Verdict, read_record
 from evaltape.scoring.judge._judgement import JUDGE_ROLE, judge_exchanges
 
+pytestmark = pytest.mark.slow
+
 AGENTS = Path(__file__).parent / "agents"
 REPO = Path(__file__).parent.parent
 

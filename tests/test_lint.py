@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from evaltape.recorder import (
     Chunk,
     Exchange,
@@ -20,6 +22,8 @@ from evaltape.recorder import (
     open_session,
 )
 from evaltape.recorder.script import parse_script, write_script_tape
+
+pytestmark = pytest.mark.slow
 
 OPENAI_KEY = "sk-proj-Ab3dEf9hIj2kLmN0pQrStUvWxYz12345_-abcdefG7"
 AWS_KEY = "AKIAIOSFODNN7EXAMPL3"

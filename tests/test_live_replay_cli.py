@@ -81,7 +81,10 @@ def end_status(session: RecordedSession) -> Status:
     return end.status
 
 
-pytestmark = pytest.mark.chat_server(hang=4.0)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.chat_server(hang=4.0),
+]
 
 
 MIXED = [

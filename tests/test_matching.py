@@ -6,9 +6,8 @@ import json
 from typing import Any
 
 import pytest
-from builders import json_exchange
+from builders import exchange
 
-from evaltape.recorder import Exchange
 from evaltape.replay import Action, Diverged, NoRecording, RecordMode, UnknownMode, resolve_mode
 from evaltape.replay._matcher import Matcher
 from evaltape.replay._shared import first_difference, normalize
@@ -20,10 +19,6 @@ MESSAGES = "https://api.anthropic.com/v1/messages"
 def norm(url: str, body: Any, headers: tuple[tuple[str, str], ...] = ()) -> Any:
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
     return normalize("POST", url, headers, raw)
-
-
-def exchange(url: str, body: Any) -> Exchange:
-    return json_exchange(url, body, duration=0.0)
 
 
 def test_key_order_host_and_volatile_headers_do_not_matter() -> None:

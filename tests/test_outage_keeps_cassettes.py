@@ -23,6 +23,8 @@ from test_rerecord import STALE, recorded
 
 from evaltape.recorder import Mode, Source, TapeReader
 
+pytestmark = pytest.mark.slow
+
 EXIT_UNRECORDED = 4
 
 OUTAGES = {

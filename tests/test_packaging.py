@@ -63,6 +63,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return env_dir
 
 
+@pytest.mark.slow
 def test_nothing_generic_is_installed_at_the_top_level(venv: Path) -> None:
     python = str(venv / "bin" / "python")
     for name in ("recorder", "replay", "scoring"):
@@ -82,6 +83,7 @@ def test_nothing_generic_is_installed_at_the_top_level(venv: Path) -> None:
     ).stdout  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_project_with_its_own_replay_and_scoring_modules_runs_pytest(
     venv: Path, tmp_path: Path
 ) -> None:

@@ -39,6 +39,7 @@ def _child(code: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-c", code])
 
 
+@pytest.mark.slow
 def test_an_exit_is_seen_with_its_code(way: str) -> None:
     process = _child("import time; time.sleep(0.3); raise SystemExit(3)")
     assert wait_exit(process, timeout=60) == 3

@@ -103,6 +103,7 @@ def test_the_shipped_suites_load_with_every_kind() -> None:
     )
 
 
+@pytest.mark.slow
 def test_the_validate_command_accepts_them() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "evaltape.scoring.cli", "validate", "evals"],

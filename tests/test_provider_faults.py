@@ -22,6 +22,8 @@ import pytest
 from evaltape.recorder import SessionEnded, Status, TapeReader
 from evaltape.scoring import Verdict, read_record, resolve_run
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).parent.parent
 
 GOOD = {

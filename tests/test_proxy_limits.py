@@ -11,6 +11,7 @@ import urllib.parse
 from pathlib import Path
 
 import httpx
+import pytest
 from fakeapi import FakeAPI
 
 from evaltape.recorder import (
@@ -150,6 +151,7 @@ def test_a_silent_client_is_dropped_after_its_read_timeout() -> None:
         sock.close()
 
 
+@pytest.mark.slow
 def test_a_slowloris_client_is_dropped_at_its_request_deadline() -> None:
     """A client sending one byte at a time, never idle for long, still hits the deadline."""
     limits = ProxyLimits(read_timeout=5.0, request_timeout=0.3)

@@ -92,6 +92,7 @@ def test_plain_httpx(evaltape_tape):
 """
 
 
+@pytest.mark.slow
 def test_once_records_a_tape_per_test_and_none_replays_it_offline(
     pytester: pytest.Pytester, api: FakeAPI
 ) -> None:
@@ -182,6 +183,7 @@ def test_lookups_are_blocked_and_sdks_cannot_swallow_it(evaltape_tape):
 """
 
 
+@pytest.mark.slow
 def test_replay_blocks_the_network_unless_the_test_allows_the_host(
     pytester: pytest.Pytester, api: FakeAPI, sleeps: list[float]
 ) -> None:
@@ -245,6 +247,7 @@ def test_wrapped(evaltape_tape):
 """
 
 
+@pytest.mark.slow
 def test_a_changed_request_fails_the_test_naming_the_json_path(
     pytester: pytest.Pytester, api: FakeAPI, sleeps: list[float]
 ) -> None:
@@ -283,6 +286,7 @@ def test_default_retries(evaltape_tape):
 """
 
 
+@pytest.mark.slow
 def test_the_anthropic_sdk_sends_a_changed_request_once_and_the_test_fails(
     pytester: pytest.Pytester, api: FakeAPI, sleeps: list[float]
 ) -> None:
@@ -317,6 +321,7 @@ def test_calls(evaltape_tape):
 """
 
 
+@pytest.mark.slow
 def test_unused_recordings_fail_the_test_unless_the_marker_allows_them(
     pytester: pytest.Pytester, api: FakeAPI
 ) -> None:
@@ -353,6 +358,7 @@ def test_steps(evaltape_tape):
 """
 
 
+@pytest.mark.slow
 def test_all_keeps_the_old_tape_when_the_test_fails_and_new_episodes_extends_it(
     pytester: pytest.Pytester, api: FakeAPI
 ) -> None:
@@ -392,6 +398,7 @@ def test_marker_path(evaltape_tape):
 """
 
 
+@pytest.mark.slow
 def test_ini_folder_marker_path_and_a_bad_mode(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nevaltape_tape_dir = cassettes\n")
     pytester.makepyfile(test_place=PLACED)

@@ -256,6 +256,7 @@ def _cli(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line_and_exit_2(project: Path) -> None:
     results = project / ".evaltape" / "results"
     unknown = _cli(project, "--since", "19990101")

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from agents.chat_server import ChatServer
 
@@ -62,6 +63,7 @@ def test_the_tutorial_files_are_on_the_page() -> None:
         assert path.read_text(encoding="utf-8").rstrip("\n") in page, path
 
 
+@pytest.mark.slow
 def test_the_quickstart_commands_run_verbatim(tmp_path: Path, server: ChatServer) -> None:
     project = Path(shutil.copytree(EXAMPLE, tmp_path / "myagent"))
     commands = fenced("sh")

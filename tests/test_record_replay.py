@@ -185,6 +185,7 @@ def test_changed_prompt_raises_diverged_naming_the_json_path(api: FakeAPI, tmp_p
         tape.finish()
 
 
+@pytest.mark.slow
 def test_429_then_200_replays_without_sleeping(
     api: FakeAPI, tmp_path: Path, sleeps: list[float]
 ) -> None:
@@ -212,6 +213,7 @@ def test_429_then_200_replays_without_sleeping(
     tape.finish()
 
 
+@pytest.mark.slow
 def test_fifty_concurrent_requests_record_and_replay(api: FakeAPI, tmp_path: Path) -> None:
     prompts = [f"question number {i}" for i in range(50)]
 

@@ -168,6 +168,7 @@ def test_git_commit_is_the_short_head_inside_a_repository_and_empty_outside(
     assert head and git_commit(repo) == head
 
 
+@pytest.mark.slow
 def test_a_concurrent_reader_never_sees_a_partial_record(tmp_path: Path) -> None:
     attempts = [attempt(f"case-{i:03d}", "m-a", 0, Verdict.PASSED) for i in range(150)]
     write_record(tmp_path, record())
@@ -191,6 +192,7 @@ def test_a_concurrent_reader_never_sees_a_partial_record(tmp_path: Path) -> None
     assert [p.name for p in (tmp_path / "runs").iterdir()] == [path.name]  # no temp files left
 
 
+@pytest.mark.slow
 def test_many_adds_cost_few_rewrites_and_finish_always_writes(tmp_path: Path) -> None:
     clock = FakeClock(step=0.01)  # each add reads the clock once: 100 adds per second
     log = RunLog(tmp_path, record(total=1000), clock=clock, interval=0.5)
@@ -274,6 +276,7 @@ for n in range(150):
 """
 
 
+@pytest.mark.slow
 def test_two_processes_appending_history_keep_every_line_whole(tmp_path: Path) -> None:
     procs = [
         subprocess.Popen([sys.executable, "-c", APPENDER, str(tmp_path), tag])

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 
 import pytest
+from builders import exchange
 
 from evaltape.recorder import (
     Chunk,
@@ -126,21 +127,18 @@ def test_url_query_keys_are_masked() -> None:
 
 
 def _stream_exchange(chunks: list[bytes], headers: tuple[tuple[str, str], ...] = ()) -> Exchange:
-    return Exchange(
+    """A streamed call whose URL, authorization header and body each carry a secret."""
+    return exchange(
+        "https://api.example.test/v1/chat/completions?api_key=zzzzzz99999",
+        _json_body(SECRETS["Anthropic API key"]),
+        request_headers=(("authorization", f"Bearer {SECRETS['OpenAI API key']}"),),
         at=1.0,
         duration=2.0,
-        request=Request(
-            method="POST",
-            url="https://api.example.test/v1/chat/completions?api_key=zzzzzz99999",
-            headers=(("authorization", f"Bearer {SECRETS['OpenAI API key']}"),),
-            body=_json_body(SECRETS["Anthropic API key"]),
-        ),
-        response=Response(
-            status=200,
-            headers=(("content-type", "text/event-stream"), *headers),
-            chunks=tuple(Chunk(at=0.1 * (i + 1), data=d) for i, d in enumerate(chunks)),
-            streamed=True,
-        ),
+        headers=(("content-type", "text/event-stream"), *headers),
+        chunks=chunks,
+        chunk_at=0.1,
+        chunk_every=0.1,
+        streamed=True,
     )
 
 

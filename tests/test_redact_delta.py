@@ -94,6 +94,7 @@ def _conversation(rng: random.Random, turns: int, filler: int) -> list[bytes]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32), filler=st.integers(200, 1500))
 def test_partial_scans_give_what_whole_scans_give(seed: int, filler: int) -> None:
@@ -102,6 +103,7 @@ def test_partial_scans_give_what_whole_scans_give(seed: int, filler: int) -> Non
         assert session.redact_body(body) == REDACTOR.redact_bytes(body)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(data=st.data())
 def test_secrets_planted_across_the_shared_prefix_are_masked_whole(data: st.DataObject) -> None:
@@ -121,6 +123,7 @@ def test_secrets_planted_across_the_shared_prefix_are_masked_whole(data: st.Data
     assert secret not in session.redact_body(second)
 
 
+@pytest.mark.slow
 def test_each_body_costs_its_new_bytes_plus_an_edge_window() -> None:
     redactor = Redactor(rules=tuple(r for r in REDACTOR.rules if "PRIVATE" not in r.pattern))
     session = SessionRedactor(redactor)
@@ -142,14 +145,14 @@ def test_each_body_costs_its_new_bytes_plus_an_edge_window() -> None:
 
 
 def test_open_ended_rules_scan_every_body_whole() -> None:
-    from builders import CHAT_URL, json_exchange
+    from builders import CHAT_URL, exchange
 
     redactor = Redactor(rules=(SecretRule(kind="x", pattern=r"sk-[a-z0-9]{20,}"),))
     session = SessionRedactor(redactor)
     assert session.reach is None
     body = {"messages": [{"role": "user", "content": "sk-" + "a1" * 400}]}
-    exchange = json_exchange(CHAT_URL, body, {"ok": True})
-    assert session.redact_exchange(exchange) == redactor.redact_exchange(exchange)
+    recorded = exchange(CHAT_URL, body, {"ok": True})
+    assert session.redact_exchange(recorded) == redactor.redact_exchange(recorded)
 
 
 def test_recording_masks_a_key_split_across_two_requests(tmp_path: pytest.TempPathFactory) -> None:

@@ -72,6 +72,7 @@ def _forms(key: bytes, rng: random.Random) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(
     seed=st.integers(0, 2**32),
@@ -126,6 +127,7 @@ def _conversation(rng: random.Random, turns: int, views: bool) -> list[bytes]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("views", [False, True])
 def test_a_conversation_is_redacted_as_whole_scans_redact_it(views: bool) -> None:
     session = SessionRedactor(REDACTOR)
@@ -133,6 +135,7 @@ def test_a_conversation_is_redacted_as_whole_scans_redact_it(views: bool) -> Non
         assert session.redact_body(body) == REDACTOR.redact_bytes(body)
 
 
+@pytest.mark.slow
 def test_views_that_appear_mid_session_with_requests_that_differ_early() -> None:
     """The views turn on at turn 5 and every 4th request differs near its start (as
     a request without ``"stream": true`` does), so some bodies extend one that had
@@ -152,6 +155,7 @@ def test_views_that_appear_mid_session_with_requests_that_differ_early() -> None
         assert session.redact_body(body) == REDACTOR.redact_bytes(body), turn
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("views", [False, True])
 def test_each_body_costs_its_new_bytes_plus_an_edge_window_in_each_view(views: bool) -> None:
     """With the built-in rules: every track (raw, escapes undone, event texts) scans
@@ -220,6 +224,7 @@ def test_recording_masks_escaped_split_and_known_keys_in_request_bodies(
         assert b"Gf0" not in body and b"QaT7" not in body
 
 
+@pytest.mark.slow
 def test_a_view_that_turns_on_is_carried_on_from_the_body_that_has_it() -> None:
     """A body that extends one without the event-text view (``a``) while a later
     body (``b``, which diverged from ``a`` and turned the view on) shares its first
@@ -278,6 +283,7 @@ def test_data_inside_a_json_string_is_not_an_event_stream() -> None:
     assert session.scanned - scanned < len(second) // 2  # raw bytes only, from the edge
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     data=st.lists(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 
 import attrs
+import pytest
 
 from evaltape.recorder import Redactor
 from evaltape.recorder.redact._rules import DEFAULT_RULES
@@ -61,6 +62,7 @@ def _reference() -> Redactor:
     return Redactor(rules=rules)
 
 
+@pytest.mark.slow
 def test_scans_of_mixed_data_equal_the_plain_regex_scans() -> None:
     fast, slow = Redactor(), _reference()
     rng = random.Random(7)

@@ -29,6 +29,8 @@ from agents.forced_chat_server import ForcedChatServer
 from evaltape.recorder import TapeReader, fold
 from evaltape.scoring import Verdict, read_record, resolve_run
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).parent.parent
 CASE_ID = "fix-off-by-one"
 SUITE = "coding"

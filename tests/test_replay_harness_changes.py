@@ -135,6 +135,7 @@ def lines(result: subprocess.CompletedProcess[str]) -> list[str]:
     return result.stdout.splitlines()
 
 
+@pytest.mark.slow
 def test_the_intact_harness_replays_unchanged(project: Path) -> None:
     result = evaltape(project, "replay")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -182,6 +183,7 @@ TOOL_BUGS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bug", sorted(TOOL_BUGS))
 def test_a_tool_that_returns_other_data_is_a_harness_change(project: Path, bug: str) -> None:
     module, intact, broken, tool, case_id, arguments, diff = TOOL_BUGS[bug]
@@ -199,6 +201,7 @@ def test_a_tool_that_returns_other_data_is_a_harness_change(project: Path, bug: 
     assert re.search(r"^STALE", out, re.MULTILINE) is None
 
 
+@pytest.mark.slow
 def test_a_loop_that_stops_sending_tool_results_changed_the_conversation(project: Path) -> None:
     plant(
         project,
@@ -215,6 +218,7 @@ def test_a_loop_that_stops_sending_tool_results_changed_the_conversation(project
     assert "FAIL: 4 conversations changed (see above)" in out
 
 
+@pytest.mark.slow
 def test_a_system_prompt_edit_is_one_stale_group(project: Path) -> None:
     plant(project, "_prompts.py", '"Keep the reply short."', '"Keep the reply brief."')
     result = evaltape(project, "replay")

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from builders import CHAT_URL, json_exchange
+from builders import CHAT_URL, exchange
 
 from evaltape.recorder import Exchange
 from evaltape.replay import ReplayTransport, _matcher
@@ -48,7 +48,7 @@ def _body(turn: int, *, reorder: bool = False) -> dict[str, Any]:
 
 def _recorded(turns: int) -> list[Exchange]:
     return [
-        json_exchange(CHAT_URL, _body(t), {"choices": [{"message": {"content": f"r{t}"}}]})
+        exchange(CHAT_URL, _body(t), {"choices": [{"message": {"content": f"r{t}"}}]})
         for t in range(1, turns + 1)
     ]
 
@@ -83,7 +83,7 @@ def test_the_first_miss_normalizes_and_matching_goes_on_semantically(normalized:
 
 def test_identical_recordings_are_served_in_recorded_order_before_and_after_a_miss() -> None:
     same = [
-        json_exchange(CHAT_URL, _body(1), {"choices": [{"message": {"content": f"x{n}"}}]})
+        exchange(CHAT_URL, _body(1), {"choices": [{"message": {"content": f"x{n}"}}]})
         for n in range(3)
     ]
     transport = ReplayTransport(same, ignore_headers=HTTPX)

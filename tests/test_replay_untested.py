@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from agents.chat_server import ChatServer
 
+pytestmark = pytest.mark.slow
+
 AGENTS = Path(__file__).parent / "agents"
 
 

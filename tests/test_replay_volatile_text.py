@@ -28,11 +28,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from builders import CHAT_URL, json_exchange
+from builders import CHAT_URL, exchange
 from fakeapi import FakeAPI, Reply
 from harness_project import evaltape
 
 from evaltape.replay import ReplayTransport
+
+pytestmark = pytest.mark.slow
 
 AGENTS = Path(__file__).parent / "agents"
 MODEL = "fake-model"
@@ -170,8 +172,8 @@ def test_a_replay_in_which_no_attempt_could_run_is_never_green(project: Path) ->
 
 
 def test_a_replayed_body_read_a_second_time_yields_nothing() -> None:
-    exchange = json_exchange(CHAT_URL, {"model": "m", "messages": []}, {"id": "x", "ok": True})
-    transport = ReplayTransport([exchange], ignore_headers=("accept", "content-type"))
+    recorded = exchange(CHAT_URL, {"model": "m", "messages": []}, {"id": "x", "ok": True})
+    transport = ReplayTransport([recorded], ignore_headers=("accept", "content-type"))
     with httpx.Client(transport=transport) as client:
         request = client.build_request("POST", CHAT_URL, json={"model": "m", "messages": []})
         response = client.send(request, stream=True)

@@ -26,6 +26,8 @@ import pytest
 from fakeapi import FakeAPI, Reply, ToolUse
 from harness_project import evaltape
 
+pytestmark = pytest.mark.slow
+
 AGENTS = Path(__file__).parent / "agents"
 MODEL = "fake-model"
 KEYS = {"OPENAI_API_KEY": "sk-test-0123456789abcdef", "ANTHROPIC_API_KEY": "sk-ant-test-0123456789"}

@@ -22,16 +22,15 @@ from typing import Any
 import attrs
 import pytest
 from _fold_reference import CallDecoder as ReferenceDecoder
+from builders import JSON_HEADERS, exchange
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_request_reuse import _sessions as _body_sessions
 
 from evaltape.recorder import (
-    Chunk,
     Event,
     Exchange,
     Request,
-    Response,
     SessionStarted,
     TapeReader,
     fold,
@@ -50,19 +49,6 @@ _REPLY = json.dumps(
 ).encode()
 
 
-def _exchange(body: bytes, at: float) -> Exchange:
-    return Exchange(
-        at=at,
-        duration=0.1,
-        request=Request(method="POST", url=_URL, body=body),
-        response=Response(
-            status=200,
-            headers=(("content-type", "application/json"),),
-            chunks=(Chunk(at=0.0, data=_REPLY),),
-        ),
-    )
-
-
 def _taped(tmp: Path, bodies: list[bytes], name: str = "s.tape") -> list[Event]:
     """The session of one exchange per body, written to a tape and read back."""
     path = tmp / name
@@ -70,7 +56,9 @@ def _taped(tmp: Path, bodies: list[bytes], name: str = "s.tape") -> list[Event]:
     header = SessionStarted(session_id="00000000000000c1", started_at=0.0)
     with open_session(path, header) as writer:
         for n, body in enumerate(bodies):
-            writer.append(_exchange(body, float(n)))
+            writer.append(
+                exchange(_URL, body, _REPLY, at=float(n), headers=JSON_HEADERS, chunk_at=0.0)
+            )
     (session,) = TapeReader(path).sessions()
     return list(session.events)
 
@@ -196,6 +184,7 @@ def test_a_new_tail_is_valid_exactly_when_json_loads_reads_the_body(tmp_path: Pa
             assert [c.error == "" for c in got] == list(map(_valid, bodies)), what
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_body_sessions())
 def test_every_body_of_a_session_is_checked_as_json_loads_reads_it(bodies: list[bytes]) -> None:
@@ -430,6 +419,7 @@ def _followed_as_checked(body: DeltaBody) -> bool:
     return found is not None
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_deltas())
 def test_a_delta_with_copies_is_followed_only_where_its_body_is_valid(body: DeltaBody) -> None:
@@ -464,6 +454,7 @@ def test_forged_deltas_are_followed_or_refused_as_their_bytes_say() -> None:
     assert not _followed_as_checked(DeltaBody(spaced, whole, b"", 0))
 
 
+@pytest.mark.slow
 def test_the_usual_toggle_deltas_are_read_as_the_general_piece_walk_reads_them() -> None:
     """``_usual`` reads the one-copy deltas of sessions that toggle a field before or after
     the conversation with less work than ``_pieces``; over every such delta of the two

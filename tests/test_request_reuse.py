@@ -83,6 +83,7 @@ def _loads(body: bytes) -> tuple[Any, bool]:
         return None, False
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(_sessions())
 def test_every_body_of_a_session_parses_as_json_loads(bodies: list[bytes]) -> None:

@@ -23,6 +23,8 @@ from test_replay_harness_changes import evaltape as forced
 from evaltape.recorder import Mode, TapeReader
 from evaltape.scoring import read_record, resolve_run
 
+pytestmark = pytest.mark.slow
+
 STALE = {"CHAT_AGENT_VARIANT": "changed_request"}
 PRICES = {"fake-1": {"input": 1000.0, "output": 2000.0}}
 """10 prompt + 5 completion tokens cost $0.02; 100 + 50 cost $0.20."""

@@ -170,6 +170,7 @@ def project(recorded: Path, tmp_path: Path) -> Path:
     return copy
 
 
+@pytest.mark.slow
 def test_tighter_expect_max_turns_flips_recorded_passes_and_opens_no_socket(
     project: Path,
 ) -> None:
@@ -206,6 +207,7 @@ def test_tighter_expect_max_turns_flips_recorded_passes_and_opens_no_socket(
     assert read_history(project / ".evaltape" / "results")[-1].run_id == record.run_id
 
 
+@pytest.mark.slow
 def test_rescoring_a_run_compares_with_its_verdicts_and_loosening_flips_back(
     project: Path,
 ) -> None:
@@ -235,6 +237,7 @@ def test_rescoring_a_run_compares_with_its_verdicts_and_loosening_flips_back(
     ]
 
 
+@pytest.mark.slow
 def test_sessions_of_removed_cases_are_reported_and_skipped(project: Path) -> None:
     write_suite(project, [case("one", 1, 3)])
     done, _ = offline(project)  # default: every tape under cassettes/
@@ -246,6 +249,7 @@ def test_sessions_of_removed_cases_are_reported_and_skipped(project: Path) -> No
     ]
 
 
+@pytest.mark.slow
 def test_a_missing_tape_of_a_run_is_skipped_with_its_reason(project: Path) -> None:
     results = project / ".evaltape" / "results"
     (two,) = {a.tape for a in read_record(resolve_run(results)).attempts if a.case_id == "two"}
@@ -262,6 +266,7 @@ def test_a_missing_tape_of_a_run_is_skipped_with_its_reason(project: Path) -> No
     assert "skipped" in done.stdout.splitlines()[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [

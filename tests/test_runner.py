@@ -195,6 +195,7 @@ def test_two_models_take_about_as_long_as_one(tmp_path: Path) -> None:
     assert models == ["m1", "m1", "m2", "m2"]
 
 
+@pytest.mark.slow
 def test_a_hung_python_agent_is_abandoned_at_the_hang_limit(tmp_path: Path) -> None:
     suites = suites_of(tmp_path, {"stuck": "[hang] wait"})
     (job,) = plan_live(suites, ["m"], 1, tmp_path / "results", "run")
@@ -207,6 +208,7 @@ def test_a_hung_python_agent_is_abandoned_at_the_hang_limit(tmp_path: Path) -> N
     assert [f.fact for f in facts] == [FactKind.TIMEOUT]
 
 
+@pytest.mark.slow
 def test_the_overall_time_limit_stops_the_run_and_keeps_what_finished(tmp_path: Path) -> None:
     suites = suites_of(tmp_path, {f"s-{n}": f"[slow] {n}" for n in range(6)})
     jobs = plan_live(suites, ["m"], 1, tmp_path / "results", "run")

@@ -70,6 +70,7 @@ def test_no_network_no_keys_and_the_environment_is_an_allow_list(
     assert lines[1] == str(sorted(["HOME", "LANG", "PATH", "PWD", "TMPDIR", "X"]))
 
 
+@pytest.mark.slow
 def test_limits_bind_memory_processes_and_time(tmp_path: Path) -> None:
     policy = SandboxPolicy(memory_bytes=512 << 20, processes=16)
     sandbox = Sandbox.find(policy=policy)

@@ -37,7 +37,10 @@ from evaltape.recorder import (
 )
 from evaltape.scoring import Verdict, read_record
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap"),
+]
 
 AGENTS = Path(__file__).parent / "agents"
 REPO = Path(__file__).parent.parent

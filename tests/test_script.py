@@ -160,6 +160,7 @@ def test_chat_stream_events_validate_as_chunks() -> None:
     assert exchanges[1].response is not None and exchanges[1].response.streamed
 
 
+@pytest.mark.slow
 def test_openai_sdk_reads_a_streamed_chat_tape(serve: Serve) -> None:
     url, player = serve(_exchanges(ScriptFlavor.OPENAI_CHAT, stream=True))
     client = openai.OpenAI(api_key="test", base_url=url + "/v1", max_retries=0)
@@ -202,6 +203,7 @@ def test_responses_bodies_and_events_validate() -> None:
     assert parsed[-1].type == "response.completed"
 
 
+@pytest.mark.slow
 def test_openai_sdk_reads_a_streamed_responses_tape(serve: Serve) -> None:
     url, _ = serve(_exchanges(ScriptFlavor.OPENAI_RESPONSES, stream=True))
     client = openai.OpenAI(api_key="test", base_url=url + "/v1", max_retries=0)
@@ -239,6 +241,7 @@ def test_anthropic_bodies_and_events_validate() -> None:
     assert parsed[-2].type == "message_delta"
 
 
+@pytest.mark.slow
 def test_anthropic_sdk_reads_a_streamed_messages_tape(serve: Serve) -> None:
     url, _ = serve(_exchanges(ScriptFlavor.ANTHROPIC_MESSAGES, stream=True))
     client = anthropic.Anthropic(api_key="test", base_url=url, max_retries=0)
@@ -265,6 +268,7 @@ def test_anthropic_sdk_reads_a_streamed_messages_tape(serve: Serve) -> None:
 # -- the tape and the CLI ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_cli_writes_a_script_session(tmp_path: Path) -> None:
     script = tmp_path / "s.json"
     script.write_text(json.dumps(SCRIPT))
@@ -321,6 +325,7 @@ def test_bad_scripts_name_the_field(tmp_path: Path, script: object, message: str
     assert str(err.value).startswith(f"{path}: {message}")
 
 
+@pytest.mark.slow
 def test_cli_reports_a_bad_script_in_one_line_and_exits_2(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
     path.write_text(json.dumps({"responses": [{"tool_calls": [{"name": 3}]}]}))

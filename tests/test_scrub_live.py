@@ -17,6 +17,8 @@ from agents.chat_server import ChatServer
 from evaltape.recorder import Exchange, TapeReader
 from evaltape.recorder._shared import WORKSPACE_PLACEHOLDER
 
+pytestmark = pytest.mark.slow
+
 AGENTS = Path(__file__).parent / "agents"
 CASE = '{"id": "where", "prompt": "where are you?", "failureCategory": "scrub", "whyModelBacked": "demo", "expectMaxTurns": 3}\n'  # noqa: E501
 TIME_RULE = "[scrub]\n'\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d+' = \"<time>\"\n"

@@ -32,6 +32,8 @@ import pytest
 from evaltape.recorder import Exchange, WorkspaceSnapshot, read_sessions
 from evaltape.recorder._shared import to_plain
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).parent.parent
 _CLI = (sys.executable, "-m", "evaltape.scoring.cli")
 

@@ -78,6 +78,7 @@ def test_a_buffered_session_reads_back_as_the_same_session_written_event_by_even
     assert _read(tmp_path / "written.tape") == [(whole, True)]
 
 
+@pytest.mark.slow
 def test_a_buffered_session_cut_at_every_byte_keeps_every_event_before_the_cut(
     tmp_path: Path,
 ) -> None:
@@ -172,6 +173,7 @@ def test_the_journal_holds_every_event_taken_so_far_and_then_the_whole_session(
     discard_journal(tape, HEADER.session_id)  # already gone: fine
 
 
+@pytest.mark.slow
 def test_a_journal_cut_at_every_byte_keeps_every_event_before_the_cut(tmp_path: Path) -> None:
     events = _events(2)
     journal = tmp_path / "j.journal"

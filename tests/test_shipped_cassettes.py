@@ -136,6 +136,7 @@ def test_every_case_has_a_plan_and_every_tape_names_the_program() -> None:
             assert header.model == MODEL
 
 
+@pytest.mark.slow
 def test_the_intact_harness_replays_unchanged(project: Path) -> None:
     result = replay(project)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -147,12 +148,14 @@ def test_the_intact_harness_replays_unchanged(project: Path) -> None:
     assert last == f"OK: {attempts} attempts replayed, harness unchanged", last
 
 
+@pytest.mark.slow
 def test_a_write_that_drops_its_last_byte_is_a_regression(project: Path) -> None:
     # Same "wrote N bytes" message (N counted before the cut): only the file differs.
     break_tool(project, "f.write(data)", "f.write(data[:-1])")
     assert_regressions(replay(project), planned("write"))
 
 
+@pytest.mark.slow
 def test_an_edit_that_is_not_saved_is_a_regression(project: Path) -> None:
     break_tool(
         project,
@@ -163,6 +166,7 @@ def test_an_edit_that_is_not_saved_is_a_regression(project: Path) -> None:
     assert_regressions(replay(project), planned("edit"))
 
 
+@pytest.mark.slow
 def test_a_write_to_the_wrong_file_is_a_regression(project: Path) -> None:
     break_tool(project, 'with open(real, "wb") as f:', 'with open(real + ".bak", "wb") as f:')
     assert_regressions(replay(project), planned("write"))
@@ -177,6 +181,7 @@ def test_the_bugs_touch_every_coding_case() -> None:
     assert set(planned("write")) | set(planned("edit")) == set(coding_cases())
 
 
+@pytest.mark.slow
 def test_the_simulated_model_refuses_what_no_plan_covers() -> None:
     server = serve(CompetentModel(prompts(REPO / "evals"), PLANS), 0)
     url = f"http://127.0.0.1:{server.server_address[1]}/v1/chat/completions"

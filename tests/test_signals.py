@@ -17,6 +17,8 @@ from agents.chat_server import ChatServer
 from evaltape.recorder import SessionEnded, Status, TapeReader
 from evaltape.scoring import RunState, Verdict, read_history, read_record, resolve_run
 
+pytestmark = pytest.mark.slow
+
 AGENTS = Path(__file__).parent / "agents"
 REPO = Path(__file__).parent.parent
 

@@ -86,6 +86,7 @@ def _paths(items: list[str]) -> tuple[list[tuple[Any, str]], list[tuple[Any, str
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(payloads)
 def test_batch_decoding_equals_decoding_one_by_one(items: list[str]) -> None:

@@ -169,6 +169,7 @@ def test_sign_flip_with_one_trial_is_mcnemar() -> None:
     assert result.p_two_sided == pytest.approx(mcnemar_exact(6, 2))
 
 
+@pytest.mark.slow
 def test_sign_flip_monte_carlo_is_seeded_and_close_to_the_normal_limit() -> None:
     # Many distinct magnitudes over a huge common denominator: too much work to count exactly.
     diffs = [Fraction(-(i % 97) - 1, 9973) for i in range(150)] + [

@@ -25,6 +25,8 @@ from test_live_replay_cli import AGENTS, agent_env, case, end_status, make_proje
 from evaltape.recorder import Exchange, Status, fold
 from evaltape.scoring import RunState, read_record, resolve_run
 
+pytestmark = pytest.mark.slow
+
 REFUSAL = "evaltape: the run was stopped (SIGTERM); no new model calls are sent"
 ANSWERED_AT_ONCE = 5
 """Calls the server answers before it holds the next one of each attempt."""

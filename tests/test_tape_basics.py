@@ -7,26 +7,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from builders import exchange
+
 from evaltape.recorder import (
-    Chunk,
-    Exchange,
-    Request,
-    Response,
     SessionStarted,
     Status,
     TapeReader,
     new_session_id,
     open_session,
 )
-
-
-def _exchange(i: int, history: bytes) -> Exchange:
-    return Exchange(
-        at=float(i),
-        duration=0.5,
-        request=Request(method="POST", url="http://127.0.0.1/v1/chat/completions", body=history),
-        response=Response(status=200, chunks=(Chunk(at=0.1, data=b"data: {}\n\n"),), streamed=True),
-    )
 
 
 def test_written_session_reads_back_identically(tmp_path: Path) -> None:
@@ -38,7 +28,15 @@ def test_written_session_reads_back_identically(tmp_path: Path) -> None:
         history = b""
         for i in range(10):
             history += b'{"role":"user","content":"turn %d"},' % i
-            event = _exchange(i, b'{"messages":[' + history + b'],"tools":[]}')
+            event = exchange(
+                "http://127.0.0.1/v1/chat/completions",
+                b'{"messages":[' + history + b'],"tools":[]}',
+                b"data: {}\n\n",
+                at=float(i),
+                duration=0.5,
+                chunk_at=0.1,
+                streamed=True,
+            )
             tape.append(event)
             written.append(event)
     (session,) = TapeReader(path).sessions()
@@ -49,6 +47,7 @@ def test_written_session_reads_back_identically(tmp_path: Path) -> None:
     assert session.events[-1].at == 9.0  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_show_lists_the_demo_tape(tmp_path: Path) -> None:
     path = tmp_path / "demo.tape"
     root = Path(__file__).resolve().parents[1]
@@ -66,6 +65,7 @@ def test_show_lists_the_demo_tape(tmp_path: Path) -> None:
     assert "end    completed" in out
 
 
+@pytest.mark.slow
 def test_show_refuses_what_is_not_a_readable_file_in_one_line(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.tape"
     os.mkfifo(fifo)  # opening it for reading would wait for a writer forever

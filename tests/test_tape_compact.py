@@ -56,6 +56,7 @@ def _rewrite(path: Path, header: SessionStarted, exchanges: list[Exchange], comp
     return path.stat().st_size
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 def test_sdk_traffic_reads_back_exactly_and_smaller_than_format_1_0(
     sdk_traffic: ModuleType, tmp_path: Path, api: str
@@ -72,6 +73,7 @@ def test_sdk_traffic_reads_back_exactly_and_smaller_than_format_1_0(
     assert new < 0.97 * old, (new, old)
 
 
+@pytest.mark.slow
 def test_the_writers_own_zstd_parameters_make_sdk_traffic_smaller_than_level_9(
     sdk_traffic: ModuleType, tmp_path: Path
 ) -> None:
@@ -255,6 +257,7 @@ def _pairs_one_by_one(table: Any, stored: list[Any], length: int) -> Any:
     return tuple(out), sum(len(n) + len(v) for n, v in out)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     stored=st.lists(st.one_of(st.integers(-2, 70), st.just(True), st.just(False)), max_size=8),

@@ -14,6 +14,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from evaltape.recorder import (
     Chunk,
     Event,
@@ -97,6 +99,7 @@ def _expected(proc: int, i: int, turns: int) -> tuple[Event, ...]:
     return (header, *events, end)
 
 
+@pytest.mark.slow
 def test_processes_recording_into_one_file_at_once_all_read_back_exactly(tmp_path: Path) -> None:
     path = tmp_path / "shared.tape"
     go = tmp_path / "go"
@@ -122,6 +125,7 @@ def test_processes_recording_into_one_file_at_once_all_read_back_exactly(tmp_pat
     assert sum(info.size for info in listed) + listed[0].offset == path.stat().st_size
 
 
+@pytest.mark.slow
 def test_a_writer_killed_mid_session_loses_only_that_session(tmp_path: Path) -> None:
     path = tmp_path / "killed.tape"
     go = tmp_path / "go"

@@ -20,16 +20,13 @@ import attrs
 import msgpack
 import pytest
 import zstandard
+from builders import exchange
 
 from evaltape.recorder import (
-    Chunk,
     CorruptTape,
     Event,
-    Exchange,
     FileEntry,
     HarnessEvent,
-    Request,
-    Response,
     RunnerFact,
     SessionEnded,
     SessionStarted,
@@ -74,23 +71,25 @@ class Written:
         return out
 
 
-def _exchange(at: float, body: bytes, reply: bytes) -> Exchange:
-    chunks = tuple(Chunk(at=i * 0.01, data=reply[i : i + 7]) for i in range(0, len(reply), 7))
-    return Exchange(
-        at=at,
-        duration=0.25,
-        request=Request(method="POST", url="http://127.0.0.1:9/v1/chat", body=body),
-        response=Response(status=200, chunks=chunks, streamed=True),
-    )
-
-
 def _events(i: int, turns: int, size: int) -> list[Event]:
     out: list[Event] = []
     history = b""
     for t in range(turns):
         history += b'{"role":"user","content":"turn %d of %d"},' % (t, i) + b"." * size
         body = b'{"messages":[' + history + b'],"tools":["read","write"]}'
-        out.append(_exchange(float(t), body, b"data: reply %d/%d\n\n" % (i, t) * (1 + size // 20)))
+        reply = b"data: reply %d/%d\n\n" % (i, t) * (1 + size // 20)
+        out.append(
+            exchange(
+                "http://127.0.0.1:9/v1/chat",
+                body,
+                at=float(t),
+                duration=0.25,
+                chunks=[reply[n : n + 7] for n in range(0, len(reply), 7)],
+                chunk_at=0.0,
+                chunk_every=0.07,
+                streamed=True,
+            )
+        )
         if t % 2:
             out.append(HarnessEvent(at=t + 0.5, name="tool", fields=(("ok", True), ("n", t))))
     out.append(RunnerFact(at=turns + 0.1, fact=FactKind.NOTE, message=f"session {i}"))
@@ -175,6 +174,7 @@ def _check_cut(path: Path, tape: Written, cut: int) -> None:
     assert listed == {sid: (len(e), isinstance(e[-1], SessionEnded)) for sid, e in expected.items()}
 
 
+@pytest.mark.slow
 def test_a_tape_cut_at_every_byte_reads_exactly_the_events_before_the_cut(
     small: Written, tmp_path: Path
 ) -> None:
@@ -183,6 +183,7 @@ def test_a_tape_cut_at_every_byte_reads_exactly_the_events_before_the_cut(
         _check_cut(tmp_path / "cut.tape", small, cut)
 
 
+@pytest.mark.slow
 def test_a_larger_tape_cut_at_a_dense_sample_of_offsets(large: Written, tmp_path: Path) -> None:
     rng = random.Random(7)
     ends = [e for es in large.ends.values() for e in es]
@@ -218,6 +219,7 @@ def _check_flip(path: Path, tape: Written, offset: int, mask: int) -> None:
     assert set(got) <= set(tape.sessions)
 
 
+@pytest.mark.slow
 def test_a_flipped_byte_anywhere_is_caught_and_spares_the_other_sessions(
     small: Written, tmp_path: Path
 ) -> None:
@@ -225,6 +227,7 @@ def test_a_flipped_byte_anywhere_is_caught_and_spares_the_other_sessions(
         _check_flip(tmp_path / "flip.tape", small, offset, 0xFF if offset % 2 else 0x01)
 
 
+@pytest.mark.slow
 def test_flipped_bytes_in_a_larger_tape(large: Written, tmp_path: Path) -> None:
     rng = random.Random(11)
     for _ in range(100):
@@ -378,6 +381,7 @@ def _show(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_show_on_a_corrupt_tape_names_the_offset_lists_the_rest_and_exits_1(
     tmp_path: Path,
 ) -> None:
@@ -401,6 +405,7 @@ def test_show_on_a_corrupt_tape_names_the_offset_lists_the_rest_and_exits_1(
     assert result.stdout.count(", complete") == len(tape.sessions) - 1
 
 
+@pytest.mark.slow
 def test_show_on_a_file_that_is_not_a_tape_prints_one_line_and_exits_1(tmp_path: Path) -> None:
     path = tmp_path / "readme.md"
     path.write_text("# hello\n")
@@ -410,6 +415,7 @@ def test_show_on_a_file_that_is_not_a_tape_prints_one_line_and_exits_1(tmp_path:
     assert result.stderr == f"evaltape: error: {path}: not an evaltape tape (bad magic)\n"
 
 
+@pytest.mark.slow
 def test_show_on_a_missing_file_prints_one_line_and_exits_1(tmp_path: Path) -> None:
     result = _show(str(tmp_path / "nope.tape"))
     assert result.returncode != 0
@@ -418,6 +424,7 @@ def test_show_on_a_missing_file_prints_one_line_and_exits_1(tmp_path: Path) -> N
     assert "nope.tape" in result.stderr
 
 
+@pytest.mark.slow
 def test_reading_does_not_depend_on_the_environment(small: Written, tmp_path: Path) -> None:
     path = tmp_path / "env.tape"
     path.write_bytes(small.data)

@@ -96,6 +96,7 @@ CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_sigkill_during_the_rewrite_leaves_the_old_tape_readable_and_complete(
     tmp_path: Path,
 ) -> None:

@@ -49,6 +49,7 @@ def _read_all(path: Path) -> dict[str, tuple[object, ...]]:
     return {sid: s.events for sid, s in sessions.items()}
 
 
+@pytest.mark.slow
 @FAST
 @given(plan=session_plans())
 def test_any_session_round_trips_event_for_event(plan: SessionPlan) -> None:
@@ -63,6 +64,7 @@ def test_any_session_round_trips_event_for_event(plan: SessionPlan) -> None:
         assert info.size == path.stat().st_size - info.offset
 
 
+@pytest.mark.slow
 @settings(FAST, max_examples=20)
 @given(
     plans=st.lists(
@@ -219,6 +221,7 @@ def _plain_plan() -> SessionPlan:
     )
 
 
+@pytest.mark.slow
 def test_git_diff_of_a_tape_shows_the_changed_events_as_json(tmp_path: Path) -> None:
     """The textconv recipe of docs/show.md, run for real in a scratch repository."""
     bin_dir = Path(sys.executable).parent

@@ -7,20 +7,16 @@ from pathlib import Path
 
 import msgpack
 import pytest
-from builders import stored_tape
+from builders import exchange, stored_tape
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evaltape.recorder import Exchange, Request, SessionStarted, TapeReader, open_session
+from evaltape.recorder import Exchange, SessionStarted, TapeReader, open_session
 from evaltape.recorder.tape._codec import to_plain
 from evaltape.recorder.tape._frames import parse_file_header
 from evaltape.recorder.tape._pack import Packer, Unpacker
 
 SID = "00000000000000d1"
-
-
-def _exchange(at: float, duration: float) -> Exchange:
-    return Exchange(at=at, duration=duration, request=Request(method="POST", url="u", body=b"{}"))
 
 
 def _stored_times(plain: dict[str, object]) -> tuple[object, object, object]:
@@ -38,16 +34,16 @@ def _stored_times(plain: dict[str, object]) -> tuple[object, object, object]:
 def test_a_recorded_time_is_stored_as_whole_microseconds_and_reads_back_equal(
     at: float, duration: float
 ) -> None:
-    exchange = _exchange(at, duration)
-    assert exchange.at == round(at, 6)  # the precision a tape keeps, as for chunk times
-    stored_at, stored_duration, back = _stored_times(to_plain(exchange))
+    sent = exchange("u", b"{}", at=at, duration=duration)
+    assert sent.at == round(at, 6)  # the precision a tape keeps, as for chunk times
+    stored_at, stored_duration, back = _stored_times(to_plain(sent))
     assert type(stored_at) is int and type(stored_duration) is int
-    assert back == (exchange.at, exchange.duration)
+    assert back == (sent.at, sent.duration)
 
 
 @pytest.mark.parametrize("value", [0.1234567, 1e300, -1e300, math.inf, 2.0**60, -0.0])
 def test_a_time_that_is_not_whole_microseconds_is_stored_as_the_float_it_is(value: float) -> None:
-    plain = to_plain(_exchange(0.0, 0.0))
+    plain = to_plain(exchange("u", b"{}", duration=0.0))
     plain["at"] = value
     stored_at, stored_duration, back = _stored_times(plain)
     assert type(stored_at) is float and stored_at == value and back[0] == value
@@ -56,7 +52,7 @@ def test_a_time_that_is_not_whole_microseconds_is_stored_as_the_float_it_is(valu
 
 
 def test_nan_is_kept_as_a_float() -> None:
-    plain = to_plain(_exchange(0.0, 0.0))
+    plain = to_plain(exchange("u", b"{}", duration=0.0))
     plain["duration"] = math.nan
     _, stored_duration, back = _stored_times(plain)
     assert type(stored_duration) is float and math.isnan(back[1])
@@ -77,16 +73,16 @@ def test_each_compact_kind_reads_its_times_in_its_own_unit(
     q = ["POST", "u", [], b"{}", None]
     stored_tape(path, SID, [{"k": kind, "x": [at, duration, q, None, None]}])
     (session,) = TapeReader(path).sessions()
-    (exchange,) = [e for e in session.events if isinstance(e, Exchange)]
-    assert (exchange.at, exchange.duration) == read
+    (read_back,) = [e for e in session.events if isinstance(e, Exchange)]
+    assert (read_back.at, read_back.duration) == read
 
 
 def test_a_written_tape_says_format_2_0_and_its_exchanges_are_exchange3(tmp_path: Path) -> None:
     path = tmp_path / "t.tape"
-    exchange = _exchange(12.345678, 0.5)
+    sent = exchange("u", b"{}", at=12.345678, duration=0.5)
     with open_session(path, SessionStarted(session_id=SID, started_at=0.0)) as tape:
-        tape.append(exchange)
+        tape.append(sent)
     header = parse_file_header(path.read_bytes())
     assert header is not None and (header.major, header.minor) == (2, 0)
     (session,) = TapeReader(path).sessions()
-    assert session.events[1] == exchange
+    assert session.events[1] == sent

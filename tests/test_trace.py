@@ -130,6 +130,7 @@ def blocks(text: str) -> list[list[str]]:
     return [b.splitlines() for b in text.split("\n\n")]
 
 
+@pytest.mark.slow
 def test_without_case_lists_the_cases_with_verdict_counts(project: Path) -> None:
     done = trace(project)
     assert done.returncode == 0, done.stderr
@@ -138,6 +139,7 @@ def test_without_case_lists_the_cases_with_verdict_counts(project: Path) -> None
     assert lines[1].split() == ["basic/where", "gpt-x", "1", "passed,", "1", "failed"]
 
 
+@pytest.mark.slow
 def test_each_attempt_is_a_block_with_thinking_exact_arguments_and_results(
     project: Path,
 ) -> None:
@@ -167,6 +169,7 @@ def test_each_attempt_is_a_block_with_thinking_exact_arguments_and_results(
     assert not any(line.startswith("judge") for line in second)
 
 
+@pytest.mark.slow
 def test_full_shows_every_value_whole(project: Path) -> None:
     done = trace(project, "latest", "--case", "where", "--full")
     assert done.returncode == 0, done.stderr
@@ -175,6 +178,7 @@ def test_full_shows_every_value_whole(project: Path) -> None:
     assert len(shown) == 2 * 200  # every line of the long result, in both attempts
 
 
+@pytest.mark.slow
 def test_the_verdict_is_rescored_with_todays_case(project: Path) -> None:
     changed = CASE | {"expectMaxTurns": 2}
     (project / "evals" / "basic.jsonl").write_text(json.dumps(changed) + "\n")
@@ -185,6 +189,7 @@ def test_the_verdict_is_rescored_with_todays_case(project: Path) -> None:
     assert "verdict now: FAILED: 3 turns > max 2" in first
 
 
+@pytest.mark.slow
 def test_a_missing_session_is_said_in_its_block(project: Path) -> None:
     (project / "cassettes" / "basic" / "where.tape").unlink()
     done = trace(project, "latest", "--case", "where")
@@ -195,6 +200,7 @@ def test_a_missing_session_is_said_in_its_block(project: Path) -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -214,6 +220,7 @@ def test_bad_input_is_one_line_and_exit_2(
     assert message in done.stderr and len(errors) == 1
 
 
+@pytest.mark.slow
 def test_cases_takes_exact_ids_and_prefixes_like_every_command(project: Path) -> None:
     by_case = trace(project, "--case", "where")
     for args in (("--cases", "where"), ("--cases", "whe"), ("--cases", "where,wh", "--cases", "w")):

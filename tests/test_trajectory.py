@@ -8,15 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import JSON_HEADERS, exchange
 
 from evaltape.recorder import (
-    Chunk,
     Event,
     Exchange,
     FactKind,
     HarnessEvent,
     Request,
-    Response,
     RunnerFact,
     Session,
     SessionEnded,
@@ -52,7 +51,7 @@ def _case(tmp_path: Path, **fields: Any) -> Case:
     return suite.cases[0]
 
 
-def _exchange(
+def _chat_turn(
     index: int, calls: Sequence[Call], *, duration: float = 0.5, status: int = 200
 ) -> Exchange:
     """One chat-completions call whose response asks for ``calls`` (or answers in text)."""
@@ -86,23 +85,23 @@ def _exchange(
         "messages": [{"role": "user", "content": "p"}],
         "tools": TOOLS,
     }
-    return Exchange(
+    return exchange(
+        CHAT,
+        request,
+        body,
         at=float(index),
         duration=duration,
-        request=Request(method="POST", url=CHAT, body=json.dumps(request).encode()),
-        response=Response(
-            status=status,
-            headers=(("content-type", "application/json"),),
-            chunks=(Chunk(at=duration, data=json.dumps(body).encode()),),
-        ),
+        status=status,
+        headers=JSON_HEADERS,
+        chunk_at=duration,
     )
 
 
 def _session(*turns: Sequence[Call], extra: Sequence[Event] = ()) -> Session:
     """A completed session: one model turn per entry of ``turns``, then a text reply."""
     events: list[Event] = [HEADER]
-    events += [_exchange(i, calls) for i, calls in enumerate(turns)]
-    events.append(_exchange(len(turns), ()))
+    events += [_chat_turn(i, calls) for i, calls in enumerate(turns)]
+    events.append(_chat_turn(len(turns), ()))
     events += extra
     events.append(SessionEnded(at=len(turns) + 1.0, status=Status.COMPLETED))
     return fold(events)
@@ -242,9 +241,9 @@ def _hung() -> Session:
     return fold(
         [
             HEADER,
-            _exchange(0, [WRITE], duration=0.5),
-            _exchange(1, [WRITE], duration=301.0),
-            _exchange(2, (), status=500),
+            _chat_turn(0, [WRITE], duration=0.5),
+            _chat_turn(1, [WRITE], duration=301.0),
+            _chat_turn(2, (), status=500),
             SessionEnded(at=400.0, status=Status.COMPLETED),
         ]
     )
@@ -288,11 +287,11 @@ def test_transport_failures_fail_as_model_errors(tmp_path: Path) -> None:
         error=TransportError(type="ConnectError", message="refused"),
     )
     case = _case(tmp_path, expectTool="grep")
-    events: list[Event] = [HEADER, _exchange(0, [GREP]), broken]
+    events: list[Event] = [HEADER, _chat_turn(0, [GREP]), broken]
     assert _reason(score_session(case, fold(events))) == (
         "turn 2: model call failed: ReadError: connection reset"
     )
-    events = [HEADER, _exchange(0, [GREP]), elsewhere]
+    events = [HEADER, _chat_turn(0, [GREP]), elsewhere]
     assert _reason(score_session(case, fold(events))) == (
         "HTTP exchange failed: ConnectError: refused"
     )
@@ -307,7 +306,7 @@ ORDER = [
     ),
     pytest.param(
         {"forbidTools": ["write"]},
-        fold([HEADER, _exchange(0, [WRITE]), _exchange(1, (), status=500)]),
+        fold([HEADER, _chat_turn(0, [WRITE]), _chat_turn(1, (), status=500)]),
         "modelErrors",
         id="error-before-forbidden",
     ),

@@ -73,6 +73,7 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_twenty_malformed_cases_give_twenty_located_errors(project: Path) -> None:
     shutil.copy(TWENTY, project / "twenty.jsonl")
     done = _run(project, "validate", "twenty.jsonl", "--rubrics", "rubrics")
@@ -92,6 +93,7 @@ def test_twenty_malformed_cases_give_twenty_located_errors(project: Path) -> Non
     assert done.stderr.splitlines()[-1] == "evaltape: 20 problems in 1 file; nothing was run"
 
 
+@pytest.mark.slow
 def test_valid_suites_print_a_summary(project: Path) -> None:
     done = _run(project, "validate")
     assert done.returncode == 0, done.stderr

@@ -84,6 +84,7 @@ def test_a_writer_that_cannot_open_or_is_dropped_gives_its_share_back(
     assert budget.free == 2
 
 
+@pytest.mark.slow
 def test_writers_past_the_budget_write_the_same_events_less_compactly(
     budget: TableBudget, tmp_path: Path
 ) -> None:
