@@ -218,6 +218,7 @@ def test_connections_past_the_bound_get_a_503_at_once() -> None:
     assert served == [b"200", b"200"]
 
 
+@pytest.mark.slow
 def test_connections_that_never_present_the_token_hold_no_slot() -> None:
     limits = ProxyLimits(max_connections=2, max_pending=64)
     with TapeProxy(ReplayTransport([]), limits=limits) as proxy:

@@ -39,6 +39,7 @@ from evaltape.scoring.verdicts._replaycheck import find_tapes
 
 pytestmark = [
     pytest.mark.ray,
+    pytest.mark.slow,
     pytest.mark.skipif(
         importlib.util.find_spec("ray") is None,
         reason="ray is not installed (pip install evaltape[ray])",

@@ -25,6 +25,8 @@ from evals.agent import Workspace  # noqa: E402
 from evals.agent._tools import MAX_FILE_BYTES, MAX_GREP_BYTES  # noqa: E402
 from evaltape.scoring import answer_headlessly  # noqa: E402
 
+pytestmark = pytest.mark.slow  # subprocesses: the CLI, child processes under limits
+
 SPARSE = 1000 * 1024 * 1024
 HEADROOM = 256 * 1024 * 1024
 

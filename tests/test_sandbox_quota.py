@@ -19,7 +19,10 @@ import pytest
 from evaltape.scoring.sandbox import Sandbox, SandboxPolicy
 from evaltape.scoring.sandbox._sandbox import OUTPUT_LIMIT, workspace_bytes
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap"),
+]
 
 QUOTA = 8 << 20
 FILL = "i=0; while :; do head -c 1048576 /dev/zero > f$i || exit 7; i=$((i+1)); done"

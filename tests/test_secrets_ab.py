@@ -58,6 +58,8 @@ import json
 
 from evaltape.scoring import Task
 
+pytestmark = pytest.mark.slow  # subprocesses: the CLI, child processes under limits
+
 
 def run(task: Task) -> str:
     token = task.environ.get("AB_SECRET_TOKEN", "")
