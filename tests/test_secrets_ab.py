@@ -53,12 +53,12 @@ def _pem(body: str) -> str:
     return "-----BEGIN PRIVATE KEY-----\n" + "\n".join(lines) + "\n-----END PRIVATE KEY-----\n"
 
 
+pytestmark = pytest.mark.slow  # an `evaltape ab` subprocess against a local fake API
+
 AGENT = """
 import json
 
 from evaltape.scoring import Task
-
-pytestmark = pytest.mark.slow  # subprocesses: the CLI, child processes under limits
 
 
 def run(task: Task) -> str:
