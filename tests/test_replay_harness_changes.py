@@ -164,7 +164,7 @@ TOOL_BUGS = {
     ),
     "grep finds nothing": (
         "_tools.py",
-        'return "\\n".join(hits) if hits else "no matches"',
+        'return "\\n".join([*(hits or ["no matches"]), *notes])',
         'return "no matches"',
         "grep",
         "find-todo",
