@@ -33,9 +33,24 @@ def test_an_out_of_range_number_is_refused_before_anything_runs(
     monkeypatch.chdir(tmp_path)
     done = CliRunner().invoke(cli, args)
     assert done.exit_code == 2, done.output
-    assert said in done.output
-    assert "Traceback" not in done.output
+    (printed,) = done.output.strip().splitlines()
+    assert printed.startswith("evaltape: error: Invalid value for ")
+    assert said in printed
+    assert printed.endswith(f"(see 'cli {args[0]} --help')")
     assert not (tmp_path / ".evaltape").exists()
+
+
+def test_an_unknown_option_or_command_is_one_line() -> None:
+    unknown = CliRunner().invoke(cli, ["live", "--trails", "3"])
+    assert unknown.exit_code == 2
+    (printed,) = unknown.output.strip().splitlines()
+    assert printed.startswith("evaltape: error: No such option '--trails'.")
+    assert "'--trials'" in printed and printed.endswith("(see 'cli live --help')")
+    nothing = CliRunner().invoke(cli, ["nosuch"])
+    assert nothing.exit_code == 2
+    assert nothing.output.strip().splitlines() == [
+        "evaltape: error: No such command 'nosuch'. (see 'cli --help')"
+    ]
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,8 @@ a non-zero exit; a traceback means a bug.
 from __future__ import annotations
 
 import importlib
+import sys
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -62,6 +64,34 @@ class _Table(click.Group):
             if name == cmd_name:
                 return load(where)
         return None
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Run the command; a usage error (an unknown option, a value out of range) is
+        one line, ``evaltape: error: ...``, and exit 2, like every other bad input."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, **extra)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else "evaltape"
+            click.echo(f"evaltape: error: {exc.format_message()} (see '{where} --help')", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("evaltape: aborted", err=True)
+            sys.exit(1)
+        # As click's own standalone mode: --help and --version end with their code, a
+        # command that returned ends with 0.
+        sys.exit(code if isinstance(code, int) else 0)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # each line whole, wrapped, never cut short with "..."
