@@ -80,6 +80,9 @@ class _Table(click.Group):
         try:
             code = super().main(args, prog_name, complete_var, False, **extra)
         except click.UsageError as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # bare `evaltape`: the help, as click
+                exc.show()
+                sys.exit(exc.exit_code)
             where = exc.ctx.command_path if exc.ctx is not None else "evaltape"
             click.echo(f"evaltape: error: {exc.format_message()} (see '{where} --help')", err=True)
             sys.exit(exc.exit_code)
