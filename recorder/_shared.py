@@ -16,7 +16,7 @@ from .apis._paths import api_of_path, base_url_of, is_anthropic
 from .redact._rules import given_values, is_secret_name
 from .redact._scan import secret_preview
 from .redact._scrub import WORKSPACE_PLACEHOLDER, workspace_spellings
-from .tape._codec import from_plain, to_plain
+from .tape._codec import from_plain, plain_path, to_plain
 from .tape._journal import JOURNAL_SUFFIX, journal_tape
 from .tape._limits import MAX_TAPE_BYTES
 from .tape._rewrite import rewrite_tape
@@ -38,6 +38,7 @@ __all__ = [
     "is_anthropic",
     "is_secret_name",
     "journal_tape",
+    "plain_path",
     "real_transport",
     "request_record",
     "rewrite_tape",

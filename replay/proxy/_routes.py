@@ -122,6 +122,7 @@ class KeyGuard:
         self.route = route
         self.transport = transport
         self.foreign = foreign
+        self._foreign_bytes = tuple(key.encode() for key in foreign)
         self.refused: list[str] = []
         self._lock = threading.Lock()
 
@@ -158,7 +159,7 @@ class KeyGuard:
         if any(key in target or key in decoded for key in self.foreign):
             return "its URL"
         body = request.read()
-        if body and any(key.encode() in body for key in self.foreign):
+        if body and any(key in body for key in self._foreign_bytes):
             return "its body"
         return None
 

@@ -32,6 +32,7 @@ from pathlib import Path
 import attrs
 
 from evaltape.recorder import FileEntry, Session
+from evaltape.recorder._shared import plain_path
 
 from ..cases._cases import Case
 from ..sandbox import Sandbox
@@ -130,7 +131,7 @@ def _snapshot_problem(
             return f"the workspace snapshot has a path outside the sandbox: {path!r}"
     plain: set[str] = set()
     for entry in session.workspace:
-        if not _plain(entry.path) or entry.path in plain:
+        if not plain_path(entry.path) or entry.path in plain:
             return f"the workspace snapshot names a file twice or by an alias: {entry.path!r}"
         plain.add(entry.path)
     return None
@@ -140,12 +141,6 @@ def _inside(path: str) -> bool:
     if not path or path.startswith("/") or "\\" in path or "\0" in path:
         return False
     return ".." not in path.split("/") and posixpath.normpath(path) not in (".", "")
-
-
-def _plain(path: str) -> bool:
-    """A path in the one spelling a snapshot writes: no ``.`` or empty segment, no
-    trailing slash (``./check.py`` and ``check.py/`` are aliases of ``check.py``)."""
-    return all(part not in ("", ".", "..") for part in path.split("/"))
 
 
 def _verify(

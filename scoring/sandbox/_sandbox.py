@@ -240,7 +240,7 @@ def _run(
     watch = _Quota(work, quota, process)
     timed_out = False
     try:
-        code = wait_exit(process, timeout)
+        wait_exit(process, timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
     finally:
