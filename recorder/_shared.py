@@ -18,7 +18,8 @@ from .redact._scan import secret_preview
 from .redact._scrub import WORKSPACE_PLACEHOLDER, workspace_spellings
 from .tape._codec import from_plain, plain_path, to_plain
 from .tape._journal import JOURNAL_SUFFIX, journal_tape
-from .tape._limits import MAX_TAPE_BYTES
+from .tape._limits import MAX_TAPE_BYTES, TapeBudget
+from .tape._packed import PackedSession, packed_sessions, unpack_session
 from .tape._rewrite import rewrite_tape
 
 __all__ = [
@@ -30,6 +31,8 @@ __all__ = [
     "CallDecoder",
     "Flavors",
     "OverBudget",
+    "PackedSession",
+    "TapeBudget",
     "api_of_path",
     "base_url_of",
     "from_plain",
@@ -38,6 +41,7 @@ __all__ = [
     "is_anthropic",
     "is_secret_name",
     "journal_tape",
+    "packed_sessions",
     "plain_path",
     "real_transport",
     "request_record",
@@ -45,5 +49,6 @@ __all__ = [
     "sdk_client_options",
     "secret_preview",
     "to_plain",
+    "unpack_session",
     "workspace_spellings",
 ]

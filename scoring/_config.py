@@ -67,6 +67,9 @@ class Config:
     """Where attempts run: ``threads`` or ``ray``."""
     ray_address: str | None
     """The Ray cluster to use with ``executor = "ray"``; None: a local instance for the run."""
+    ray_working_dir: str | None
+    """With Ray: the folder shipped to workers as Ray's ``working_dir``, or ``off``; None:
+    the project folder when the cluster is not on this machine, else nothing."""
     trials: int
     """Attempts per case."""
     hang_limit: float

@@ -154,10 +154,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         name="executor",
         kind=SettingKind.TEXT,
-        default="threads",
-        metavar="threads|ray",
-        help="Where attempts run: threads of this process, or Ray tasks (pip install "
-        "evaltape[ray]); see docs/scale.md.",
+        default="auto",
+        metavar="auto|threads|ray",
+        help="Where work runs. auto: attempts in threads of this process, a rescore's scoring "
+        "in one process per core; threads: everything in this process; ray: Ray tasks (pip "
+        "install evaltape[ray]); see docs/scale.md.",
     ),
     Setting(
         name="ray_address",
@@ -165,6 +166,15 @@ SETTINGS: tuple[Setting, ...] = (
         default=None,
         metavar="ADDR",
         help="With executor ray: the cluster to use (default: a local Ray instance for the run).",
+    ),
+    Setting(
+        name="ray_working_dir",
+        kind=SettingKind.TEXT,
+        default=None,
+        metavar="PATH|off",
+        help="With executor ray: the folder shipped to the workers, where they import the agent "
+        "and custom scorers from (default: the project folder when --ray-address is not on this "
+        "machine; off: ship nothing, the workers have them installed).",
     ),
     Setting(
         name="trials",

@@ -42,7 +42,7 @@ def test_an_unknown_executor_and_a_ray_address_without_ray_are_refused(tmp_path:
     done = _evaltape("replay", "--executor", "dask", "--results", str(tmp_path))
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1] == (
-        'evaltape: error: executor: "dask" is not one of threads, ray'
+        'evaltape: error: executor: "dask" is not one of auto, threads, ray'
     )
     done = _evaltape("replay", "--ray-address", "127.0.0.1:1", "--results", str(tmp_path))
     assert done.returncode == 2

@@ -40,6 +40,15 @@ class TapeBudget:
         self.limit = limit
         self.used = 0
 
+    def take(self, size: int, what: str) -> None:
+        """Count ``size`` decoded bytes of ``what``; ``OverBudget`` past the limit."""
+        if self.used + size > self.limit:
+            raise OverBudget(
+                f"the tape decodes past the {_mib(self.limit)} a command reads of one "
+                f"tape ({self.used} bytes before this {size}-byte {what})"
+            )
+        self.used += size
+
 
 class DecodeBudget:
     """Counts one session's decoded bytes; ``charge`` refuses what goes past a limit.
@@ -77,12 +86,7 @@ class DecodeBudget:
         if problem:
             raise ValueError(problem)
         if self.tape is not None:
-            if self.tape.used + size > self.tape.limit:
-                raise OverBudget(
-                    f"the tape decodes past the {_mib(self.tape.limit)} a command reads of one "
-                    f"tape ({self.tape.used} bytes before this {size}-byte event)"
-                )
-            self.tape.used += size
+            self.tape.take(size, "event")
         self.used += size
 
 

@@ -178,6 +178,12 @@ class TapeReader:
 
     def _sessions(self) -> Iterator[RecordedSession]:
         """Sort good frames into sessions; decode each once its end is read."""
+        for key, pending, ended in self._gathered():
+            yield self._decode_session(key, pending, ended=ended)
+
+    def _gathered(self) -> Iterator[tuple[bytes, _Pending, bool]]:
+        """Sort good frames into sessions; each one (still compressed) once its end is
+        read, then the unfinished ones, with whether its end was read."""
         if self.header is None:
             return
         open_: dict[bytes, _Pending] = {}
@@ -221,13 +227,13 @@ class TapeReader:
                 if fh.flags & FLAG_END:
                     del open_[key]
                     (dropped if pending.broken else ended).add(key)
-                    yield self._decode_session(key, pending, ended=not pending.broken)
+                    yield key, pending, not pending.broken
         for key, pending in open_.items():
             if not pending.broken:
                 damaged = suspects.get((key, pending.next_seq))
                 if damaged is not None:
                     pending.broken = f"frame {pending.next_seq} (byte {damaged}) is corrupt"
-            yield self._decode_session(key, pending, ended=False)
+            yield key, pending, False
 
     def _gap(self, suspects: Suspects, key: bytes, seq: int, offset: int) -> str:
         damaged = suspects.get((key, seq))

@@ -115,6 +115,9 @@ class Case:
     """Name of the rubric the judge grades against."""
     rubric_path: str | None = None
     """Where that rubric was found (``<rubrics dir>/<rubric>.md``)."""
+    rubric_text: str | None = attrs.field(default=None, repr=False)
+    """The rubric's markdown, read when the case was loaded, so the case carries it
+    wherever it is scored (a Ray worker has no rubrics folder); None when not read."""
     model: str | None = None
     """Pins the model under test for this case."""
     agent_mode: AgentMode | None = None

@@ -37,6 +37,24 @@ class NamedScorer:
     """``module:function`` as written."""
     function: Callable[..., Any] = attrs.field(eq=False, repr=False)
     """The imported function: ``(case, session) -> Score``."""
+    folder: str = attrs.field(default="", eq=False, repr=False)
+    """The folder it was imported from (first on ``sys.path``)."""
+
+    def __reduce__(self) -> tuple[Callable[[str, str], NamedScorer], tuple[str, str]]:
+        # Travels by name: another process imports it again, from ``folder`` when that
+        # exists there, else from its own path (a Ray worker's copy of the project).
+        return _reimport, (self.spec, self.folder)
+
+
+class ScorerUnavailable(ImportError):
+    """A custom scorer that cannot be imported where a session is scored."""
+
+
+def _reimport(spec: str, folder: str) -> NamedScorer:
+    found = import_scorer(spec, Path(folder) if folder and Path(folder).is_dir() else None)
+    if isinstance(found, str):
+        raise ScorerUnavailable(f"custom scorer {found}")
+    return found
 
 
 def scorer_specs(value: object) -> list[str]:
@@ -58,13 +76,14 @@ def check_scorer_field(out: Messages, value: object) -> None:
             out.append(f'field "{where}": "{item}" is not module:function')
 
 
-def import_scorer(spec: str, folder: Path) -> NamedScorer | str:
-    """Import ``module:function`` (``folder`` first on ``sys.path``), or say why not."""
+def import_scorer(spec: str, folder: Path | None) -> NamedScorer | str:
+    """Import ``module:function`` (``folder``, if given, first on ``sys.path``), or say why
+    not."""
     if not _SPEC.fullmatch(spec):
         return f'"{spec}" is not module:function'
     module_name, _, attr = spec.partition(":")
-    where = str(folder)
-    if where not in sys.path:
+    where = str(folder) if folder is not None else ""
+    if where and where not in sys.path:
         sys.path.insert(0, where)
     try:
         module = importlib.import_module(module_name)
@@ -73,4 +92,4 @@ def import_scorer(spec: str, folder: Path) -> NamedScorer | str:
     function = getattr(module, attr, None)
     if not callable(function):
         return f'"{spec}": {module_name} has no function {attr}'
-    return NamedScorer(spec=spec, function=function)
+    return NamedScorer(spec=spec, function=function, folder=where)

@@ -190,6 +190,7 @@ def _build(obj: dict[str, object], *, suite: str, path: str, line: int, rubrics:
         immutable=tuple(posixpath.normpath(p) for p in _strs(get("immutable"))),
         rubric=_opt_str(rubric),
         rubric_path=str(rubrics / f"{rubric}.md") if rubric is not None else None,
+        rubric_text=_rubric_text(rubrics / f"{rubric}.md") if rubric is not None else None,
         model=_opt_str(get("model")),
         agent_mode=AgentMode(mode) if mode is not None else None,
         known_gap=KnownGap(notes=str(_dict(gap)["notes"]), target=str(_dict(gap)["target"]))
@@ -213,3 +214,12 @@ def _opt_str(value: object) -> str | None:
 
 def _one(value: object) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else ()
+
+
+def _rubric_text(path: Path) -> str | None:
+    """The rubric's markdown; None when it cannot be read (``read_rubric`` then says why
+    when the judge needs it)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None

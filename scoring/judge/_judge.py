@@ -313,9 +313,12 @@ def resolve_judge(
 
 
 def read_rubric(case: Case) -> str:
-    """The markdown of a judged case's rubric; ``JudgeError`` if it cannot be read."""
+    """The markdown of a judged case's rubric (read when the case was loaded, else now);
+    ``JudgeError`` if it cannot be read."""
     if case.rubric is None or case.rubric_path is None:
         raise JudgeError(f"case {case.id} has no rubric")
+    if case.rubric_text is not None:
+        return case.rubric_text
     try:
         return Path(case.rubric_path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

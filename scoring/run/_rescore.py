@@ -87,7 +87,7 @@ def run_rescore(request: RescoreRequest) -> RescoreRunOutcome:
     wanted = {c.id for s in chosen for c in s.cases}
     sandbox = sandbox_for(config, host, request.reporter)
     scorer = make_scorer(hang_limit=config.hang_limit, sandbox=sandbox)
-    rescorer = resolve_rescorer(config)
+    rescorer = resolve_rescorer(config, host.project)
     tapes = [s for s in request.sources if _is_tape_argument(s)]
     runs = [s for s in request.sources if not _is_tape_argument(s)]
     for given in runs:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import re
 import threading
 import uuid
 from collections import deque
@@ -38,12 +39,12 @@ import ray.exceptions
 
 from evaltape.recorder import Journal, SessionStarted, Sink, TapeError, journal_path
 
-from ..._errors import ScoringError
 from .._env import shipped_env, worker_env
 from .._jobs import Job, JobEnv, error_result
 from .._stop import StopKind
 from ..attempt._attempt import Computed, compute_job
 from ._executor import Executor, ExecutorFactory, Guard
+from ._ray_connect import start_ray
 
 _WORKER_ENV: dict[str, JobEnv] = {}
 """On a worker process: the ``JobEnv`` of the run it last served (built once per run, so
@@ -51,9 +52,11 @@ its network transport is reused across that run's attempts)."""
 
 
 def _env_on_worker(token: str, env: JobEnv, project: str) -> JobEnv:
+    """The run's ``JobEnv`` on this worker; ``project`` "" means the project was shipped
+    as Ray's ``working_dir``, which is then this worker's folder."""
     if token not in _WORKER_ENV:
         _WORKER_ENV.clear()
-        _WORKER_ENV[token] = worker_env(env, Path(project))
+        _WORKER_ENV[token] = worker_env(env, Path(project) if project else Path.cwd())
     return _WORKER_ENV[token]
 
 
@@ -66,7 +69,11 @@ def run_on_worker(job: Job, env: JobEnv, token: str, project: str) -> Iterator[l
     """The task body: compute ``job`` on this worker, yielding the session's packed events
     as they are taken (in batches) and, last, what it computed and the stop it raised
     (kind and reason, e.g. refused credentials), if any."""
-    local = _env_on_worker(token, env, project)
+    try:
+        local = _env_on_worker(token, env, project)
+    except Exception as exc:  # the agent cannot be imported here: this job's error, said plainly
+        yield [("done", Computed(result=error_result(job, exc), data=b""), None)]
+        return
     items: queue.Queue[Streamed] = queue.Queue()
 
     def journal(job: Job, header: SessionStarted) -> Sink:
@@ -95,46 +102,18 @@ def run_on_worker(job: Job, env: JobEnv, token: str, project: str) -> Iterator[l
             return
 
 
-class RayUnavailable(ScoringError):
-    """Ray could not be started, or the cluster at the address could not be reached."""
-
-
-def start_ray(address: str | None, num_cpus: int) -> bool:
-    """Connect to the cluster at ``address``, or start a local instance; False when this
-    process was already connected (it is then left connected).  ``RayUnavailable`` when
-    neither works."""
-    if ray.is_initialized():
-        return False
-    options: dict[str, Any] = {
-        "include_dashboard": False,
-        "log_to_driver": False,
-        "logging_level": "ERROR",
-        "configure_logging": True,
-    }
-    try:
-        if address:
-            ray.init(address=address, **options)
-        else:
-            ray.init(num_cpus=num_cpus, **options)
-    except Exception as exc:  # Ray raises many kinds (ConnectionError, RuntimeError, ...)
-        where = f"the Ray cluster at {address}" if address else "a local Ray instance"
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise RayUnavailable(f"--executor ray: cannot start {where}: {first}") from exc
-    return True
-
-
 class RayExecutor:
     """Runs jobs as Ray tasks, at most ``concurrency`` in flight."""
 
     def __init__(
-        self, env: JobEnv, concurrency: int, guard: Guard, *, owns: bool, project: Path
+        self, env: JobEnv, concurrency: int, guard: Guard, *, owns: bool, project: str
     ) -> None:
         self._owns = owns
         self._env = env
         self._guard = guard
         self._limit = max(1, concurrency)
         self._token = uuid.uuid4().hex
-        self._project = str(project)
+        self._project = project
         self._shipped = ray.put(shipped_env(env))
         self._task = ray.remote(num_cpus=1, max_retries=0, num_returns="streaming")(run_on_worker)
         self._queue: deque[Job] = deque()
@@ -230,17 +209,38 @@ class WorkerLost(Exception):
     """A Ray task that did not return: its worker died or the task failed outside the job."""
 
     def __init__(self, exc: Exception) -> None:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        super().__init__(f"the Ray worker running it was lost ({type(exc).__name__}: {first})")
+        super().__init__(f"the Ray worker running it was lost ({ray_cause(exc)})")
 
 
-def ray_executor(*, address: str | None, project: Path, num_cpus: int = 4) -> ExecutorFactory:
+_ESCAPES = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def ray_cause(exc: BaseException) -> str:
+    """``exc`` as one plain line: a task's own exception without Ray's wrapping (its
+    ``cause``), terminal escape codes left out."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(exc, ray.exceptions.RayTaskError) and isinstance(cause, BaseException):
+        exc = cause
+    text = _ESCAPES.sub("", str(exc)).strip()
+    first = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def ray_executor(
+    *,
+    address: str | None,
+    project: Path,
+    num_cpus: int = 4,
+    runtime_env: dict[str, Any] | None = None,
+) -> ExecutorFactory:
     """An ``ExecutorFactory`` for Ray at ``address`` (None: a local instance of ``num_cpus``
-    for the run).  Ray is started (or reached) now, before the run begins:
-    ``RayUnavailable`` when it cannot be."""
-    owns = start_ray(address, num_cpus)
+    for the run), ``runtime_env`` given to Ray (``working_dir``: the project shipped, and
+    agents imported from the workers' copy).  Ray is started (or reached) now, before the
+    run begins: ``RayUnavailable`` when it cannot be."""
+    owns = start_ray(address, num_cpus, runtime_env)
+    shipped = "" if runtime_env and "working_dir" in runtime_env else str(project)
 
     def make(env: JobEnv, concurrency: int, guard: Guard) -> Executor:
-        return RayExecutor(env, concurrency, guard, owns=owns, project=project)
+        return RayExecutor(env, concurrency, guard, owns=owns, project=shipped)
 
     return make

@@ -1,10 +1,13 @@
 """Where a rescore's sessions are scored: in this process, or in batches elsewhere.
 
 ``rescore_run`` and ``rescore_tapes`` read the tapes and hand each session to a
-``Rescorer`` with a callback; the in-process rescorer scores it at once, the
-Ray rescorer (``_ray_rescore``) sends sessions in batches, so scheduling one
-task costs far less than the sessions it scores.  Callbacks are called in the
-order the sessions were added, so a rescore's results keep tape order.
+``Rescorer`` with a callback, still compressed (a ``PackedSession``: its
+frames as the tape stores them), so the reading process never decodes a
+session it sends away.  Whoever scores it decodes it (``unpack_session``),
+folds it and scores it: the in-process rescorer at once, the process-pool
+and Ray rescorers (``executors``) in batches, so scheduling one task costs
+far less than the sessions it scores.  Callbacks are called in the order the
+sessions were added, so a rescore's results keep tape order.
 """
 
 from __future__ import annotations
@@ -14,13 +17,17 @@ from typing import Protocol
 
 import attrs
 
-from evaltape.recorder import RecordedSession, fold
+from evaltape.recorder import Note, fold
+from evaltape.recorder._shared import PackedSession, TapeBudget, unpack_session
 
 from ...cases._cases import Case
 from ...checks._score import Scorer
 from ...judge._judgement import DEFAULT_FLOORS, Floors
 from ...results._records import AttemptResult
 from ._rescore import Rescored, rescore_session
+
+UNBOUNDED = 1 << 62
+"""A budget that only counts: the tape's limit is checked where the tape is read."""
 
 
 @attrs.frozen(kw_only=True)
@@ -29,55 +36,95 @@ class RescoreItem:
 
     case: Case
     """Today's case."""
-    recorded: RecordedSession
-    """The recorded session (complete)."""
+    packed: PackedSession
+    """The recorded session, still compressed (its end frame was read)."""
     tape: str
     """The tape, as the run record names it."""
     before: AttemptResult | None = None
     """The attempt's earlier result, if known."""
 
 
+@attrs.frozen(kw_only=True)
+class Landed:
+    """What scoring one item gave: its result, or why the session could not be scored."""
+
+    rescored: Rescored | None
+    """The session scored again; None when it did not decode whole."""
+    problem: str = ""
+    """Why the session stops early (a corrupt event), when ``rescored`` is None."""
+    notes: tuple[str, ...] = ()
+    """What decoding it noted (skipped unknown events, corruption), one line each."""
+    decoded: int = 0
+    """Bytes the session decoded to (counted against its tape's budget by the reader)."""
+
+
 def rescore_items(
     items: Sequence[RescoreItem], scorer: Scorer, floors: Floors = DEFAULT_FLOORS
-) -> list[Rescored]:
-    """Fold and score each item (``rescore_session``), in order."""
-    return [
-        rescore_session(
+) -> list[Landed]:
+    """Decode, fold and score each item (``rescore_session``), in order."""
+    out: list[Landed] = []
+    for item in items:
+        notes: list[str] = []
+
+        def note(n: Note, notes: list[str] = notes) -> None:
+            if n.kind != "incomplete":  # reported with the session it concerns
+                notes.append(n.message)
+
+        counted = TapeBudget(UNBOUNDED)
+        recorded = unpack_session(item.packed, on_note=note, budget=counted)
+        if not recorded.complete:
+            problem = recorded.problem or "no end event"
+            out.append(
+                Landed(rescored=None, problem=problem, notes=tuple(notes), decoded=counted.used)
+            )
+            continue
+        rescored = rescore_session(
             item.case,
-            fold(item.recorded.events),
+            fold(recorded.events),
             scorer,
             tape=item.tape,
             before=item.before,
             floors=floors,
         )
-        for item in items
-    ]
+        out.append(Landed(rescored=rescored, notes=tuple(notes), decoded=counted.used))
+    return out
+
+
+Done = Callable[[Landed], None]
+"""Called with each item's outcome, in the order the items were added."""
 
 
 class Rescorer(Protocol):
     """Scores recorded sessions, now or later, calling back in the order they came."""
 
-    def add(self, item: RescoreItem, done: Callable[[Rescored], None]) -> None:
-        """Score ``item``; ``done`` gets its result (perhaps only at a later ``add`` or
+    def add(self, item: RescoreItem, done: Done) -> None:
+        """Score ``item``; ``done`` gets its outcome (perhaps only at a later ``add`` or
         ``flush``)."""
 
     def flush(self) -> None:
         """Wait for every item added; every callback has been called when it returns."""
 
+    def close(self) -> None:
+        """Stop: drop what is pending and release the workers (after ``flush`` or on an
+        error)."""
+
 
 class InProcess:
-    """Scores each session at once, in this thread (the default)."""
+    """Scores each session at once, in this thread."""
 
     def __init__(self, scorer: Scorer, floors: Floors = DEFAULT_FLOORS) -> None:
         self.scorer = scorer
         self.floors = floors
 
-    def add(self, item: RescoreItem, done: Callable[[Rescored], None]) -> None:
+    def add(self, item: RescoreItem, done: Done) -> None:
         """Score ``item`` now."""
         done(rescore_items((item,), self.scorer, self.floors)[0])
 
     def flush(self) -> None:
         """Nothing is pending."""
+
+    def close(self) -> None:
+        """Nothing to release."""
 
 
 RescorerFactory = Callable[[Scorer, Floors], Rescorer]

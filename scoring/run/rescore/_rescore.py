@@ -35,7 +35,13 @@ from evaltape.recorder import (
     TapeReader,
     Usage,
 )
-from evaltape.recorder._shared import MAX_TAPE_BYTES, OverBudget
+from evaltape.recorder._shared import (
+    MAX_TAPE_BYTES,
+    OverBudget,
+    PackedSession,
+    TapeBudget,
+    packed_sessions,
+)
 
 from ...cases._cases import Case
 from ...checks._score import Score, Scorer
@@ -293,6 +299,50 @@ def stream_sessions(
         for recorded in reader.sessions():
             if wanted(recorded.session_id):
                 each(recorded.session_id, recorded)
+    except OverBudget:
+        raise
+    except (TapeError, OSError) as exc:
+        return f"{tape}: {exc}"
+    return ""
+
+
+class TapeBudgets:
+    """Per tape, what its sessions decoded to where they were scored, against
+    ``MAX_TAPE_BYTES``: a rescore refuses a tape past it, as reading it here would."""
+
+    def __init__(self) -> None:
+        self._budgets: dict[Path, TapeBudget] = {}
+
+    def charge(self, tape: Path, decoded: int) -> None:
+        """Count ``decoded`` bytes of one of ``tape``'s sessions; ``OverBudget`` past it."""
+        budget = self._budgets.setdefault(tape, TapeBudget(MAX_TAPE_BYTES))
+        try:
+            budget.take(decoded, "session")
+        except OverBudget as exc:
+            raise OverBudget(f"{tape}: {exc}") from None
+
+
+def stream_packed(
+    tape: Path,
+    each: Callable[[PackedSession], None],
+    notes: list[str],
+    wanted: Callable[[str], bool] = lambda session_id: True,
+) -> str:
+    """``stream_sessions`` without decoding: hand each ``wanted`` session of ``tape`` to
+    ``each`` still compressed (whoever scores it decodes it); "" or why the tape cannot be
+    read.  The tape's budget (``MAX_TAPE_BYTES``) counts the sizes its frames declare."""
+    if not tape.is_file():
+        return f"{tape}: no such tape"
+
+    def note(n: Note) -> None:
+        if n.kind != "incomplete":  # reported with the session it concerns
+            notes.append(n.message)
+
+    try:
+        reader = TapeReader(tape, strict=False, on_note=note, tape_limit=MAX_TAPE_BYTES)
+        for packed in packed_sessions(reader):
+            if wanted(packed.session_id):
+                each(packed)
     except OverBudget:
         raise
     except (TapeError, OSError) as exc:

@@ -12,9 +12,7 @@ from pathlib import Path
 
 import attrs
 
-from evaltape.recorder import (
-    RecordedSession,
-)
+from evaltape.recorder._shared import PackedSession
 
 from ...cases._cases import Case
 from ...checks._score import Scorer
@@ -25,8 +23,15 @@ from ...results._records import (
     RunRecord,
     Verdict,
 )
-from ._exec import InProcess, RescoreItem, Rescorer
-from ._rescore import Rescored, RescoreOutcome, Skipped, locate_tape, stream_sessions
+from ._exec import InProcess, Landed, RescoreItem, Rescorer
+from ._rescore import (
+    Rescored,
+    RescoreOutcome,
+    Skipped,
+    TapeBudgets,
+    locate_tape,
+    stream_packed,
+)
 
 Waiting = dict[str, list[tuple[int, AttemptResult, Case]]]
 """Per session id, the run's attempts (position, result, today's case) that point to it."""
@@ -79,34 +84,42 @@ def rescore_run(
             )
     scoring = rescorer(scorer, floors) if rescorer is not None else InProcess(scorer, floors)
 
-    def finished(i: int, result: Rescored) -> None:
-        outcomes[i] = result
-        on_result(result)
+    budgets = TapeBudgets()
 
-    for path, sessions in by_tape.items():
+    def landed(path: Path, i: int, attempt: AttemptResult, where: str, outcome: Landed) -> None:
+        budgets.charge(path, outcome.decoded)
+        notes.extend(outcome.notes)
+        if outcome.rescored is None:
+            skip(i, attempt, f"{where} has no end ({outcome.problem})")
+        else:
+            outcomes[i] = outcome.rescored
+            on_result(outcome.rescored)
 
-        def each(
-            session_id: str,
-            recorded: RecordedSession,
-            path: Path = path,
-            sessions: Waiting = sessions,
-        ) -> None:
-            waiting = sessions.pop(session_id)
-            if not recorded.complete:
+    try:
+        for path, sessions in by_tape.items():
+
+            def each(
+                packed: PackedSession, path: Path = path, sessions: Waiting = sessions
+            ) -> None:
+                session_id = packed.session_id
+                waiting = sessions.pop(session_id)
+                where = f"{path}: session {session_id}"
+                if not packed.ended or packed.broken:
+                    why = packed.broken or "no end event: its writer stopped (or is still writing)"
+                    for i, attempt, _ in waiting:
+                        skip(i, attempt, f"{where} has no end ({why})")
+                    return
+                for i, attempt, case in waiting:
+                    item = RescoreItem(case=case, packed=packed, tape=attempt.tape, before=attempt)
+                    scoring.add(item, functools.partial(landed, path, i, attempt, where))
+
+            problem = stream_packed(path, each, notes, wanted=sessions.__contains__)
+            for session_id, waiting in sessions.items():
                 for i, attempt, _ in waiting:
-                    skip(
-                        i, attempt, f"{path}: session {session_id} has no end ({recorded.problem})"
-                    )
-                return
-            for i, attempt, case in waiting:
-                item = RescoreItem(case=case, recorded=recorded, tape=attempt.tape, before=attempt)
-                scoring.add(item, functools.partial(finished, i))
-
-        problem = stream_sessions(path, each, notes, wanted=sessions.__contains__)
-        for session_id, waiting in sessions.items():
-            for i, attempt, _ in waiting:
-                skip(i, attempt, problem or f"{path}: no session {session_id}")
-    scoring.flush()
+                    skip(i, attempt, problem or f"{path}: no session {session_id}")
+        scoring.flush()
+    finally:
+        scoring.close()
     ordered = [outcomes[i] for i in sorted(outcomes)]
     return RescoreOutcome(
         rescored=tuple(o for o in ordered if isinstance(o, Rescored)),

@@ -7,25 +7,28 @@ run record the session names (its ``run_id`` metadata), if that record exists.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
 
-from evaltape.recorder import Mode, RecordedSession, TapeError, TapeReader
+from evaltape.recorder import Mode, SessionStarted, TapeError, TapeReader
+from evaltape.recorder._shared import PackedSession
 
 from ...cases._cases import Case
 from ...checks._score import Scorer
 from ...judge._judgement import DEFAULT_FLOORS, Floors
 from ...results._record_files import read_record, record_path
 from ...results._records import AttemptResult, RecordError, Verdict
-from ._exec import InProcess, RescoreItem, RescorerFactory
+from ._exec import InProcess, Landed, RescoreItem, RescorerFactory
 from ._rescore import (
     Flip,
     Rescored,
     RescoreOutcome,
     Skipped,
-    stream_sessions,
+    TapeBudgets,
+    stream_packed,
     tape_label,
 )
 
@@ -39,8 +42,8 @@ class _Originals:
         self.results = results
         self._runs: dict[str, dict[str, AttemptResult]] = {}
 
-    def find(self, session: RecordedSession) -> AttemptResult | None:
-        run_id = dict(session.header.metadata).get("run_id")
+    def find(self, header: SessionStarted) -> AttemptResult | None:
+        run_id = dict(header.metadata).get("run_id")
         if not isinstance(run_id, str) or not run_id or "/" in run_id or "\\" in run_id:
             return None
         if run_id not in self._runs:
@@ -52,7 +55,7 @@ class _Originals:
             self._runs[run_id] = (
                 {a.session_id: a for a in record.attempts if a.session_id} if record else {}
             )
-        return self._runs[run_id].get(session.session_id)
+        return self._runs[run_id].get(header.session_id)
 
 
 def rescore_tapes(
@@ -86,36 +89,44 @@ def rescore_tapes(
     keep = _newest(tapes) if latest else None
     scoring = rescorer(scorer, floors) if rescorer is not None else InProcess(scorer, floors)
 
-    def finished(result: Rescored) -> None:
-        done.append(result)
-        on_result(result)
+    budgets = TapeBudgets()
 
-    for tape in tapes:
-        label = tape_label(tape, cassettes=cassettes, results=results)
+    def landed(tape: Path, what: str, outcome: Landed) -> None:
+        budgets.charge(tape, outcome.decoded)
+        notes.extend(outcome.notes)
+        if outcome.rescored is None:
+            skipped.append(Skipped(line=f"{what} has no end ({outcome.problem}); skipped"))
+        else:
+            done.append(outcome.rescored)
+            on_result(outcome.rescored)
 
-        def each(
-            session_id: str, recorded: RecordedSession, tape: Path = tape, label: str = label
-        ) -> None:
-            header = recorded.header
-            if header.mode is not Mode.LIVE:
-                return
-            what = f"{tape}: session {session_id} ({header.case_id})"
-            case = cases.get(header.case_id)
-            if not recorded.complete:
-                skipped.append(Skipped(line=f"{what} has no end; skipped"))
-            elif case is None:
-                skipped.append(Skipped(line=f"{what}: the case no longer exists; skipped"))
-            elif selected(case.id):
-                item = RescoreItem(
-                    case=case, recorded=recorded, tape=label, before=originals.find(recorded)
-                )
-                scoring.add(item, finished)
+    try:
+        for tape in tapes:
+            label = tape_label(tape, cassettes=cassettes, results=results)
 
-        wanted = (lambda sid: True) if keep is None else keep.get(tape, set()).__contains__
-        problem = stream_sessions(tape, each, notes, wanted=wanted)
-        if problem:
-            notes.append(problem)
-    scoring.flush()
+            def each(packed: PackedSession, tape: Path = tape, label: str = label) -> None:
+                header = packed.header
+                if header.mode is not Mode.LIVE:
+                    return
+                what = f"{tape}: session {packed.session_id} ({header.case_id})"
+                case = cases.get(header.case_id)
+                if not packed.ended or packed.broken:
+                    skipped.append(Skipped(line=f"{what} has no end; skipped"))
+                elif case is None:
+                    skipped.append(Skipped(line=f"{what}: the case no longer exists; skipped"))
+                elif selected(case.id):
+                    item = RescoreItem(
+                        case=case, packed=packed, tape=label, before=originals.find(header)
+                    )
+                    scoring.add(item, functools.partial(landed, tape, what))
+
+            wanted = (lambda sid: True) if keep is None else keep.get(tape, set()).__contains__
+            problem = stream_packed(tape, each, notes, wanted=wanted)
+            if problem:
+                notes.append(problem)
+        scoring.flush()
+    finally:
+        scoring.close()
     return RescoreOutcome(rescored=tuple(done), skipped=tuple(skipped), notes=tuple(notes))
 
 

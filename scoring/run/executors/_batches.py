@@ -1,0 +1,81 @@
+"""Rescoring in batches elsewhere: the bookkeeping a process pool and Ray share.
+
+Sessions are sent ``batch`` at a time (a batch costs one task and one message,
+so scheduling costs little beside the scoring); at most ``limit`` batches are
+in flight, which bounds the reading process's memory; callbacks are called in
+the order sessions were added.  A batch that fails (a scorer's bug, a lost
+worker) stops the rescore with ``RescoreFailed``, naming the cause in one line:
+a rescore never reports on sessions it did not score.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
+
+from ..._errors import ScoringError
+from ..rescore._exec import Done, Landed, RescoreItem
+
+Handle = TypeVar("Handle")
+
+
+class RescoreFailed(ScoringError):
+    """A batch of sessions could not be scored where it was sent."""
+
+
+class Batches(Generic[Handle]):
+    """Queues items, sends full batches with ``send``, lands them in order with ``land``."""
+
+    def __init__(
+        self,
+        send: Callable[[Sequence[RescoreItem]], Handle],
+        land: Callable[[Handle], list[Landed]],
+        *,
+        batch: int,
+        limit: int,
+    ) -> None:
+        self._send_batch = send
+        self._land_batch = land
+        self._size = max(1, batch)
+        self._limit = max(1, limit)
+        self._items: list[RescoreItem] = []
+        self._callbacks: list[Done] = []
+        self._flight: deque[tuple[Handle, list[Done]]] = deque()
+        self.sent = 0
+        """Batches sent so far."""
+
+    def add(self, item: RescoreItem, done: Done) -> None:
+        """Queue ``item``; a full batch is sent (landing the oldest when too many fly)."""
+        self._items.append(item)
+        self._callbacks.append(done)
+        if len(self._items) >= self._size:
+            self.send()
+
+    def send(self) -> None:
+        """Send what is queued as one batch."""
+        if not self._items:
+            return
+        while len(self._flight) >= self._limit:
+            self._land()
+        handle = self._send_batch(self._items)
+        self._flight.append((handle, self._callbacks))
+        self.sent += 1
+        self._items, self._callbacks = [], []
+
+    def _land(self) -> None:
+        handle, callbacks = self._flight.popleft()
+        for outcome, done in zip(self._land_batch(handle), callbacks, strict=True):
+            done(outcome)
+
+    def drain(self) -> None:
+        """Send the last batch and land every one."""
+        self.send()
+        while self._flight:
+            self._land()
+
+    def take(self) -> tuple[list[RescoreItem], list[Done]]:
+        """The items queued and not yet sent, with their callbacks, taken out of the queue."""
+        taken = (self._items, self._callbacks)
+        self._items, self._callbacks = [], []
+        return taken

@@ -1,0 +1,104 @@
+"""Rescoring on every core of this machine: batches of sessions in a pool of processes.
+
+Folding and scoring a session is Python work that holds the GIL, so threads of
+one process score one session at a time whatever the machine has.  This
+rescorer sends ``BATCH`` sessions at a time, still compressed, to a pool of
+processes (one per core, started with ``spawn``: nothing of the reading
+process's threads or open files is inherited), which decode, fold and score
+them; the reading process only reads tapes.  A rescore of fewer than
+``BATCH`` sessions is scored in this process: starting the pool would cost
+more than it saves.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+from ..._errors import ScoringError
+from ...checks._score import Scorer
+from ...judge._judgement import Floors
+from ..rescore._exec import Done, Landed, RescoreItem, Rescorer, RescorerFactory, rescore_items
+from ._batches import Batches, RescoreFailed
+
+BATCH = 64
+"""Sessions per batch sent to a process."""
+
+
+def cores() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+class ProcessRescorer:
+    """Scores sessions in batches in ``processes`` processes; calls back in order."""
+
+    def __init__(
+        self, scorer: Scorer, floors: Floors, *, processes: int, batch: int = BATCH
+    ) -> None:
+        self._scorer = scorer
+        self._floors = floors
+        self._processes = max(1, processes)
+        self._pool: ProcessPoolExecutor | None = None
+        self._batches: Batches[Future[list[Landed]]] = Batches(
+            self._send, self._land, batch=batch, limit=2 * self._processes
+        )
+
+    @property
+    def batches(self) -> int:
+        """Batches sent to the pool so far."""
+        return self._batches.sent
+
+    def _send(self, items: Sequence[RescoreItem]) -> Future[list[Landed]]:
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(
+                max_workers=self._processes, mp_context=multiprocessing.get_context("spawn")
+            )
+        return self._pool.submit(rescore_items, list(items), self._scorer, self._floors)
+
+    def _land(self, future: Future[list[Landed]]) -> list[Landed]:
+        try:
+            return future.result()
+        except ScoringError:
+            raise
+        except BrokenProcessPool as exc:
+            raise RescoreFailed(f"rescore: a scoring process died ({exc})") from None
+        except Exception as exc:
+            raise RescoreFailed(
+                f"rescore: a batch of sessions failed: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def add(self, item: RescoreItem, done: Done) -> None:
+        """Queue ``item``; a full batch is sent to the pool."""
+        self._batches.add(item, done)
+
+    def flush(self) -> None:
+        """Score what is left (here, when the pool was never needed) and wait for every
+        batch."""
+        if self._pool is None:  # fewer than one batch: not worth a pool
+            items, callbacks = self._batches.take()
+            landed = rescore_items(items, self._scorer, self._floors)
+            for outcome, done in zip(landed, callbacks, strict=True):
+                done(outcome)
+        self._batches.drain()
+
+    def close(self) -> None:
+        """Shut the pool down, dropping batches not started."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+def process_rescorer(*, processes: int, batch: int = BATCH) -> RescorerFactory:
+    """A ``RescorerFactory`` for a pool of ``processes`` processes on this machine."""
+
+    def make(scorer: Scorer, floors: Floors) -> Rescorer:
+        return ProcessRescorer(scorer, floors, processes=processes, batch=batch)
+
+    return make
