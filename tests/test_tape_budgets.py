@@ -42,6 +42,7 @@ from evaltape.scoring.cli import lint as lint_module
 from evaltape.scoring.cli import show as show_module
 from evaltape.scoring.cli.main import cli
 from evaltape.scoring.run.attempt import _workspace
+from evaltape.scoring.run.executors._process_rescore import process_rescorer
 from evaltape.scoring.run.rescore import _rescore
 
 BODY = 256 * 1024
@@ -109,14 +110,21 @@ def test_a_tape_past_the_whole_tape_budget_is_one_line_and_exit_2(
     assert len(done.stdout.encode()) < 64 * 1024
 
 
-def test_rescore_refuses_a_tape_past_the_whole_tape_budget(bomb: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["here", "processes"])
+def test_rescore_refuses_a_tape_past_the_whole_tape_budget(
+    bomb: Path, tmp_path: Path, where: str
+) -> None:
     suites = tmp_path / "evals"
     suites.mkdir()
     case = {"id": "c", "prompt": "p", "failureCategory": "f", "whyModelBacked": "w"}
     (suites / "s.jsonl").write_text(json.dumps({**case, "expectMaxTurns": 5}) + "\n")
     cases = {c.id: c for s in load_suites([suites], rubrics_dir=tmp_path) for c in s.cases}
+    # in processes, the sessions decode there and the counts come back to the reader
+    pool = process_rescorer(processes=2, batch=1) if where == "processes" else None
     with pytest.raises(OverBudget, match="the tape decodes past the 2 MiB") as caught:
-        rescore_tapes([bomb], cases, make_scorer(), cassettes=tmp_path, results=tmp_path)
+        rescore_tapes(
+            [bomb], cases, make_scorer(), cassettes=tmp_path, results=tmp_path, rescorer=pool
+        )
     assert str(caught.value).startswith(f"{bomb}: ")
 
 

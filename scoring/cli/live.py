@@ -148,6 +148,7 @@ Example:
     "concurrency",
     "executor",
     "ray_address",
+    "ray_working_dir",
     "trials",
     "hang_limit",
     "scorers",

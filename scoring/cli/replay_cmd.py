@@ -102,6 +102,7 @@ Example:
     "concurrency",
     "executor",
     "ray_address",
+    "ray_working_dir",
     "hang_limit",
     "scorers",
     "judge_model",

@@ -62,6 +62,7 @@ Example:
     "concurrency",
     "executor",
     "ray_address",
+    "ray_working_dir",
     "judge_mean_floor",
     "judge_trial_floor",
     "sandbox",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -26,6 +27,13 @@ from ._batches import Batches, RescoreFailed
 
 BATCH = 64
 """Sessions per batch sent to a process."""
+
+
+def _score_batch(blob: bytes) -> list[Landed]:
+    """In a pool process: unpickle a batch (what cannot be unpickled here, such as a
+    scorer this process cannot import, fails the batch, not the process) and score it."""
+    items, scorer, floors = pickle.loads(blob)
+    return rescore_items(items, scorer, floors)
 
 
 def cores() -> int:
@@ -60,7 +68,8 @@ class ProcessRescorer:
             self._pool = ProcessPoolExecutor(
                 max_workers=self._processes, mp_context=multiprocessing.get_context("spawn")
             )
-        return self._pool.submit(rescore_items, list(items), self._scorer, self._floors)
+        blob = pickle.dumps((list(items), self._scorer, self._floors))
+        return self._pool.submit(_score_batch, blob)
 
     def _land(self, future: Future[list[Landed]]) -> list[Landed]:
         try:

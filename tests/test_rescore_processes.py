@@ -1,0 +1,159 @@
+"""Rescoring on every core: the process pool gives what one thread gives, and fails loudly.
+
+The shipped cassettes (168 recorded sessions of the reference agent, with judged,
+coding and trajectory cases) are rescored in this process and in a pool of two
+processes, in batches small enough that every batch goes to the pool; the
+results must be the same, in the same order.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import exchange
+
+from evaltape.recorder import Mode, SessionStarted, Status, open_session
+from evaltape.scoring import load_suites
+from evaltape.scoring.checks._scorers import make_scorer
+from evaltape.scoring.run.executors._batches import RescoreFailed
+from evaltape.scoring.run.executors._process_rescore import ProcessRescorer
+from evaltape.scoring.run.rescore._exec import Rescorer
+from evaltape.scoring.run.rescore._tapes import rescore_tapes
+from evaltape.scoring.sandbox import Sandbox
+from evaltape.scoring.verdicts._replaycheck import find_tapes
+
+REPO = Path(__file__).parent.parent
+pytestmark = pytest.mark.slow
+
+
+class Pool:
+    """A rescorer factory that keeps the pool it made, to count its batches."""
+
+    def __init__(self, batch: int) -> None:
+        self.batch = batch
+        self.made: list[ProcessRescorer] = []
+
+    def __call__(self, scorer: Any, floors: Any) -> Rescorer:
+        made = ProcessRescorer(scorer, floors, processes=2, batch=self.batch)
+        self.made.append(made)
+        return made
+
+
+def test_the_shipped_cassettes_rescore_the_same_in_two_processes_as_in_one_thread() -> None:
+    suites = load_suites([REPO / "evals"], rubrics_dir=REPO / "evals" / "rubrics")
+    cases = {c.id: c for s in suites for c in s.cases}
+    tapes = find_tapes(REPO / "cassettes")
+    scorer = make_scorer(sandbox=Sandbox.find())
+    where = {"cassettes": REPO / "cassettes", "results": REPO / ".evaltape" / "results"}
+    here = rescore_tapes(tapes, cases, scorer, **where)
+    pool = Pool(batch=16)
+    there = rescore_tapes(tapes, cases, scorer, rescorer=pool, **where)
+    assert len(here.rescored) == 168
+    assert [r.attempt_result() for r in there.rescored] == [
+        r.attempt_result() for r in here.rescored
+    ]
+    assert [r.judgement for r in there.rescored] == [r.judgement for r in here.rescored]
+    assert (there.skipped, there.notes) == (here.skipped, here.notes)
+    assert pool.made[0].batches == 168 // 16 + 1  # every session went to the pool
+
+
+def _suite_with_scorer(tmp_path: Path, module: str) -> dict[str, Any]:
+    # A module name of the test's own: every folder a scorer was imported from stays on
+    # sys.path, and processes started later inherit it.
+    (tmp_path / f"{module}.py").write_text(
+        "from evaltape.scoring import Score\n\n"
+        "def ok(case, session):\n"
+        "    return Score(passed=True, reason='')\n"
+    )
+    suites = tmp_path / "evals"
+    suites.mkdir()
+    case = {
+        "id": "c",
+        "prompt": "p",
+        "failureCategory": "f",
+        "whyModelBacked": "w",
+        "scorer": f"{module}:ok",
+    }
+    (suites / "s.jsonl").write_text(json.dumps(case) + "\n")
+    loaded = load_suites([suites], rubrics_dir=tmp_path, code_dir=tmp_path)
+    return {c.id: c for s in loaded for c in s.cases}
+
+
+def _tape(path: Path, sessions: int) -> None:
+    for n in range(sessions):
+        start = SessionStarted(
+            session_id=f"{n + 1:016x}", started_at=0.0, case_id="c", model="m", mode=Mode.LIVE
+        )
+        with open_session(path, start, clock=lambda: 1.0) as writer:
+            writer.append(
+                exchange(
+                    "http://x/v1/chat/completions",
+                    {"model": "m", "messages": [{"role": "user", "content": "p"}]},
+                    {"choices": [{"message": {"role": "assistant", "content": "done"}}]},
+                )
+            )
+            writer.end(Status.COMPLETED)
+
+
+def test_custom_scorers_travel_by_name_to_the_processes(tmp_path: Path) -> None:
+    cases = _suite_with_scorer(tmp_path, "travelling_checks")
+    tape = tmp_path / "t.tape"
+    _tape(tape, 6)
+    pool = Pool(batch=2)
+    outcome = rescore_tapes(
+        [tape], cases, make_scorer(), cassettes=tmp_path, results=tmp_path, rescorer=pool
+    )
+    assert [r.score.passed for r in outcome.rescored] == [True] * 6
+    assert any(c.name == "travelling_checks:ok" for c in outcome.rescored[0].score.checks)
+    assert pool.made[0].batches == 3
+
+
+def test_a_scorer_the_processes_cannot_import_fails_the_rescore_in_one_line(
+    tmp_path: Path,
+) -> None:
+    cases = _suite_with_scorer(tmp_path, "vanishing_checks")
+    tape = tmp_path / "t.tape"
+    _tape(tape, 4)
+    (tmp_path / "vanishing_checks.py").unlink()  # imported here already; a new process cannot
+    with pytest.raises(RescoreFailed) as caught:
+        rescore_tapes(
+            [tape], cases, make_scorer(), cassettes=tmp_path, results=tmp_path, rescorer=Pool(2)
+        )
+    message = str(caught.value)
+    assert message.startswith("rescore: a batch of sessions failed: ScorerUnavailable: ")
+    assert "cannot import vanishing_checks" in message and "\n" not in message
+
+
+def test_fewer_sessions_than_a_batch_are_scored_without_starting_a_pool(tmp_path: Path) -> None:
+    cases = _suite_with_scorer(tmp_path, "few_checks")
+    tape = tmp_path / "t.tape"
+    _tape(tape, 3)
+    pool = Pool(batch=64)
+    outcome = rescore_tapes(
+        [tape], cases, make_scorer(), cassettes=tmp_path, results=tmp_path, rescorer=pool
+    )
+    assert len(outcome.rescored) == 3 and pool.made[0].batches == 0
+
+
+def test_the_cli_rescore_on_every_core_prints_what_threads_print(tmp_path: Path) -> None:
+    outputs = []
+    for executor in ("threads", "auto"):
+        done = subprocess.run(
+            [sys.executable, "-m", "evaltape.scoring.cli", "rescore", "--executor", executor,
+             "--results", str(tmp_path / executor), "--json", "-"],
+            cwd=REPO, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        found = json.loads(done.stdout)
+        run_id = found.pop("run_id")
+        found.pop("record_path")
+        for clock in ("started_at", "finished_at", "updated_at"):
+            found["record"].pop(clock)
+        outputs.append(json.loads(json.dumps(found).replace(run_id, "RUN")))
+    assert outputs[0]["counts"] == outputs[1]["counts"] and outputs[0]["counts"]
+    assert outputs[0] == outputs[1]
