@@ -49,3 +49,29 @@ def test_an_unknown_executor_and_a_ray_address_without_ray_are_refused(tmp_path:
     assert done.stderr.strip().splitlines()[-1] == (
         "evaltape: error: --ray-address needs --executor ray"
     )
+
+
+def test_a_working_dir_over_the_limit_is_refused_naming_its_largest_parts(tmp_path: Path) -> None:
+    from evaltape.scoring.run.executors._ray_connect import (
+        MAX_WORKING_DIR,
+        RayUnavailable,
+        working_dir_of,
+    )
+
+    (tmp_path / "data").mkdir()
+    with open(tmp_path / "data" / "big.bin", "wb") as f:
+        f.truncate(MAX_WORKING_DIR + 1)  # sparse: no disk used
+    (tmp_path / "agent.py").write_text("def run(task): ...\n")
+    (tmp_path / ".venv").mkdir()
+    with open(tmp_path / ".venv" / "huge.bin", "wb") as f:
+        f.truncate(4 * MAX_WORKING_DIR)  # never shipped, never counted
+    with pytest.raises(RayUnavailable) as caught:
+        working_dir_of(tmp_path)
+    assert str(caught.value).startswith(
+        f"--ray-working-dir {tmp_path}: 100.0 MiB is over the 100 MiB that is shipped to workers "
+        "(largest: data 100 MiB, agent.py 0 MiB)"
+    )
+    (tmp_path / "data" / "big.bin").unlink()
+    shipped = working_dir_of(tmp_path, leave_out=(tmp_path / "results",))
+    assert shipped["working_dir"] == str(tmp_path)
+    assert ".venv" in shipped["excludes"] and "/results" in shipped["excludes"]

@@ -51,7 +51,11 @@ class ScorerUnavailable(ImportError):
 
 
 def _reimport(spec: str, folder: str) -> NamedScorer:
-    found = import_scorer(spec, Path(folder) if folder and Path(folder).is_dir() else None)
+    # This process's own path first (a Ray worker's copy of the project is on it), then
+    # the folder it was imported from when that exists here (the same machine).
+    found = import_scorer(spec, None)
+    if isinstance(found, str) and folder and Path(folder).is_dir():
+        found = import_scorer(spec, Path(folder))
     if isinstance(found, str):
         raise ScorerUnavailable(f"custom scorer {found}")
     return found

@@ -38,6 +38,9 @@ EXIT_UNRECORDED = 4
 """``--update-cassettes`` (or ``rerecord``): some attempt's session was not as complete as
 the recording (a provider error, a refused connection, a stream cut short, no answer) and
 did not go into its cassette; the recorded session was kept."""
+EXIT_NOT_RUN = 2
+"""An attempt could not run at all (a lost worker, an agent a worker cannot import): the
+run lacks evidence it was asked for."""
 
 
 def _rate_line(attempts: Sequence[AttemptResult]) -> str:
@@ -226,6 +229,12 @@ def render_outcome(outcome: LiveOutcome, opts: GateOptions) -> int:
         )
     for line in render_volatile(outcome.volatile):
         click.echo(line, err=True)
+    lost = [r for r in pool.results if r.verdict is Verdict.ERROR and not r.session_id]
+    if lost:
+        click.echo(
+            f"evaltape: {len(lost)} attempt(s) could not run at all, first: {lost[0].reason}",
+            err=True,
+        )
     if pool.not_started:
         click.echo(
             f"budget reached: {pool.not_started} attempt(s) not started; "
@@ -239,4 +248,9 @@ def render_outcome(outcome: LiveOutcome, opts: GateOptions) -> int:
     if pool.stopped is StopKind.INTERRUPT:
         click.echo("evaltape: interrupted; finished attempts were kept", err=True)
         return EXIT_INTERRUPTED
-    return gate_code or entry_code or (EXIT_UNRECORDED if outcome.unrecorded else 0)
+    return (
+        gate_code
+        or entry_code
+        or (EXIT_UNRECORDED if outcome.unrecorded else 0)
+        or (EXIT_NOT_RUN if lost else 0)
+    )

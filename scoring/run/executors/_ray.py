@@ -44,7 +44,7 @@ from .._jobs import Job, JobEnv, error_result
 from .._stop import StopKind
 from ..attempt._attempt import Computed, compute_job
 from ._executor import Executor, ExecutorFactory, Guard
-from ._ray_connect import start_ray
+from ._ray_connect import start_ray, stop_ray
 
 _WORKER_ENV: dict[str, JobEnv] = {}
 """On a worker process: the ``JobEnv`` of the run it last served (built once per run, so
@@ -202,7 +202,7 @@ class RayExecutor:
         """Cancel what is left; shut down the local Ray instance this run started."""
         self.cancel()
         if self._owns:
-            ray.shutdown()
+            stop_ray()
 
 
 class WorkerLost(Exception):

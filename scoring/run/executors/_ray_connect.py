@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ..._errors import ScoringError
 
@@ -132,7 +133,7 @@ def working_dir_of(folder: Path, leave_out: tuple[Path, ...] = ()) -> dict[str, 
         biggest = sorted(sizes.items(), key=lambda kv: -kv[1])[:3]
         named = ", ".join(f"{name} {size / 2**20:.0f} MiB" for name, size in biggest)
         raise RayUnavailable(
-            f"--ray-working-dir {folder}: {total / 2**20:.0f} MiB is over the "
+            f"--ray-working-dir {folder}: {total / 2**20:.1f} MiB is over the "
             f"{MAX_WORKING_DIR // 2**20} MiB that is shipped to workers (largest: {named}); "
             "name a smaller folder with --ray-working-dir, or install the agent on the workers "
             "and pass --ray-working-dir off"
@@ -140,12 +141,37 @@ def working_dir_of(folder: Path, leave_out: tuple[Path, ...] = ()) -> dict[str, 
     return {"working_dir": str(folder), "excludes": excludes}
 
 
+_SAVED_STDOUT: list[TextIO] = []
+
+
+def _quiet_stdout() -> None:
+    """While Ray is connected, what Python prints to standard output goes to standard
+    error: Ray's driver prints the cluster's errors (a dead raylet's account, dozens of
+    lines) to ``sys.stdout``, where they would break ``--json -``."""
+    if not _SAVED_STDOUT:
+        sys.stdout.flush()
+        _SAVED_STDOUT.append(sys.stdout)
+        sys.stdout = sys.stderr
+
+
+def stop_ray() -> None:
+    """Disconnect from Ray (shutting down a local instance) and give standard output back."""
+    import ray
+
+    try:
+        ray.shutdown()
+    finally:
+        if _SAVED_STDOUT:
+            sys.stdout = _SAVED_STDOUT.pop()
+
+
 def start_ray(
     address: str | None, num_cpus: int, runtime_env: dict[str, Any] | None = None
 ) -> bool:
     """Connect to the cluster at ``address``, or start a local instance; False when this
     process was already connected (it is then left connected).  ``RayUnavailable`` when
-    neither works, in one line."""
+    neither works, in one line.  Until ``stop_ray``, standard output goes to standard
+    error (``_quiet_stdout``)."""
     import ray
 
     if ray.is_initialized():
@@ -161,12 +187,14 @@ def start_ray(
     if address:
         probe(address)
         os.environ.setdefault("RAY_gcs_server_port_wait_time_s", str(CONNECT_SECONDS))
+    _quiet_stdout()
     try:
         if address:
             ray.init(address=address, **options)
         else:
             ray.init(num_cpus=num_cpus, **options)
-    except Exception as exc:  # Ray raises many kinds (ConnectionError, RuntimeError, ...)
+    except Exception as exc:
+        stop_ray()  # Ray raises many kinds (ConnectionError, RuntimeError, ...): all end here
         where = f"the Ray cluster at {address}" if address else "a local Ray instance"
         if any("InvalidAuthToken" in str(e) or "Unauthenticated" in str(e) for e in _chain(exc)):
             raise RayUnavailable(f"--executor ray: cannot join {where}: {TOKEN_HINT}") from exc

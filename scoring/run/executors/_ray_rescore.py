@@ -23,7 +23,7 @@ from ...judge._judgement import Floors
 from ..rescore._exec import Done, Landed, RescoreItem, Rescorer, RescorerFactory, rescore_items
 from ._batches import Batches, RescoreFailed
 from ._ray import ray_cause
-from ._ray_connect import start_ray
+from ._ray_connect import start_ray, stop_ray
 
 BATCH = 250
 """Sessions per task."""
@@ -79,7 +79,7 @@ class RayRescorer:
     def close(self) -> None:
         """Shut down the Ray instance it started, if it did."""
         if self._owns:
-            ray.shutdown()
+            stop_ray()
             self._owns = False
 
 
