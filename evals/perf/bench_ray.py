@@ -1,10 +1,11 @@
-"""Benchmark: threads against a local 2-worker Ray instance, side by side in one run.
+"""Benchmark: threads against 2 processes and a local 2-worker Ray instance, in one run.
 
 Three measures, each run with the thread pool (this process) and with the Ray
 executor on a local Ray instance of 2 workers (``num_cpus=2``, 127.0.0.1):
 
-- rescore of ``--sessions`` (10,000) generated 25-turn sessions (``traffic.py``,
-  as ``bench_rescore.py`` writes them), sent to Ray in batches of ``BATCH``;
+- rescore of ``--sessions`` (4,000) generated 25-turn sessions (``traffic.py``,
+  as ``bench_rescore.py`` writes them), also in a pool of 2 processes, sent in
+  batches still compressed; with the driver's CPU per session and a projection;
 - replay of a ``--cases`` x 3 (300-attempt) synthetic suite: a one-call
   Python agent recorded live against a 127.0.0.1 server, then replayed;
 - the per-task overhead: a Ray task that does nothing, and the replay's
@@ -13,7 +14,7 @@ executor on a local Ray instance of 2 workers (``num_cpus=2``, 127.0.0.1):
 Replaces the "Scaling out with Ray" section of docs/performance.md.
 
     python evals/perf/bench_ray.py               # measure and update the doc
-    python evals/perf/bench_ray.py --sessions 1000 --cases 20 --no-doc
+    python evals/perf/bench_ray.py --sessions 500 --cases 20 --no-doc
 """
 
 from __future__ import annotations
@@ -60,7 +61,15 @@ def timed(work: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - started, value
 
 
+def timed_cpu(work: Callable[[], Any]) -> tuple[float, float, Any]:
+    """Wall seconds, this process's CPU seconds (every thread, no children), the value."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    value = work()
+    return time.perf_counter() - wall, time.process_time() - cpu, value
+
+
 def rescore_rows(folder: Path, sessions: int, address: str) -> dict[str, float]:
+    from evaltape.scoring.run.executors._process_rescore import ProcessRescorer
     from evaltape.scoring.run.executors._ray_rescore import BATCH, RayRescorer
 
     written, tapes = timed(lambda: write_tapes(folder / "cassettes", sessions))
@@ -72,25 +81,35 @@ def rescore_rows(folder: Path, sessions: int, address: str) -> dict[str, float]:
     }
     made: list[RayRescorer] = []
 
-    def rescorer(scorer: Any, floors: Any) -> RayRescorer:
+    def on_ray(scorer: Any, floors: Any) -> RayRescorer:
         made.append(RayRescorer(scorer, floors, address=address, num_cpus=WORKERS))
         return made[-1]
 
-    here_s, here = timed(lambda: rescore_tapes(tapes, cases, **options))
-    ray_s, there = timed(lambda: rescore_tapes(tapes, cases, rescorer=rescorer, **options))
-    if there != here:
-        raise SystemExit("rescore on Ray differs from rescore in this process")
-    one = [tapes[0]]  # the driver's share: reading one tape, nothing scored
-    read_s, _ = timed(lambda: sum(1 for _ in TapeReader(one[0], strict=False).sessions()))
-    per_tape = sessions / len(tapes)
+    def in_pool(scorer: Any, floors: Any) -> ProcessRescorer:
+        return ProcessRescorer(scorer, floors, processes=WORKERS)
+
+    here_s, here_cpu, here = timed_cpu(lambda: rescore_tapes(tapes, cases, **options))
+    pool_s, pool_cpu, pooled = timed_cpu(
+        lambda: rescore_tapes(tapes, cases, rescorer=in_pool, **options)
+    )
+    ray_s, ray_cpu, there = timed_cpu(
+        lambda: rescore_tapes(tapes, cases, rescorer=on_ray, **options)
+    )
+    if there != here or pooled != here:
+        raise SystemExit("rescore on Ray or in processes differs from rescore in this process")
+    n = len(here.rescored)
     return {
-        "sessions": len(here.rescored),
+        "sessions": n,
         "write_s": written,
         "threads_s": here_s,
+        "threads_cpu_ms": here_cpu / n * 1000,
+        "pool_s": pool_s,
+        "pool_cpu_ms": pool_cpu / n * 1000,
         "ray_s": ray_s,
+        "ray_cpu_ms": ray_cpu / n * 1000,
         "tasks": made[0].tasks,
         "batch": BATCH,
-        "read_ms": read_s / per_tape * 1000,
+        "tape_kb": sum(t.stat().st_size for t in tapes) / n / 1024,
     }
 
 
@@ -174,57 +193,77 @@ def section(args: argparse.Namespace) -> str:
     finally:
         ray.shutdown()
     load_after = os.getloadavg()
-    r_ratio = rescore["threads_s"] / rescore["ray_s"]
+    r = rescore
+    ray_ratio = r["threads_s"] / r["ray_s"]
+    pool_ratio = r["threads_s"] / r["pool_s"]
     p_ratio = replay["threads_s"] / replay["ray_s"]
     extra_ms = (replay["ray_s"] - replay["threads_s"]) / replay["attempts"] * 1000
-    per_session_ms = rescore["threads_s"] / rescore["sessions"] * 1000
-    rescore_row = (
-        f"| rescore {rescore['sessions']:,} 25-turn sessions ({rescore['tasks']} tasks of "
-        f"{rescore['batch']}) | {rescore['threads_s']:.1f} s | {rescore['ray_s']:.1f} s "
-        f"| **{r_ratio:.2f}x** |"
-    )
-    replay_row = (
-        f"| replay {replay['attempts']:,} attempts (concurrency {CONCURRENCY}) "
-        f"| {replay['threads_s']:.1f} s | {replay['ray_s']:.1f} s | **{p_ratio:.2f}x** |"
+    work_ms = r["threads_cpu_ms"]  # one session on one core: read, decode, fold, score
+    big, workers = 100_000, 16
+    driver_total = big * r["ray_cpu_ms"] / 1000
+    worker_total = big * work_ms / 1000 / workers
+    projected = max(driver_total, worker_total)
+    bound = "the driver" if driver_total >= worker_total else "the workers"
+    ray_row = (
+        f"| Ray, {WORKERS} workers ({r['tasks']} tasks of {r['batch']}) "
+        f"| {r['ray_s']:.1f} s | **{ray_ratio:.2f}x** |"
     )
     return f"""{HEADING}
 
-The same work with the thread pool (`--executor threads`, this process) and
-with `--executor ray` on a local Ray instance of {WORKERS} workers
-(`num_cpus={WORKERS}`, 127.0.0.1), side by side in one run.  Ratios are thread
-time / Ray time: above 1, Ray is faster.  Verdicts (and rescore results) are
-checked to be identical before a figure is reported.
+Rescoring the same tapes three ways, side by side in one run: in this process
+(`--executor threads`), in a pool of {WORKERS} processes on this machine (`auto`,
+the default), and as Ray tasks on a local Ray instance of {WORKERS} workers
+(`num_cpus={WORKERS}`, 127.0.0.1); then a replay with threads and on Ray.
+Ratios are thread time / other time: above 1, the other is faster.  Results and
+verdicts are checked to be identical before a figure is reported.  Sessions go
+to processes and to Ray still compressed, as the tape stores them
+({r["tape_kb"]:.1f} KB each here), and are decoded where they are scored.
 
 ```sh
 python evals/perf/bench_ray.py --sessions {args.sessions} --cases {args.cases}
 ```
 
-Machine: {machine()}; ray {ray.__version__}.  The machine is shared and busy
-(load average {load[0]:.1f} when the run started, {load_after[0]:.1f} when it
-ended, on 2 cores), so the absolute seconds are inflated and vary from run to
-run; the ratios, measured back to back, are the figures to read.
+Machine: {machine()}; ray {ray.__version__}.  Load average {load[0]:.1f} when
+the run started, {load_after[0]:.1f} when it ended, on 2 cores; the ratios,
+measured back to back, are the figures to read.
 
-| measure | threads | Ray, {WORKERS} workers | ratio |
+| rescore {r["sessions"]:,} 25-turn sessions | seconds | ratio to threads |
+|---|---:|---:|
+| threads (this process) | {r["threads_s"]:.1f} s | 1.00x |
+| {WORKERS} processes (`auto`, batches of 64) | {r["pool_s"]:.1f} s | **{pool_ratio:.2f}x** |
+{ray_row}
+
+| the reading process's CPU per session | ms |
+|---|---:|
+| threads: read, decode, fold and score it | {r["threads_cpu_ms"]:.2f} |
+| processes: read it and send it compressed | {r["pool_cpu_ms"]:.2f} |
+| Ray (the driver): read it and send it compressed | {r["ray_cpu_ms"]:.2f} |
+
+**Projection, 10^5 sessions on {workers} Ray workers.**  The driver's CPU per
+session ({r["ray_cpu_ms"]:.2f} ms) times 10^5 is {driver_total:.0f} s; one
+session's work on one core ({work_ms:.2f} ms) times 10^5 over {workers} workers is
+{worker_total:.0f} s.  The two overlap (the driver reads while the workers
+score), so the run takes about max({driver_total:.0f} s, {worker_total:.0f} s) =
+**{projected:.0f} s**, bound by {bound}, plus starting or joining the cluster.
+
+| replay {replay["attempts"]:,} attempts (concurrency {CONCURRENCY}) | threads | Ray | ratio |
 |---|---:|---:|---:|
-{rescore_row}
-{replay_row}
+| one-call agent | {replay["threads_s"]:.1f} s | {replay["ray_s"]:.1f} s | **{p_ratio:.2f}x** |
 
 | overhead | value |
 |---|---:|
 | starting the local Ray instance | {start_s:.1f} s |
 | one Ray task that does nothing ({WORKERS} workers, 200 at once) | {overhead_ms:.1f} ms |
 | replay: extra time per attempt on Ray | {extra_ms:+.1f} ms |
-| rescore: one session in this process (read, fold, score) | {per_session_ms:.1f} ms |
-| rescore: the driver's share of one session (reading it) | {rescore["read_ms"]:.1f} ms |
 
-(The {rescore["sessions"]:,} sessions' tapes took {rescore["write_s"]:.0f} s to write; that
-is not part of either figure.)
+(The {r["sessions"]:,} sessions' tapes took {r["write_s"]:.0f} s to write; that
+is not part of any figure.)
 """
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sessions", type=int, default=10_000, help="sessions to rescore")
+    parser.add_argument("--sessions", type=int, default=4_000, help="sessions to rescore")
     parser.add_argument("--cases", type=int, default=100, help="cases in the replayed suite")
     parser.add_argument("--no-doc", action="store_true", help="print, do not update the doc")
     args = parser.parse_args(argv)
