@@ -24,6 +24,7 @@ from evaltape.recorder import (
     Usage,
     default_redactor,
 )
+from evaltape.recorder._shared import PackedSession
 from evaltape.replay import Route
 
 from ..cases._cases import Case
@@ -63,6 +64,9 @@ class Job:
     """The run this job belongs to."""
     recorded: RecordedSession | None = None
     """Replay: the recorded session served to the agent."""
+    packed: PackedSession | None = attrs.field(default=None, eq=False, repr=False)
+    """Replay: the same session still compressed, as its tape stores it; what is shipped to
+    another process, which decodes it into ``recorded`` there."""
     environ: tuple[tuple[str, str], ...] = ()
     """Environment overrides for this attempt only (an A/B variant's ``env:K=V``), laid
     over ``JobEnv.environ``; never written to the tape.  ``os.environ`` is never changed."""

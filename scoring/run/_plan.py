@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from evaltape.recorder import RecordedSession
+from evaltape.recorder._shared import PackedSession
 
 from ..cases._cases import Case, Suite
 from ..results._records import RunKind
@@ -68,10 +69,16 @@ def run_tape(results: Path, run_id: str, case: Case) -> tuple[Path, str]:
 
 
 def plan_replay(
-    recorded: Iterable[tuple[Case, RecordedSession]], results: Path, run_id: str
+    recorded: Iterable[tuple[Case, RecordedSession]],
+    results: Path,
+    run_id: str,
+    *,
+    packed: Mapping[str, PackedSession] | None = None,
 ) -> tuple[Job, ...]:
-    """One replay job per recorded session, writing under the results folder."""
+    """One replay job per recorded session, writing under the results folder; ``packed``
+    (by session id) is each session still compressed, what is shipped to another process."""
     jobs = []
+    packs = packed or {}
     for case, session in recorded:
         tape, label = run_tape(results, run_id, case)
         jobs.append(
@@ -84,6 +91,7 @@ def plan_replay(
                 tape_label=label,
                 run_id=run_id,
                 recorded=session,
+                packed=packs.get(session.session_id),
             )
         )
     return tuple(jobs)

@@ -226,7 +226,12 @@ def run_replay(request: ReplayRequest) -> ReplayOutcome:
     sandbox = sandbox_for(config, host, reporter)
     executor = resolve_executor(config, host)
     run_id = make_run_id(host.clock, host.entropy)
-    jobs = plan_replay(((r.case, r.session) for r in found.recorded), config.results, run_id)
+    jobs = plan_replay(
+        ((r.case, r.session) for r in found.recorded),
+        config.results,
+        run_id,
+        packed={r.session.session_id: r.packed for r in found.recorded if r.packed is not None},
+    )
     judge = None
     if request.allow_live_judge:
         judge = judge_for(config, host.environ, [j.model for j in jobs])

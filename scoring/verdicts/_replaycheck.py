@@ -39,6 +39,7 @@ from evaltape.recorder import (
     TapeError,
     TapeReader,
 )
+from evaltape.recorder._shared import PackedSession, packed_sessions, unpack_session
 
 from ..cases._cases import Case, Suite
 from ..checks._score import Score
@@ -271,6 +272,9 @@ class Recorded:
     """The recorded session."""
     tape: Path
     """The tape it came from."""
+    packed: PackedSession | None = attrs.field(default=None, eq=False, repr=False)
+    """The same session still compressed, as the tape stores it: what travels to another
+    process (a Ray worker) that replays it."""
 
 
 @attrs.frozen(kw_only=True)
@@ -336,13 +340,17 @@ def find_recorded(
                 notes.append(n.message)
 
         try:
-            sessions = list(TapeReader(tape, strict=False, on_note=note).sessions())
+            reader = TapeReader(tape, strict=False, on_note=note)
+            packs = list(packed_sessions(reader))
         except (TapeError, OSError) as exc:
             text = str(exc)
             unreadable.append(text if str(tape) in text else f"{tape}: {text}")
             damaged.add(tape.stem)  # cassettes are <suite>/<case id>.tape
             continue
-        for session in sessions:
+        for packed in packs:
+            session = unpack_session(packed, on_note=note)
+            if not session.events:  # its start did not decode after all (a note says so)
+                continue
             header = session.header
             seen.add(header.case_id)
             if header.mode is not Mode.LIVE:
@@ -372,7 +380,7 @@ def find_recorded(
                 continue
             case = selected.get(header.case_id)
             if case is not None:
-                recorded.append(Recorded(case=case, session=session, tape=tape))
+                recorded.append(Recorded(case=case, session=session, tape=tape, packed=packed))
     if latest:
         newest: dict[tuple[str, str, int], Recorded] = {}
         for r in recorded:

@@ -34,10 +34,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import ray
 import ray.exceptions
 
 from evaltape.recorder import Journal, SessionStarted, Sink, TapeError, journal_path
+from evaltape.recorder._shared import unpack_session
 
 from .._env import shipped_env, worker_env
 from .._jobs import Job, JobEnv, error_result
@@ -71,10 +73,13 @@ def run_on_worker(job: Job, env: JobEnv, token: str, project: str) -> Iterator[l
     (kind and reason, e.g. refused credentials), if any."""
     try:
         local = _env_on_worker(token, env, project)
+        if job.recorded is None and job.packed is not None:  # sent compressed: decode here
+            job = attrs.evolve(job, recorded=unpack_session(job.packed))
     except Exception as exc:  # the agent cannot be imported here: this job's error, said plainly
         yield [("done", Computed(result=error_result(job, exc), data=b""), None)]
         return
     items: queue.Queue[Streamed] = queue.Queue()
+    light = attrs.evolve(job, recorded=None, packed=None)
 
     def journal(job: Job, header: SessionStarted) -> Sink:
         items.put(("start", header.session_id))
@@ -85,6 +90,8 @@ def run_on_worker(job: Job, env: JobEnv, token: str, project: str) -> Iterator[l
             computed = compute_job(job, local, journal=journal)
         except Exception as exc:  # a scorer's bug: this job only
             computed = Computed(result=error_result(job, exc), data=b"")
+        # the driver puts its own job back: the decoded session does not travel back
+        computed = attrs.evolve(computed, result=attrs.evolve(computed.result, job=light))
         stop = local.stop
         raised = (stop.kind.value, stop.reason) if stop.kind is not None else None
         if raised is not None:  # the next job of this run on this worker starts afresh
@@ -131,7 +138,8 @@ class RayExecutor:
                 self._queue.clear()
                 return
             job = self._queue.popleft()
-            ref = self._task.remote(job, self._shipped, self._token, self._project)
+            sent = attrs.evolve(job, recorded=None) if job.packed is not None else job
+            ref = self._task.remote(sent, self._shipped, self._token, self._project)
             self._running[ref] = job
 
     def collect(self, timeout: float) -> tuple[Computed, ...]:
@@ -173,7 +181,7 @@ class RayExecutor:
                 if raised is not None:
                     self._env.stop.set(StopKind(raised[0]), raised[1])
                 assert isinstance(computed, Computed)
-                return computed
+                return attrs.evolve(computed, result=attrs.evolve(computed.result, job=job))
         return None
 
     def _end(self, stream: Any) -> None:
