@@ -156,9 +156,9 @@ SETTINGS: tuple[Setting, ...] = (
         kind=SettingKind.TEXT,
         default="auto",
         metavar="auto|threads|ray",
-        help="Where work runs. auto: attempts in threads of this process, a rescore's scoring "
-        "in one process per core; threads: everything in this process; ray: Ray tasks (pip "
-        "install evaltape[ray]); see docs/scale.md.",
+        help="Where work runs. auto: live attempts in threads of this process, a replay of 32 "
+        "attempts or more and a rescore's scoring in one process per core; threads: everything "
+        "in this process; ray: Ray tasks (pip install evaltape[ray]); see docs/scale.md.",
     ),
     Setting(
         name="ray_address",

@@ -224,7 +224,7 @@ def run_replay(request: ReplayRequest) -> ReplayOutcome:
         untested.extend(found.not_live)
         return ReplayOutcome(ran=False, prices=prices, untested=tuple(untested))
     sandbox = sandbox_for(config, host, reporter)
-    executor = resolve_executor(config, host)
+    executor = resolve_executor(config, host, replays=len(found.recorded))
     run_id = make_run_id(host.clock, host.entropy)
     jobs = plan_replay(
         ((r.case, r.session) for r in found.recorded),

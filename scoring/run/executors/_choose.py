@@ -1,11 +1,11 @@
 """Choosing where a run's work is done from its settings.
 
-``auto`` (the default): live and replay attempts in threads of this process,
-a rescore's scoring in a pool of processes, one per core (a rescore is
-CPU-bound Python).  ``threads``: everything in this process.  ``ray``:
-attempts and rescoring as Ray tasks.  The Ray executor is imported only when
-asked for, so ``ray`` is needed only by runs that use it (the
-``evaltape[ray]`` extra).
+``auto`` (the default): live attempts in threads of this process (they wait
+on the model), a replay of ``PROCESS_REPLAYS`` attempts or more and a rescore's
+scoring in processes, one per core (both are CPU-bound Python).  ``threads``:
+everything in this process.  ``ray``: attempts and rescoring as Ray tasks.  The
+Ray executor is imported only when asked for, so ``ray`` is needed only by runs
+that use it (the ``evaltape[ray]`` extra).
 """
 
 from __future__ import annotations
@@ -76,9 +76,23 @@ def _prepare_ray(address: str | None) -> None:
         os.environ.setdefault(key, value)
 
 
-def resolve_executor(config: Config, host: Host) -> ExecutorFactory:
-    """The factory of the executor the settings name; ``RunRefused`` when it cannot be had."""
-    if check_executor(config) != "ray":
+PROCESS_REPLAYS = 32
+"""Replays of this many attempts or more use one process per core with ``auto``; fewer
+run in threads (starting the processes would cost more than they save)."""
+
+
+def resolve_executor(config: Config, host: Host, *, replays: int = 0) -> ExecutorFactory:
+    """The factory of the executor the settings name; ``RunRefused`` when it cannot be had.
+    ``replays``: how many attempts a replay will run (0 for a live run)."""
+    name = check_executor(config)
+    if name == "threads":
+        return thread_executor
+    if name == "auto":
+        from ._process_rescore import cores
+        from ._processes import process_executor
+
+        if replays >= PROCESS_REPLAYS and cores() > 1:
+            return process_executor(processes=cores(), project=host.project)
         return thread_executor
     _prepare_ray(config.ray_address)
     runtime_env = ray_runtime_env(config, host.project)
