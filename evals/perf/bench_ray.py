@@ -47,6 +47,7 @@ from evaltape.scoring.run.attempt._agents import parse_agent  # noqa: E402
 from evaltape.scoring.run.executors._choose import ray_environment  # noqa: E402
 from evaltape.scoring.run.executors._executor import thread_executor  # noqa: E402
 from evaltape.scoring.run.executors._pool import run_pool  # noqa: E402
+from evaltape.scoring.run.executors._processes import process_executor  # noqa: E402
 
 HEADING = "## Scaling out with Ray"
 DOC = ROOT / "docs" / "performance.md"
@@ -144,7 +145,11 @@ def replay_rows(folder: Path, cases: int, address: str) -> dict[str, float]:
         for s in TapeReader(tape).sessions()
     ]
     rows: dict[str, float] = {"attempts": len(sessions), "recorded": len(recorded.results)}
-    executors = (("threads", thread_executor), ("ray", ray_executor(address=address, project=ROOT)))
+    executors = (
+        ("threads", thread_executor),
+        ("processes", process_executor(processes=WORKERS, project=ROOT)),
+        ("ray", ray_executor(address=address, project=ROOT)),
+    )
     verdicts = {}
     for name, executor in executors:
         jobs = plan_replay(sessions, folder / name, "replay")
@@ -157,8 +162,10 @@ def replay_rows(folder: Path, cases: int, address: str) -> dict[str, float]:
         verdicts[name] = sorted(
             (r.job.case.id, r.job.attempt, r.verdict.value) for r in outcome.results
         )
-    if verdicts["ray"] != verdicts["threads"] or len(verdicts["ray"]) != len(sessions):
-        raise SystemExit("replay on Ray gave other verdicts than the thread pool")
+    if len(verdicts["ray"]) != len(sessions) or not (
+        verdicts["ray"] == verdicts["processes"] == verdicts["threads"]
+    ):
+        raise SystemExit("replay on Ray or in processes gave other verdicts than threads")
     return rows
 
 
@@ -197,6 +204,11 @@ def section(args: argparse.Namespace) -> str:
     ray_ratio = r["threads_s"] / r["ray_s"]
     pool_ratio = r["threads_s"] / r["pool_s"]
     p_ratio = replay["threads_s"] / replay["ray_s"]
+    q_ratio = replay["threads_s"] / replay["processes_s"]
+    replay_head = (
+        f"| replay {replay['attempts']:,} attempts of a one-call agent "
+        f"(concurrency {CONCURRENCY}) | seconds | ratio to threads |"
+    )
     extra_ms = (replay["ray_s"] - replay["threads_s"]) / replay["attempts"] * 1000
     work_ms = r["threads_cpu_ms"]  # one session on one core: read, decode, fold, score
     big, workers = 100_000, 16
@@ -213,7 +225,7 @@ def section(args: argparse.Namespace) -> str:
 Rescoring the same tapes three ways, side by side in one run: in this process
 (`--executor threads`), in a pool of {WORKERS} processes on this machine (`auto`,
 the default), and as Ray tasks on a local Ray instance of {WORKERS} workers
-(`num_cpus={WORKERS}`, 127.0.0.1); then a replay with threads and on Ray.
+(`num_cpus={WORKERS}`, 127.0.0.1); then a replay the same three ways.
 Ratios are thread time / other time: above 1, the other is faster.  Results and
 verdicts are checked to be identical before a figure is reported.  Sessions go
 to processes and to Ray still compressed, as the tape stores them
@@ -246,9 +258,11 @@ session's work on one core ({work_ms:.2f} ms) times 10^5 over {workers} workers 
 score), so the run takes about max({driver_total:.0f} s, {worker_total:.0f} s) =
 **{projected:.0f} s**, bound by {bound}, plus starting or joining the cluster.
 
-| replay {replay["attempts"]:,} attempts (concurrency {CONCURRENCY}) | threads | Ray | ratio |
-|---|---:|---:|---:|
-| one-call agent | {replay["threads_s"]:.1f} s | {replay["ray_s"]:.1f} s | **{p_ratio:.2f}x** |
+{replay_head}
+|---|---:|---:|
+| threads (this process) | {replay["threads_s"]:.1f} s | 1.00x |
+| {WORKERS} processes (`auto`) | {replay["processes_s"]:.1f} s | **{q_ratio:.2f}x** |
+| Ray, {WORKERS} workers | {replay["ray_s"]:.1f} s | **{p_ratio:.2f}x** |
 
 | overhead | value |
 |---|---:|
