@@ -168,3 +168,12 @@ def stored_tape(path: Path, session_id: str, stored: Sequence[dict[str, object]]
     header = to_plain(SessionStarted(session_id=session_id, started_at=0.0))
     end = {"k": "session_ended", "at": 9.0, "status": "completed"}
     packed_tape(path, session_id, [header, *stored, end])
+
+
+def process_gone(pid: int) -> bool:
+    """The process is gone or a zombie (killed, not yet reaped)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from typing import Any
 import httpx
 import pytest
 from agents.chat_server import ChatServer
+from builders import process_gone
 
 from evaltape.recorder import Source, Status, TapeReader
 from evaltape.scoring import Suite, Verdict, load_suites
@@ -37,19 +39,8 @@ from evaltape.scoring.run.executors._processes import process_executor
 from evaltape.scoring.verdicts._replaycheck import find_tapes
 
 REPO = Path(__file__).parent.parent
+AGENTS = Path(__file__).parent / "agents"
 pytestmark = pytest.mark.slow
-
-PID_AGENT = """
-import os
-from pathlib import Path
-
-def run(task):
-    (Path(task.environ["PID_DIR"]) / f"{task.case_id}.pid").write_text(str(os.getpid()))
-    body = {"model": task.model, "messages": [{"role": "user", "content": task.prompt}]}
-    response = task.client.post(task.base_url.rstrip("/") + "/chat/completions", json=body)
-    response.raise_for_status()
-    return str(response.json()["choices"][0]["message"]["content"])
-"""
 
 
 def _suites(tmp_path: Path, prompts: dict[str, str]) -> tuple[Suite, ...]:
@@ -74,16 +65,8 @@ def _env(url: str, agent: str, project: Path, environ: dict[str, str]) -> JobEnv
     )
 
 
-def _dead(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return state in ("Z", "X")
-
-
 def test_a_killed_process_is_a_counted_error_and_the_run_completes(tmp_path: Path) -> None:
-    (tmp_path / "pid_agent.py").write_text(PID_AGENT)
+    shutil.copy(AGENTS / "pid_agent.py", tmp_path / "pid_agent.py")
     pids = tmp_path / "pids"
     pids.mkdir()
     suites = _suites(tmp_path, {f"case-{n}": f"[hold] question {n}" for n in range(3)})
@@ -103,7 +86,7 @@ def test_a_killed_process_is_a_counted_error_and_the_run_completes(tmp_path: Pat
         assert pid != os.getpid()
         os.kill(pid, signal.SIGKILL)
         for _ in range(500):
-            if _dead(pid):
+            if process_gone(pid):
                 break
             time.sleep(0.02)
         server.release()
@@ -122,7 +105,7 @@ def test_a_killed_process_is_a_counted_error_and_the_run_completes(tmp_path: Pat
 
 
 def test_an_agent_the_processes_cannot_import_is_each_attempts_error(tmp_path: Path) -> None:
-    (tmp_path / "gone_agent.py").write_text(PID_AGENT)
+    shutil.copy(AGENTS / "pid_agent.py", tmp_path / "gone_agent.py")
     suites = _suites(tmp_path, {"a": "q a", "b": "q b"})
     jobs = plan_live(suites, ["m1"], 1, tmp_path / "results", "run-1")
     with ChatServer() as server:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from typing import Any
 import httpx
 import pytest
 from agents.chat_server import ChatServer
+from builders import process_gone
 
 from evaltape.recorder import Source, Status, TapeReader
 from evaltape.recorder._shared import to_plain
@@ -169,29 +171,8 @@ def test_a_live_run_on_ray_writes_the_tapes_and_scores_threads_write(
     assert on_ray == threads
 
 
-PID_AGENT = """
-import os
-from pathlib import Path
-
-def run(task):
-    (Path(task.environ["PID_DIR"]) / f"{task.case_id}.pid").write_text(str(os.getpid()))
-    body = {"model": task.model, "messages": [{"role": "user", "content": task.prompt}]}
-    response = task.client.post(task.base_url.rstrip("/") + "/chat/completions", json=body)
-    response.raise_for_status()
-    return str(response.json()["choices"][0]["message"]["content"])
-"""
-
-
 def _reasons(result: list[PoolOutcome]) -> str:
     return "; ".join(r.reason for o in result for r in o.results)
-
-
-def _dead(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return state in ("Z", "X")
 
 
 def test_killing_a_worker_mid_run_marks_its_attempt_infra_and_the_run_completes(
@@ -199,7 +180,7 @@ def test_killing_a_worker_mid_run_marks_its_attempt_infra_and_the_run_completes(
 ) -> None:
     from evaltape.scoring.run.executors._ray import ray_executor
 
-    (tmp_path / "pid_agent.py").write_text(PID_AGENT)
+    shutil.copy(AGENTS / "pid_agent.py", tmp_path / "pid_agent.py")
     pids = tmp_path / "pids"
     pids.mkdir()
     suites = _suites(tmp_path, {f"case-{n}": f"[hold] question {n}" for n in range(3)})
@@ -219,7 +200,7 @@ def test_killing_a_worker_mid_run_marks_its_attempt_infra_and_the_run_completes(
         victim, pid = written[0].stem, int(written[0].read_text())
         os.kill(pid, signal.SIGKILL)
         for _ in range(500):
-            if _dead(pid):
+            if process_gone(pid):
                 break
             time.sleep(0.02)
         server.release()  # the survivor and the third attempt get their answers

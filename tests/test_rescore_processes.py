@@ -23,6 +23,7 @@ from evaltape.scoring.checks._scorers import make_scorer
 from evaltape.scoring.run.executors._batches import RescoreFailed
 from evaltape.scoring.run.executors._process_rescore import ProcessRescorer
 from evaltape.scoring.run.rescore._exec import Rescorer
+from evaltape.scoring.run.rescore._rescore import RescoreOutcome
 from evaltape.scoring.run.rescore._tapes import rescore_tapes
 from evaltape.scoring.sandbox import Sandbox
 from evaltape.scoring.verdicts._replaycheck import find_tapes
@@ -100,14 +101,21 @@ def _tape(path: Path, sessions: int) -> None:
             writer.end(Status.COMPLETED)
 
 
-def test_custom_scorers_travel_by_name_to_the_processes(tmp_path: Path) -> None:
-    cases = _suite_with_scorer(tmp_path, "travelling_checks")
+def _rescore(tmp_path: Path, module: str, sessions: int, pool: Pool) -> RescoreOutcome:
+    """Rescore ``sessions`` sessions of a case with the custom scorer ``module:ok``."""
+    cases = _suite_with_scorer(tmp_path, module)
     tape = tmp_path / "t.tape"
-    _tape(tape, 6)
-    pool = Pool(batch=2)
-    outcome = rescore_tapes(
+    _tape(tape, sessions)
+    if module == "vanishing_checks":
+        (tmp_path / f"{module}.py").unlink()  # imported here already; a new process cannot
+    return rescore_tapes(
         [tape], cases, make_scorer(), cassettes=tmp_path, results=tmp_path, rescorer=pool
     )
+
+
+def test_custom_scorers_travel_by_name_to_the_processes(tmp_path: Path) -> None:
+    pool = Pool(batch=2)
+    outcome = _rescore(tmp_path, "travelling_checks", 6, pool)
     assert [r.score.passed for r in outcome.rescored] == [True] * 6
     assert any(c.name == "travelling_checks:ok" for c in outcome.rescored[0].score.checks)
     assert pool.made[0].batches == 3
@@ -116,27 +124,16 @@ def test_custom_scorers_travel_by_name_to_the_processes(tmp_path: Path) -> None:
 def test_a_scorer_the_processes_cannot_import_fails_the_rescore_in_one_line(
     tmp_path: Path,
 ) -> None:
-    cases = _suite_with_scorer(tmp_path, "vanishing_checks")
-    tape = tmp_path / "t.tape"
-    _tape(tape, 4)
-    (tmp_path / "vanishing_checks.py").unlink()  # imported here already; a new process cannot
     with pytest.raises(RescoreFailed) as caught:
-        rescore_tapes(
-            [tape], cases, make_scorer(), cassettes=tmp_path, results=tmp_path, rescorer=Pool(2)
-        )
+        _rescore(tmp_path, "vanishing_checks", 4, Pool(batch=2))
     message = str(caught.value)
     assert message.startswith("rescore: a batch of sessions failed: ScorerUnavailable: ")
     assert "cannot import vanishing_checks" in message and "\n" not in message
 
 
 def test_fewer_sessions_than_a_batch_are_scored_without_starting_a_pool(tmp_path: Path) -> None:
-    cases = _suite_with_scorer(tmp_path, "few_checks")
-    tape = tmp_path / "t.tape"
-    _tape(tape, 3)
     pool = Pool(batch=64)
-    outcome = rescore_tapes(
-        [tape], cases, make_scorer(), cassettes=tmp_path, results=tmp_path, rescorer=pool
-    )
+    outcome = _rescore(tmp_path, "few_checks", 3, pool)
     assert len(outcome.rescored) == 3 and pool.made[0].batches == 0
 
 

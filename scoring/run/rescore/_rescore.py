@@ -41,6 +41,7 @@ from evaltape.recorder._shared import (
     PackedSession,
     TapeBudget,
     packed_sessions,
+    unpack_session,
 )
 
 from ...cases._cases import Case
@@ -287,23 +288,25 @@ def stream_sessions(
     cannot be read at all, or "".  A tape that decodes past ``MAX_TAPE_BYTES``
     raises ``OverBudget``: the command refuses it rather than score part of it.
     """
-    if not tape.is_file():
-        return f"{tape}: no such tape"
+    budget = TapeBudget(MAX_TAPE_BYTES)
 
+    def decoded(packed: PackedSession) -> None:
+        try:
+            recorded = unpack_session(packed, on_note=_noting(notes), budget=budget)
+        except OverBudget as exc:
+            raise OverBudget(f"{tape}: {exc}") from None
+        if recorded.events:
+            each(recorded.session_id, recorded)
+
+    return stream_packed(tape, decoded, notes, wanted)
+
+
+def _noting(notes: list[str]) -> Callable[[Note], None]:
     def note(n: Note) -> None:
         if n.kind != "incomplete":  # reported with the session it concerns
             notes.append(n.message)
 
-    try:
-        reader = TapeReader(tape, strict=False, on_note=note, tape_limit=MAX_TAPE_BYTES)
-        for recorded in reader.sessions():
-            if wanted(recorded.session_id):
-                each(recorded.session_id, recorded)
-    except OverBudget:
-        raise
-    except (TapeError, OSError) as exc:
-        return f"{tape}: {exc}"
-    return ""
+    return note
 
 
 class TapeBudgets:
@@ -330,16 +333,11 @@ def stream_packed(
 ) -> str:
     """``stream_sessions`` without decoding: hand each ``wanted`` session of ``tape`` to
     ``each`` still compressed (whoever scores it decodes it); "" or why the tape cannot be
-    read.  The tape's budget (``MAX_TAPE_BYTES``) counts the sizes its frames declare."""
+    read.  What the sessions decode to is counted where they are decoded (``TapeBudgets``)."""
     if not tape.is_file():
         return f"{tape}: no such tape"
-
-    def note(n: Note) -> None:
-        if n.kind != "incomplete":  # reported with the session it concerns
-            notes.append(n.message)
-
     try:
-        reader = TapeReader(tape, strict=False, on_note=note, tape_limit=MAX_TAPE_BYTES)
+        reader = TapeReader(tape, strict=False, on_note=_noting(notes), tape_limit=MAX_TAPE_BYTES)
         for packed in packed_sessions(reader):
             if wanted(packed.session_id):
                 each(packed)
