@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
 import httpx
 import pytest
 from agents.chat_server import ChatServer
@@ -145,3 +146,14 @@ def test_the_main_job_on_every_core_gives_the_verdicts_threads_give(tmp_path: Pa
     assert len(pooled["record"]["attempts"]) == 168
     assert verdicts(pooled) == verdicts(threads)
     assert pooled["counts"] == threads["counts"]
+
+
+def test_a_run_whose_environment_cannot_travel_runs_in_threads(tmp_path: Path) -> None:
+    from evaltape.scoring.run.executors._executor import Guard, ThreadExecutor
+
+    shutil.copy(AGENTS / "pid_agent.py", tmp_path / "pid_agent.py")
+    env = _env("http://127.0.0.1:9/v1", "pid_agent:run", tmp_path, {})
+    env = attrs.evolve(env, wall_clock=lambda: 0.0)  # pickle cannot carry a lambda
+    made = process_executor(processes=2, project=tmp_path)(env, 2, Guard(env=env))
+    assert isinstance(made, ThreadExecutor)
+    made.close(wait=True)

@@ -43,7 +43,7 @@ from .._env import shipped_env, worker_env
 from .._jobs import Job, JobEnv, error_result
 from .._stop import StopKind
 from ..attempt._attempt import Computed, compute_job, file_journal
-from ._executor import Executor, ExecutorFactory, Guard
+from ._executor import Executor, ExecutorFactory, Guard, ThreadExecutor
 
 _STOP_TEXT = 4096
 """Bytes of the shared buffer that carries a stop's kind, reason and cause."""
@@ -122,10 +122,18 @@ def _serve(
 
 
 class ProcessExecutor:
-    """Runs jobs in ``processes`` processes of this machine, ``concurrency`` in flight."""
+    """Runs jobs in ``processes`` processes of this machine, ``concurrency`` in flight;
+    ``blob`` is the run's ``shipped_env``, pickled."""
 
     def __init__(
-        self, env: JobEnv, concurrency: int, guard: Guard, *, processes: int, project: Path
+        self,
+        env: JobEnv,
+        concurrency: int,
+        guard: Guard,
+        *,
+        processes: int,
+        project: Path,
+        blob: bytes,
     ) -> None:
         self._env = env
         self._guard = guard
@@ -137,7 +145,6 @@ class ProcessExecutor:
         self._results: Any = ctx.Queue()
         self._event = ctx.Event()
         self._text: Any = ctx.Array("c", _STOP_TEXT)
-        blob = pickle.dumps(shipped_env(env))
         args = (self._tasks, self._results, self._event, self._text, blob, str(project), slots)
         self._procs: list[SpawnProcess] = [
             ctx.Process(target=_serve, args=args, daemon=True, name=f"evaltape-{n}")
@@ -239,9 +246,18 @@ class ProcessExecutor:
 
 
 def process_executor(*, processes: int, project: Path) -> ExecutorFactory:
-    """An ``ExecutorFactory`` for a pool of ``processes`` processes on this machine."""
+    """An ``ExecutorFactory`` for a pool of ``processes`` processes on this machine (``blob``
+    is the run's environment as it travels).  A run whose environment cannot travel (a
+    library caller's clock or scorer that pickle cannot carry, such as a lambda) runs in
+    threads instead."""
 
     def make(env: JobEnv, concurrency: int, guard: Guard) -> Executor:
-        return ProcessExecutor(env, concurrency, guard, processes=processes, project=project)
+        try:
+            blob = pickle.dumps(shipped_env(env))
+        except (pickle.PicklingError, AttributeError, TypeError):
+            return ThreadExecutor(env, concurrency, guard)
+        return ProcessExecutor(
+            env, concurrency, guard, processes=processes, project=project, blob=blob
+        )
 
     return make
