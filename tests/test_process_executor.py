@@ -34,8 +34,8 @@ from evaltape.scoring.run._plan import plan_live
 from evaltape.scoring.run._stop import Stop
 from evaltape.scoring.run.attempt._agents import load_agent, parse_agent
 from evaltape.scoring.run.executors._choose import PROCESS_REPLAYS
+from evaltape.scoring.run.executors._executor import cores
 from evaltape.scoring.run.executors._pool import PoolOutcome, run_pool
-from evaltape.scoring.run.executors._process_rescore import cores
 from evaltape.scoring.run.executors._processes import process_executor
 from evaltape.scoring.verdicts._replaycheck import find_tapes
 

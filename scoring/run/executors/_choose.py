@@ -18,7 +18,7 @@ from ..._config import Config
 from .._host import Host
 from .._setup import RunRefused
 from ..rescore._exec import RescorerFactory
-from ._executor import ExecutorFactory, thread_executor
+from ._executor import ExecutorFactory, cores, thread_executor
 
 EXECUTORS = ("auto", "threads", "ray")
 """The executor names the ``executor`` setting takes."""
@@ -88,7 +88,6 @@ def resolve_executor(config: Config, host: Host, *, replays: int = 0) -> Executo
     if name == "threads":
         return thread_executor
     if name == "auto":
-        from ._process_rescore import cores
         from ._processes import process_executor
 
         if replays >= PROCESS_REPLAYS and cores() > 1:
@@ -120,7 +119,7 @@ def resolve_rescorer(config: Config, project: Path) -> RescorerFactory | None:
     if name == "threads":
         return None
     if name == "auto":
-        from ._process_rescore import cores, process_rescorer
+        from ._process_rescore import process_rescorer
 
         return process_rescorer(processes=cores()) if cores() > 1 else None
     _prepare_ray(config.ray_address)

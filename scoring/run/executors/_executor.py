@@ -12,6 +12,7 @@ job starts, so a budget stays exact however the jobs are spread.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Protocol
@@ -59,6 +60,14 @@ class Executor(Protocol):
 
     def close(self, *, wait: bool) -> None:
         """Release the executor's workers (``wait``: let running jobs end first)."""
+
+
+def cores() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 ExecutorFactory = Callable[[JobEnv, int, Guard], Executor]

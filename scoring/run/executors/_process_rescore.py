@@ -13,7 +13,6 @@ more than it saves.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import pickle
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -34,14 +33,6 @@ def _score_batch(blob: bytes) -> list[Landed]:
     scorer this process cannot import, fails the batch, not the process) and score it."""
     items, scorer, floors = pickle.loads(blob)
     return rescore_items(items, scorer, floors)
-
-
-def cores() -> int:
-    """CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 class ProcessRescorer:
