@@ -23,11 +23,12 @@ from evaltape.recorder import Mode, Source, TapeReader, fold
 from .._config import Config
 from .._errors import ScoringError
 from ..cases._cases import Case
-from ..cost._costs import cost_of_session, judge_cost_of_session
+from ..cost._costs import cost_of_session, cost_of_turns, judge_cost_of_session
 from ..cost._pricing import Prices
 from ..results._record_files import read_record, resolve_run
 from ..results._records import RunKind, RunRecord
 from ..verdicts._replaycheck import Change
+from ._from_turn import FromTurn, from_turns
 from ._host import SILENT, Host, Reporter
 from ._jobs import SourceLabel
 from ._live import LiveOutcome, LiveRequest, run_live
@@ -59,6 +60,9 @@ class RerecordRequest:
     """USD: refuse when the estimate exceeds it; stop starting attempts once spent."""
     accept_harness_changes: bool = False
     """Also re-record CHANGED attempts (a tool result or the conversation changed)."""
+    from_turn: bool = False
+    """Serve each stale attempt's recorded turns before its first changed one and go live
+    from there (``_from_turn``); the estimate and the budget count the live turns only."""
     source: Source | None = None
     """Where the model responses come from, as recorded in each new session; None: each
     keeps its recording's source (and, unless ``source_detail`` is given, its detail)."""
@@ -88,7 +92,10 @@ class Planned:
     change: Change
     """STALE, or CHANGED (accepted)."""
     cost: float | None
-    """USD the recorded sessions of these attempts cost; None when a price is unknown."""
+    """USD the recorded sessions of these attempts cost (from the first changed turn on,
+    with ``from_turn``); None when a price is unknown."""
+    from_turns: tuple[int, ...] = ()
+    """With ``from_turn``: per attempt, the 1-based turn it goes live from; () otherwise."""
 
 
 @attrs.frozen(kw_only=True)
@@ -164,6 +171,36 @@ def _recorded_cost(
     return None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)
 
 
+def _planned(
+    config: Config,
+    prices: Prices,
+    case: Case,
+    model: str,
+    attempts: tuple[int, ...],
+    change: Change,
+    starts: Mapping[AttemptKey, FromTurn],
+) -> Planned:
+    """The attempts of one case and model, estimated from their recorded tokens: all of
+    them, or with ``--from-turn`` those of the turns from the first changed one on."""
+    if not starts:
+        cost = _recorded_cost(config, prices, case, model, attempts)
+        return Planned(
+            suite=case.suite, case_id=case.id, model=model, attempts=attempts, change=change,
+            cost=cost,
+        )  # fmt: skip
+    costs: list[float | None] = []
+    for a in attempts:
+        start = starts[(case.id, model, a)]
+        agent = cost_of_turns(prices, model, start.live_turns).cost
+        judge = judge_cost_of_session(prices, start.recorded).cost
+        costs.append(None if agent is None or judge is None else agent + judge)
+    return Planned(
+        suite=case.suite, case_id=case.id, model=model, attempts=attempts, change=change,
+        cost=None if any(c is None for c in costs) else sum(c or 0.0 for c in costs),
+        from_turns=tuple(starts[(case.id, model, a)].turn for a in attempts),
+    )  # fmt: skip
+
+
 def _recorded_labels(
     config: Config, planned: tuple[Planned, ...], cases: Mapping[str, Case]
 ) -> dict[AttemptKey, SourceLabel]:
@@ -236,20 +273,23 @@ def run_rerecord(request: RerecordRequest) -> RerecordOutcome:
     _, chosen = load_cases(config, request.cases, request.suite)
     cases = {c.id: c for s in chosen for c in s.cases}
     prices = prices_for(config, request.host.environ)
+    if request.from_turn and request.accept_harness_changes:
+        raise RunRefused(
+            "--from-turn cannot re-record CHANGED attempts (drop --accept-harness-changes): "
+            "after a tool-result or conversation change the earlier turns are not what the "
+            "model would be asked today"
+        )
     record = _replay_record(request)
     keys, changes = _plan(record, cases, request.accept_harness_changes)
     if not keys:
         return RerecordOutcome(replay=record)
+    starts: dict[AttemptKey, FromTurn] = {}
+    if request.from_turn:
+        stale = tuple(a for a in record.attempts if a.attempt in keys.get((a.case_id, a.model), ()))
+        starts = from_turns(config, stale, cases)
     planned = tuple(
-        Planned(
-            suite=cases[case_id].suite,
-            case_id=case_id,
-            model=model,
-            attempts=tuple(sorted(attempts)),
-            change=changes[(case_id, model)],
-            cost=_recorded_cost(config, prices, cases[case_id], model, tuple(sorted(attempts))),
-        )
-        for (case_id, model), attempts in sorted(keys.items())
+        _planned(config, prices, cases[c], m, tuple(sorted(a)), changes[(c, m)], starts)
+        for (c, m), a in sorted(keys.items())
     )
     costs = [p.cost for p in planned]
     estimate = None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)
@@ -257,9 +297,11 @@ def run_rerecord(request: RerecordRequest) -> RerecordOutcome:
     reporter.note(f"rerecord from replay run {record.run_id}: {total} attempt(s)")
     for p in planned:
         shown = ",".join(str(a + 1) for a in p.attempts)
+        turns = ",".join(str(t) for t in p.from_turns)
+        goes = f"  live from turn {turns}" if p.from_turns else ""
         reporter.note(
             f"  {p.suite}/{p.case_id}  {p.model}  attempts {shown}  "
-            f"({p.change.value})  est. {usd(p.cost)}"
+            f"({p.change.value}){goes}  est. {usd(p.cost)}"
         )
     unpriced = sorted({p.model for p in planned if p.cost is None})
     why = f" (no price for {', '.join(unpriced)})" if unpriced else ""
@@ -291,6 +333,7 @@ def run_rerecord(request: RerecordRequest) -> RerecordOutcome:
             source=source,
             source_detail=detail,
             labels=labels,
+            prefixes=tuple((k, s.prefix) for k, s in starts.items() if s.prefix is not None),
             seed=request.seed,
             retries=request.retries,
             export=False,
