@@ -250,3 +250,30 @@ def test_a_missing_tape_is_a_usage_error(tmp_path: Path) -> None:
     result = cli(str(tmp_path / "nothing.tape"))
     assert result.returncode == 2
     assert "nothing.tape" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+def test_the_report_of_a_replay_shows_its_coverage(tmp_path: Path) -> None:
+    results = ("--results", str(tmp_path / "results"), "--cassettes", "cassettes/simulated")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env |= {"EVALTAPE_AGENT_STRATEGY": "forced", "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "evaltape.scoring.cli", *args, *results],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+
+    replay = run("replay", "--suite", "coding")
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    page = tmp_path / "report.html"
+    report = run("report", "latest", "-o", str(page))
+    assert report.returncode == 0, report.stdout + report.stderr
+    html = page.read_text()
+    assert '<h2 id="coverage">Coverage</h2>' in html
+    assert (
+        '<p class="verdict" data-suite="coding">coding: 5 of 8 tool(s) guarded by passing '
+        "attempts (edit, grep, next_action, read, write); never called: bash, glob, ls; "
+        "results unseen: next_action</p>"
+    ) in html
+    assert '<tr data-tool="write" title="write: exercised by 9 passing attempt(s)' in html
