@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from builders import exchange, tool_call
+from test_ci_formats import paths
 
 from evaltape.recorder import Mode, SessionStarted, Source, TapeReader, fold
 from evaltape.scoring import Case, Verdict
@@ -211,7 +213,9 @@ def test_mutate_catches_side_effect_bugs_via_the_simulated_set_and_names_what_it
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     assert {p: p.read_bytes() for p in agent} == agent  # only a temporary copy was mutated
-    mutations = json.loads(result.stdout)["mutations"]
+    document = json.loads(result.stdout)
+    assert undocumented(document) == set()
+    mutations = document["mutations"]
     by = {(m["tool"], m["operator"]): m for m in mutations["mutations"]}
     for side_effect in [("write", "drop-last-byte"), ("write", "skip-write"),
                         ("edit", "drop-last-byte"), ("edit", "skip-write")]:  # fmt: skip
@@ -277,3 +281,20 @@ def test_the_report_of_a_replay_shows_its_coverage(tmp_path: Path) -> None:
         "results unseen: next_action</p>"
     ) in html
     assert '<tr data-tool="write" title="write: exercised by 9 passing attempt(s)' in html
+
+
+def undocumented(document: dict[str, object]) -> set[str]:
+    """Fields of a coverage document that docs/json.md's coverage section does not list."""
+    text = (REPO / "docs" / "json.md").read_text()
+    body = text.split("\n## `coverage`\n", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| `([^`]+)` \|", body, re.MULTILINE))
+    written = {p for p in paths(document) if not p.startswith("suites[].cases[].tools.")}
+    return written - listed
+
+
+def test_every_field_of_the_json_document_is_documented() -> None:
+    result = cli("cassettes/simulated/coding/create-named-file.tape", "--json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert undocumented(document) == set()
+    assert document["mutations"] is None and document["attempts"] == 3
