@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections import defaultdict
@@ -298,3 +299,31 @@ def test_every_field_of_the_json_document_is_documented() -> None:
     document = json.loads(result.stdout)
     assert undocumented(document) == set()
     assert document["mutations"] is None and document["attempts"] == 3
+
+
+@pytest.mark.slow
+def test_mutate_refuses_when_the_intact_agent_does_not_replay_unchanged(tmp_path: Path) -> None:
+    """A prompt edit makes the recording stale: no mutant could be told apart from it."""
+    project = tmp_path / "project"
+    agent = project / "agent_under_test"
+    shutil.copytree(REPO / "evals" / "agent", agent, ignore=shutil.ignore_patterns("__pycache__"))
+    for module in agent.glob("*.py"):
+        module.write_text(module.read_text().replace("evals.agent", "agent_under_test"))
+    prompts = agent / "_prompts.py"
+    prompts.write_text(prompts.read_text().replace("Keep the reply short.", "Be brief."))
+    (project / "suites").mkdir()
+    shutil.copy(REPO / "evals" / "coding.jsonl", project / "suites" / "coding.jsonl")
+    (project / "cassettes" / "coding").mkdir(parents=True)
+    tape = "coding/create-named-file.tape"
+    shutil.copy(REPO / "cassettes" / "simulated" / tape, project / "cassettes" / tape)
+    (project / "evaltape.toml").write_text(
+        'suites = "suites"\ncassettes = "cassettes"\nresults = "results"\n'
+        'agent = "agent_under_test:run"\n'
+    )
+    result = cli("--mutate", cwd=project)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "evaltape: error: the intact copy of the agent does not replay unchanged (replay exit "
+        "3); run evaltape replay and fix that first, or no mutant could be told apart"
+    )
+    assert not (project / "results").exists()  # the copies' replays wrote nothing here
