@@ -327,3 +327,86 @@ def test_mutate_refuses_when_the_intact_agent_does_not_replay_unchanged(tmp_path
         "3); run evaltape replay and fix that first, or no mutant could be told apart"
     )
     assert not (project / "results").exists()  # the copies' replays wrote nothing here
+
+
+TINY_AGENT = '''\
+"""A one-tool agent in one module: it writes the file the model asks for, then answers."""
+
+import json
+import os
+
+WRITE = {
+    "type": "function",
+    "function": {
+        "name": "write",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+            "required": ["path", "content"],
+        },
+    },
+}
+
+
+def write(workspace, path, content):
+    with open(os.path.join(workspace, path), "w") as f:
+        f.write(content)
+    return "wrote " + path
+
+
+def run(task):
+    url = task.base_url.rstrip("/") + "/chat/completions"
+    messages = [{"role": "user", "content": task.prompt}]
+    force = {"type": "function", "function": {"name": "write"}}
+    body = {"model": task.model, "messages": messages, "tools": [WRITE], "tool_choice": force}
+    message = task.client.post(url, json=body).json()["choices"][0]["message"]
+    call = message["tool_calls"][0]
+    result = write(str(task.workspace), **json.loads(call["function"]["arguments"]))
+    messages += [message, {"role": "tool", "tool_call_id": call["id"], "content": result}]
+    body = {"model": task.model, "messages": messages, "tools": [WRITE], "tool_choice": "none"}
+    return task.client.post(url, json=body).json()["choices"][0]["message"]["content"]
+'''
+
+
+@pytest.mark.slow
+def test_mutate_takes_a_top_level_module_agent(tmp_path: Path) -> None:
+    from agents.forced_chat_server import ForcedChatServer
+
+    project = tmp_path / "project"
+    (project / "suites").mkdir(parents=True)
+    (project / "tiny_agent.py").write_text(TINY_AGENT)
+    case = {
+        "id": "write-hello",
+        "prompt": "Write hello to out.txt.",
+        "failureCategory": "tools",
+        "whyModelBacked": "the model picks the file",
+        "files": {"keep.txt": "k\n"},
+        "verify": "python -c \"assert open('out.txt').read() == 'hello\\\\n'\"",
+    }
+    (project / "suites" / "tiny.jsonl").write_text(json.dumps(case) + "\n")
+    (project / "evaltape.toml").write_text(
+        'suites = "suites"\ncassettes = "cassettes"\nresults = "results"\n'
+        'agent = "tiny_agent:run"\n'
+    )
+    plan = [("write", {"path": "out.txt", "content": "hello\n"})]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    with ForcedChatServer(plan, "Done.") as server:
+        live = subprocess.run(
+            [sys.executable, "-m", "evaltape.scoring.cli", "live", "--update-cassettes",
+             "-m", "fake-model", "--base-url", server.url, "--source", "simulated"],
+            cwd=project, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert live.returncode == 0, live.stdout + live.stderr
+    source = (project / "tiny_agent.py").read_text()
+    result = cli("--mutate", "--json", cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (project / "tiny_agent.py").read_text() == source
+    found = {
+        (m["tool"], m["operator"]): (m["caught"], [b.rsplit(": ", 1)[1] for b in m["by"]])
+        for m in json.loads(result.stdout)["mutations"]["mutations"]
+    }
+    assert found == {
+        ("write", "drop-last-byte"): (True, ["regression"]),
+        ("write", "skip-write"): (True, ["regression"]),
+        ("write", "empty-result"): (True, ["changed"]),
+    }

@@ -168,9 +168,8 @@ def run_mutants(
                             for t in turn.call.tools_offered}  # fmt: skip
     package = source.root if source.root.is_dir() else source.root.parent
     try:
-        mutations = find_mutations(package, tools)
-        if not source.root.is_dir():
-            mutations = [m for m in mutations if m.path == source.root.name]
+        only = () if source.root.is_dir() else (source.root,)
+        mutations = find_mutations(package, tools, only)
     except (OSError, SyntaxError, ValueError) as exc:
         raise RunRefused(f"--mutate cannot read the agent's source in {package}: {exc}") from exc
     if not mutations:

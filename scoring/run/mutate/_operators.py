@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import copy
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 
 import attrs
@@ -110,19 +110,22 @@ def _plant(operator: str, node: ast.AST) -> None:
         node.keywords.append(ast.keyword(arg="reverse", value=ast.Constant(True)))
 
 
-def find_mutations(root: Path, tools: Collection[str]) -> list[Mutation]:
-    """Every mutation of the tools' functions in the ``*.py`` files under ``root``.
+def find_mutations(
+    root: Path, tools: Collection[str], files: Iterable[Path] = ()
+) -> list[Mutation]:
+    """Every mutation of the tools' functions in ``files`` (default: the ``*.py`` files
+    under ``root``), each path taken relative to ``root``; a site is listed once.
 
     Raises ``SyntaxError`` or ``OSError`` for a module that cannot be read.
     """
-    out = []
-    for path in sorted(root.rglob("*.py")):
+    out: dict[Mutation, None] = {}
+    for path in sorted(files) or sorted(root.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         rel = path.relative_to(root).as_posix()
         for operator, tool, node in _sites(tree, tools):
             line = getattr(node, "lineno", 0)
-            out.append(Mutation(operator=operator, tool=tool, path=rel, line=line))
-    return out
+            out[Mutation(operator=operator, tool=tool, path=rel, line=line)] = None
+    return list(out)
 
 
 def mutated_source(source: str, mutation: Mutation, tools: Collection[str]) -> str:
