@@ -5,12 +5,14 @@ adds a request parameter from its third call on (``LOOP_AGENT_TEMPERATURE_FROM=3
 makes the recording stale at turn 3.  ``rerecord --from-turn`` serves turns 1-2
 from the recording and sends only turns 3-6 (counted in the server's request
 log); the estimate prices those four turns; the new session says in its header
-which turns were served, and replays unchanged with the edit in place.
+which turns were served, and replays unchanged with the edit in place.  The
+same holds for the agent as a program behind the local proxy.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,7 +31,15 @@ PRICES = {"fake-1": {"input": 1000.0, "output": 2000.0}}
 """Each call reports 10 prompt + 5 completion tokens: $0.02 a turn, $0.12 a session."""
 
 
-def recorded(tmp_path: Path, server: ChatServer) -> Path:
+AGENTS = Path(__file__).parent / "agents"
+KINDS = {
+    "python": "loop_agent:run",
+    "command": f"cmd:{sys.executable} {AGENTS / 'loop_agent.py'} {{prompt}}",
+}
+"""The loop agent as a Python function and as a program behind the local proxy."""
+
+
+def recorded(tmp_path: Path, server: ChatServer, agent: str = KINDS["python"]) -> Path:
     case = {
         "id": "six-steps",
         "prompt": "take six steps",
@@ -38,7 +48,7 @@ def recorded(tmp_path: Path, server: ChatServer) -> Path:
         "expectMaxTurns": 8,
     }
     project = make_project(
-        tmp_path, [json.dumps(case)], agent="loop_agent:run", base_url=server.url,
+        tmp_path, [json.dumps(case)], agent=agent, base_url=server.url,
         concurrency=1,
     )  # fmt: skip
     (project / "prices.json").write_text(json.dumps(PRICES))
@@ -57,10 +67,11 @@ def live_sessions(project: Path) -> list[tuple[str, int, dict[str, object]]]:
     return out
 
 
+@pytest.mark.parametrize("kind", sorted(KINDS))
 def test_a_change_at_turn_3_of_6_sends_turns_3_to_6_only(
-    tmp_path: Path, server: ChatServer
+    tmp_path: Path, server: ChatServer, kind: str
 ) -> None:
-    project = recorded(tmp_path, server)
+    project = recorded(tmp_path, server, KINDS[kind])
     ((old_id, turns, _),) = live_sessions(project)
     assert turns == 6
     stale = evaltape(project, "replay", env=EDITED)
