@@ -410,3 +410,23 @@ def test_mutate_takes_a_top_level_module_agent(tmp_path: Path) -> None:
         ("write", "skip-write"): (True, ["regression"]),
         ("write", "empty-result"): (True, ["changed"]),
     }
+
+
+@pytest.mark.slow
+def test_a_session_whose_case_is_gone_is_named_and_left_out(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "suites").mkdir(parents=True)
+    (project / "cassettes" / "coding").mkdir(parents=True)
+    lines = (REPO / "evals" / "coding.jsonl").read_text().splitlines()
+    kept = next(line for line in lines if json.loads(line)["id"] == "create-named-file")
+    (project / "suites" / "coding.jsonl").write_text(kept + "\n")
+    for name in ("create-named-file", "fix-off-by-one"):
+        tape = f"coding/{name}.tape"
+        shutil.copy(REPO / "cassettes" / "simulated" / tape, project / "cassettes" / tape)
+    (project / "evaltape.toml").write_text('suites = "suites"\ncassettes = "cassettes"\n')
+    result = cli("--json", cwd=project)
+    assert result.returncode == 0, result.stderr
+    gone = [ln for ln in result.stderr.splitlines() if "no longer exists" in ln]
+    assert len(gone) == 3 and all("(fix-off-by-one)" in ln for ln in gone), result.stderr
+    document = json.loads(result.stdout)
+    assert document["attempts"] == 3 and len(document["skipped"]) == 3

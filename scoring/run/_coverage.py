@@ -76,9 +76,11 @@ def read_attempts(
         try:
             for recorded in TapeReader(tape, strict=False).sessions():
                 header = recorded.header
+                what = f"{display_path(tape)}: session {recorded.session_id}"
+                if header.mode is Mode.LIVE and header.case_id not in cases:
+                    skipped.append(f"{what} ({header.case_id}): the case no longer exists; skipped")
                 if header.mode is not Mode.LIVE or header.case_id not in wanted:
                     continue
-                what = f"{display_path(tape)}: session {recorded.session_id}"
                 if not recorded.complete:
                     skipped.append(f"{what} has no end; skipped")
                     continue
