@@ -293,6 +293,7 @@ def undocumented(document: dict[str, object]) -> set[str]:
     return written - listed
 
 
+@pytest.mark.slow
 def test_every_field_of_the_json_document_is_documented() -> None:
     result = cli("cassettes/simulated/coding/create-named-file.tape", "--json")
     assert result.returncode == 0, result.stderr
