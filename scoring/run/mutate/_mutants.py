@@ -45,7 +45,7 @@ class MutantResult:
     caught: bool
     """A replayed attempt came out REGRESSION or CHANGED."""
     by: tuple[str, ...] = ()
-    """The attempts that caught it: ``coding/fix-off-by-one m1 (attempt 2): regression``."""
+    """The attempts that caught it, sorted: ``coding/fix-off-by-one m1 (attempt 2): regression``."""
     replayed: int = 0
     """Attempts replayed (those of cases whose recordings call the tool)."""
     note: str = ""
@@ -146,7 +146,7 @@ def _caught_by(outcome: ReplayOutcome) -> tuple[str, ...]:
                 f"{j.case.suite}/{j.case.id} {j.model} (attempt {j.attempt + 1}): "
                 f"{r.decision.change.value}"
             )
-    return tuple(lines)
+    return tuple(sorted(lines))  # attempts finish in any order; the report does not
 
 
 def run_mutants(
