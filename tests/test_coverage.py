@@ -320,6 +320,7 @@ def test_mutate_refuses_when_the_intact_agent_does_not_replay_unchanged(tmp_path
     (project / "evaltape.toml").write_text(
         'suites = "suites"\ncassettes = "cassettes"\nresults = "results"\n'
         'agent = "agent_under_test:run"\n'
+        'executor = "ray"\n'  # the copies replay in this process's threads whatever it says
     )
     result = cli("--mutate", cwd=project)
     assert result.returncode == 2, result.stdout + result.stderr

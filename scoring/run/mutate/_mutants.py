@@ -7,8 +7,10 @@ replayed first: if it does not replay unchanged, nothing a mutant does could
 be told apart, and the run is refused.  A mutation in a tool can only change
 attempts that call the tool, so each mutant replays just the cases whose
 recorded attempts call it; a tool no attempt calls is missed without a
-replay.  A mutant is caught when its replay finds a REGRESSION or a harness
-change (CHANGED) in any attempt.
+replay.  The replays run in threads of this process, whatever the executor
+setting: only this process has the copies' folder on its path.  A mutant is
+caught when its replay finds a REGRESSION or a harness change (CHANGED) in
+any attempt.
 """
 
 from __future__ import annotations
@@ -235,8 +237,14 @@ def _replayer(
                 encoding="utf-8",
             )
         module = name + source.module[len(source.package) :]
+        # Threads of this process: only it has the copy's folder on its path.
         settings = attrs.evolve(
-            config, agent=f"{module}:{source.function}", results=where / "results"
+            config,
+            agent=f"{module}:{source.function}",
+            results=where / "results",
+            executor="threads",
+            ray_address=None,
+            ray_working_dir=None,
         )
         sys.path.insert(0, str(where / str(n)))
         try:
