@@ -30,6 +30,7 @@ from .results._records import (
 )
 from .run._ab import ABOutcome, ABRequest, run_ab
 from .run._bisect import BisectOutcome, BisectRequest, BisectStep, run_bisect
+from .run._coverage import CoverageOutcome, CoverageRequest, run_coverage
 from .run._host import Host, Reporter
 from .run._live import LiveOutcome, LiveRequest, run_live
 from .run._recover import (
@@ -65,6 +66,8 @@ __all__: list[str] = [
     "Config",
     "ConfigError",
     "CostBreakdown",
+    "CoverageOutcome",
+    "CoverageRequest",
     "Floors",
     "GateDecision",
     "GateState",
@@ -115,6 +118,7 @@ __all__: list[str] = [
     "resolve_run",
     "run_ab",
     "run_bisect",
+    "run_coverage",
     "run_live",
     "run_replay",
     "run_rerecord",

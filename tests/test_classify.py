@@ -526,3 +526,15 @@ def test_an_anthropic_text_observation_is_an_observation_too() -> None:
     found = only(classify("anthropic.messages", body("a.txt\nb.txt"), body("a.txt")))
     assert (found.kind, found.aspect) == (ChangeKind.TOOL_RESULT, "observation")
     assert 'after "Action: ls"' in found.subject
+
+
+@pytest.mark.parametrize("added", [True, False])
+def test_a_parameter_added_or_removed_is_harness_text_at_its_own_path(added: bool) -> None:
+    without = chat_body()
+    without.pop("temperature", None)
+    with_it = {**without, "top_p": 0.5}
+    before, after = (without, with_it) if added else (with_it, without)
+    result = classify("openai.chat", before, after)
+    assert result.summary == "parameters changed: top_p"
+    assert only(result).kind is ChangeKind.HARNESS_TEXT
+    assert only(result).path == "top_p"

@@ -50,6 +50,8 @@ def _load(api: str, body: bytes | Any) -> Any:
 
 
 def _path_of(sent: Any, recorded: Any, path: str) -> str:
+    if sent is MISSING or recorded is MISSING:  # added or removed as a whole: its own path
+        return path
     found = first_difference_in(sent, recorded, path)
     return found.path if found is not None else path
 

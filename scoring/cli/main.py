@@ -31,6 +31,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("live", "live:live", "Run the selected cases live, each attempt recorded to the run's own tapes."),
     ("replay", "replay_cmd:replay", "Replay recorded live sessions with today's harness and compare verdicts."),
     ("rerecord", "rerecord:rerecord", "Record again, live, exactly the attempts a replay found STALE."),
+    ("coverage", "coverage:coverage", "Say what the recorded attempts can catch, per tool and per case."),
     ("rescore", "rescore:rescore", "Score recorded sessions again with today's cases and scorer; nothing runs."),
     ("trace", "trace:trace", "Show a run's attempts at the selected cases turn by turn, read from their tapes."),
     ("add", "add:add", "Print a draft case made from a recorded session of TAPE."),

@@ -56,6 +56,13 @@ Example:
     help="Also re-record CHANGED attempts (a tool result or the conversation changed).",
 )
 @click.option(
+    "--from-turn",
+    is_flag=True,
+    help="Serve each stale attempt's recorded turns before its first changed request and "
+    "go live from there; the estimate and --budget count the live turns only.  Default: "
+    "whole sessions.",
+)
+@click.option(
     "--source",
     type=click.Choice([s.value for s in SOURCES]),
     default=None,
@@ -97,6 +104,7 @@ def rerecord(
     suite: str | None,
     budget: float | None,
     accept_harness_changes: bool,
+    from_turn: bool,
     source: str | None,
     source_detail: str | None,
     seed: int | None,
@@ -112,7 +120,8 @@ def rerecord(
     one), with the old one's source label unless --source is given.  Exit 0
     when every planned attempt was recorded again (or nothing was stale); 2
     before any call on bad input, CHANGED attempts without
-    --accept-harness-changes, or an estimate over --budget; 3 when the budget
+    --accept-harness-changes (never with --from-turn), or an estimate over
+    --budget; 3 when the budget
     stopped new attempts; 4 when an attempt could not be recorded (its old
     session kept); 124/130 as for live.
     """
@@ -125,6 +134,7 @@ def rerecord(
             suite=suite,
             budget=budget,
             accept_harness_changes=accept_harness_changes,
+            from_turn=from_turn,
             source=Source(source) if source is not None else None,
             source_detail=source_detail,
             seed=seed,

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 import attrs
 
-from evaltape.recorder import ModelCall, Session, Usage, decode_call
+from evaltape.recorder import ModelCall, Session, SessionStarted, Turn, Usage, decode_call
 
 from ..judge._judgement import judge_exchanges
 from ..stats._stats import wilson
@@ -152,17 +152,35 @@ def total(parts: Iterable[CostBreakdown]) -> CostBreakdown:
     return result
 
 
+REPLAYED_TURNS = "replayed_turns"
+"""The header metadata key of a session re-recorded from a turn (``rerecord --from-turn``):
+how many of its first turns were served from the recording, not sent."""
+REPLAYED_FROM = "replayed_from"
+"""The header metadata key naming the recorded session those turns came from."""
+
+
+def replayed_turns(header: SessionStarted) -> int:
+    """How many leading turns of the session were served from a recording (0: none)."""
+    value = dict(header.metadata).get(REPLAYED_TURNS, 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 def cost_of_session(prices: Prices, model: str, session: Session) -> CostBreakdown:
     """The agent's model calls in ``session``, each priced at the model it asked for.
 
     ``model`` (the model under test) prices a call whose request named none.
     A call the provider refused (HTTP 4xx/5xx) with no usage costs nothing;
     one whose response never came, or came without usage, costs unknown.
-    The judge's calls are not included: see ``judge_cost_of_session``.
+    Turns a re-record served from the recording (``replayed_turns``) were not
+    sent and cost nothing.  The judge's calls are not included: see
+    ``judge_cost_of_session``.
     """
-    return total(
-        _priced(prices, turn.call.model_requested or model, turn.call) for turn in session.turns
-    )
+    return cost_of_turns(prices, model, session.turns[replayed_turns(session.header) :])
+
+
+def cost_of_turns(prices: Prices, model: str, turns: Iterable[Turn]) -> CostBreakdown:
+    """The model calls of ``turns``, priced as ``cost_of_session`` prices them."""
+    return total(_priced(prices, turn.call.model_requested or model, turn.call) for turn in turns)
 
 
 def _priced(prices: Prices, model: str, call: ModelCall) -> CostBreakdown:

@@ -16,6 +16,7 @@ import attrs
 import httpx
 
 from evaltape.recorder import (
+    Exchange,
     RecordedSession,
     Redactor,
     ScrubRule,
@@ -75,6 +76,26 @@ class Job:
     label: SourceLabel | None = None
     """Live: where this attempt's responses come from, when it is not the run's
     ``LiveWire.source`` (a re-recorded session keeps its recording's)."""
+    prefix: Prefix | None = None
+    """Live from a turn (``rerecord --from-turn``): the recorded calls served before it."""
+
+
+@attrs.frozen(kw_only=True)
+class Prefix:
+    """The recorded turns a live attempt is served before it goes live.
+
+    Their requests were identical in the replay that found the session stale,
+    so the recorded answers are samples from the same inputs: serving them is
+    exact.  Each request must still match its recorded one when the attempt
+    runs, or the attempt fails (its recorded session is kept).
+    """
+
+    session_id: str
+    """The recorded session the turns come from."""
+    exchanges: tuple[Exchange, ...]
+    """Its exchanges of turns 1..k-1, in order."""
+    seed: int | None = None
+    """The recorded session's seed, so the agent sends the recorded requests."""
 
 
 @attrs.frozen(kw_only=True)

@@ -53,7 +53,7 @@ from ._gate_flow import (
     save_baselines,
 )
 from ._host import SILENT, Host, Reporter
-from ._jobs import Job, JobResult, SourceLabel
+from ._jobs import Job, JobResult, Prefix, SourceLabel
 from ._plan import AttemptKey, cassette_tape, plan_live
 from ._setup import (
     RunRefused,
@@ -115,6 +115,9 @@ class LiveRequest:
     labels: tuple[tuple[AttemptKey, SourceLabel], ...] = ()
     """Attempts whose sessions record another source than ``source`` (a re-recorded
     session keeps its recording's)."""
+    prefixes: tuple[tuple[AttemptKey, Prefix], ...] = ()
+    """Attempts that start from a turn: the recorded turns served before it go out of
+    the recording, not to the model (``rerecord --from-turn``)."""
     budget: float | None = None
     """USD: once the attempts' cost reaches it, no new attempt starts (running ones finish
     and are kept); ``LiveOutcome.pool.not_started`` counts the rest."""
@@ -220,10 +223,14 @@ def run_live(request: LiveRequest) -> LiveOutcome:
     sandbox = sandbox_for(config, host, reporter)
     run_id = make_run_id(host.clock, host.entropy)
     jobs = plan_live(chosen, request.models, trials, config.results, run_id, only=request.only)
-    if request.labels:
-        labels = dict(request.labels)
+    if request.labels or request.prefixes:
+        labels, prefixes = dict(request.labels), dict(request.prefixes)
         jobs = tuple(
-            attrs.evolve(job, label=labels.get((job.case.id, job.model, job.attempt)))
+            attrs.evolve(
+                job,
+                label=labels.get((job.case.id, job.model, job.attempt)),
+                prefix=prefixes.get((job.case.id, job.model, job.attempt)),
+            )
             for job in jobs
         )
     judge = judge_for(config, host.environ, [job.model for job in jobs])

@@ -3,8 +3,9 @@
 One ``RerecordRequest`` in, one ``RerecordOutcome`` out.  The replay run is
 read (``from_run``) or run now (``run_replay``); its STALE attempts (and,
 only when accepted, its CHANGED ones) are planned with the same case, model
-and attempt index; the plan and its cost, estimated from the recorded
-sessions' tokens, are reported; then a refusal (harness changes not
+and attempt index, whole or, with ``from_turn``, from each one's first
+changed turn (``_rerecord_plan``); the plan and its cost, estimated from the
+recorded tokens of what will be sent, are reported; then a refusal (harness changes not
 accepted, the estimate over the budget) comes before any model call.  The
 live run replaces each re-recorded session in its cassette when the new one
 is at least as complete (``_cassettes``), and each new session keeps the
@@ -13,32 +14,24 @@ source label of the one it replaces unless the request names one.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping
 
 import attrs
 
-from evaltape.recorder import Mode, Source, TapeReader, fold
+from evaltape.recorder import Mode, Source, TapeReader
 
 from .._config import Config
 from .._errors import ScoringError
 from ..cases._cases import Case
-from ..cost._costs import cost_of_session, judge_cost_of_session
-from ..cost._pricing import Prices
 from ..results._record_files import read_record, resolve_run
 from ..results._records import RunKind, RunRecord
-from ..verdicts._replaycheck import Change
 from ._host import SILENT, Host, Reporter
 from ._jobs import SourceLabel
 from ._live import LiveOutcome, LiveRequest, run_live
 from ._plan import AttemptKey, cassette_tape
 from ._replay import ReplayRequest, run_replay
+from ._rerecord_plan import FromTurn, Planned, from_turns, plan_attempts, planned_for, usd
 from ._setup import RunRefused, load_cases, prices_for
-
-WHY_NOT_CHANGED = (
-    "re-recording would record the changed behaviour as correct; fix the harness, or pass "
-    "--accept-harness-changes if the change is intended"
-)
 
 
 @attrs.frozen(kw_only=True)
@@ -59,6 +52,9 @@ class RerecordRequest:
     """USD: refuse when the estimate exceeds it; stop starting attempts once spent."""
     accept_harness_changes: bool = False
     """Also re-record CHANGED attempts (a tool result or the conversation changed)."""
+    from_turn: bool = False
+    """Serve each stale attempt's recorded turns before its first changed one and go live
+    from there (``_rerecord_plan``); the estimate and the budget count the live turns only."""
     source: Source | None = None
     """Where the model responses come from, as recorded in each new session; None: each
     keeps its recording's source (and, unless ``source_detail`` is given, its detail)."""
@@ -71,24 +67,6 @@ class RerecordRequest:
     """Retries of a 429, 5xx or connection failure before the agent sees it."""
     reporter: Reporter = SILENT
     """Where the plan and progress go."""
-
-
-@attrs.frozen(kw_only=True)
-class Planned:
-    """The attempts of one case and model to record again."""
-
-    suite: str
-    """The case's suite."""
-    case_id: str
-    """The case."""
-    model: str
-    """The model, as recorded."""
-    attempts: tuple[int, ...]
-    """The attempt indices, as recorded."""
-    change: Change
-    """STALE, or CHANGED (accepted)."""
-    cost: float | None
-    """USD the recorded sessions of these attempts cost; None when a price is unknown."""
 
 
 @attrs.frozen(kw_only=True)
@@ -108,11 +86,6 @@ class RerecordOutcome:
     def attempts(self) -> int:
         """How many attempts were planned."""
         return sum(len(p.attempts) for p in self.planned)
-
-
-def usd(value: float | None) -> str:
-    """``$0.0123``, or ``n/a`` for an unknown cost."""
-    return "n/a" if value is None else f"${value:.4f}"
 
 
 def _replay_record(request: RerecordRequest) -> RunRecord:
@@ -144,24 +117,6 @@ def _replay_record(request: RerecordRequest) -> RunRecord:
             f"run {record.run_id} is a {record.kind.value} run; --from takes a replay run"
         )
     return record
-
-
-def _recorded_cost(
-    config: Config, prices: Prices, case: Case, model: str, attempts: tuple[int, ...]
-) -> float | None:
-    """What the newest recorded session of each attempt cost (0 when there is none)."""
-    tape, _ = cassette_tape(config.cassettes, case)
-    newest: dict[int, float | None] = {}
-    if tape.exists():
-        for recorded in TapeReader(tape, strict=False).sessions():
-            h = recorded.header
-            if h.mode is Mode.LIVE and h.model == model and h.attempt in attempts:
-                session = fold(recorded.events)
-                agent = cost_of_session(prices, model, session).cost
-                judge = judge_cost_of_session(prices, session).cost
-                newest[h.attempt] = None if agent is None or judge is None else agent + judge
-    costs = [newest.get(a, 0.0) for a in attempts]
-    return None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)
 
 
 def _recorded_labels(
@@ -202,29 +157,6 @@ def _labels(
     return source, detail, tuple(recorded.items())
 
 
-def _plan(
-    record: RunRecord, cases: Mapping[str, Case], accept: bool
-) -> tuple[dict[tuple[str, str], set[int]], dict[tuple[str, str], Change]]:
-    keys: dict[tuple[str, str], set[int]] = defaultdict(set)
-    change: dict[tuple[str, str], Change] = {}
-    refused: list[str] = []
-    for a in record.attempts:
-        if a.case_id not in cases or a.change not in (Change.STALE.value, Change.CHANGED.value):
-            continue
-        if a.change == Change.CHANGED.value and not accept:
-            refused.append(f"{a.case_id} {a.model} (attempt {a.attempt + 1})")
-            continue
-        keys[(a.case_id, a.model)].add(a.attempt)
-        if change.get((a.case_id, a.model)) is not Change.CHANGED:
-            change[(a.case_id, a.model)] = Change(a.change)
-    if refused:
-        raise RunRefused(
-            f"{len(refused)} attempt(s) CHANGED (a tool result or the conversation): "
-            f"{', '.join(refused)}; {WHY_NOT_CHANGED}"
-        )
-    return keys, change
-
-
 def run_rerecord(request: RerecordRequest) -> RerecordOutcome:
     """Record the replay's stale attempts again; see the module docstring for the order.
 
@@ -236,20 +168,23 @@ def run_rerecord(request: RerecordRequest) -> RerecordOutcome:
     _, chosen = load_cases(config, request.cases, request.suite)
     cases = {c.id: c for s in chosen for c in s.cases}
     prices = prices_for(config, request.host.environ)
+    if request.from_turn and request.accept_harness_changes:
+        raise RunRefused(
+            "--from-turn cannot re-record CHANGED attempts (drop --accept-harness-changes): "
+            "after a tool-result or conversation change the earlier turns are not what the "
+            "model would be asked today"
+        )
     record = _replay_record(request)
-    keys, changes = _plan(record, cases, request.accept_harness_changes)
+    keys, changes = plan_attempts(record, cases, request.accept_harness_changes)
     if not keys:
         return RerecordOutcome(replay=record)
+    starts: dict[AttemptKey, FromTurn] = {}
+    if request.from_turn:
+        stale = tuple(a for a in record.attempts if a.attempt in keys.get((a.case_id, a.model), ()))
+        starts = from_turns(config, stale, cases)
     planned = tuple(
-        Planned(
-            suite=cases[case_id].suite,
-            case_id=case_id,
-            model=model,
-            attempts=tuple(sorted(attempts)),
-            change=changes[(case_id, model)],
-            cost=_recorded_cost(config, prices, cases[case_id], model, tuple(sorted(attempts))),
-        )
-        for (case_id, model), attempts in sorted(keys.items())
+        planned_for(config, prices, cases[c], m, tuple(sorted(a)), changes[(c, m)], starts)
+        for (c, m), a in sorted(keys.items())
     )
     costs = [p.cost for p in planned]
     estimate = None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)
@@ -257,9 +192,11 @@ def run_rerecord(request: RerecordRequest) -> RerecordOutcome:
     reporter.note(f"rerecord from replay run {record.run_id}: {total} attempt(s)")
     for p in planned:
         shown = ",".join(str(a + 1) for a in p.attempts)
+        turns = ",".join(str(t) for t in p.from_turns)
+        goes = f"  live from turn {turns}" if p.from_turns else ""
         reporter.note(
             f"  {p.suite}/{p.case_id}  {p.model}  attempts {shown}  "
-            f"({p.change.value})  est. {usd(p.cost)}"
+            f"({p.change.value}){goes}  est. {usd(p.cost)}"
         )
     unpriced = sorted({p.model for p in planned if p.cost is None})
     why = f" (no price for {', '.join(unpriced)})" if unpriced else ""
@@ -291,6 +228,7 @@ def run_rerecord(request: RerecordRequest) -> RerecordOutcome:
             source=source,
             source_detail=detail,
             labels=labels,
+            prefixes=tuple((k, s.prefix) for k, s in starts.items() if s.prefix is not None),
             seed=request.seed,
             retries=request.retries,
             export=False,

@@ -6,10 +6,13 @@ the chat server's markers apply to every call) to the conversation.
 - As a Python agent, ``loop_agent:run``: through ``task.client``; the first
   error (an error status, or a call that could not be sent) is raised.
   ``LOOP_AGENT_FAIL_AFTER=k`` raises after the k-th answered call, as a
-  harness that broke mid-way would.
+  harness that broke mid-way would.  ``LOOP_AGENT_TEMPERATURE_FROM=k`` adds
+  ``temperature`` to the k-th request and every later one, as an edit of a
+  request parameter that only later turns send would.
 - As a command agent, ``python loop_agent.py PROMPT``: urllib against
-  ``$OPENAI_BASE_URL``; an error answer's status and body are written to
-  ``refused.json`` in its working folder and it exits 1.
+  ``$OPENAI_BASE_URL`` (``LOOP_AGENT_TEMPERATURE_FROM`` as above); an error
+  answer's status and body are written to ``refused.json`` in its working
+  folder and it exits 1.
 """
 
 from __future__ import annotations
@@ -36,13 +39,17 @@ def _next(messages: list[dict[str, str]], reply: str, prompt: str, n: int) -> No
 
 def run(task: Task) -> str:
     fail_after = int(os.environ.get("LOOP_AGENT_FAIL_AFTER", "0"))
+    temperature_from = int(os.environ.get("LOOP_AGENT_TEMPERATURE_FROM", "0"))
     key = os.environ.get("OPENAI_API_KEY", "")
     messages = [{"role": "user", "content": task.prompt}]
     reply = ""
     for n in range(_calls()):
+        body: dict[str, Any] = {"model": task.model, "messages": messages}
+        if temperature_from and n + 1 >= temperature_from:
+            body["temperature"] = 0.5
         response = task.client.post(
             task.base_url.rstrip("/") + "/chat/completions",
-            json={"model": task.model, "messages": messages},
+            json=body,
             headers={"authorization": f"Bearer {key}"},
         )
         response.raise_for_status()
@@ -70,10 +77,14 @@ def _post(body: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> int:
     prompt = sys.argv[1]
+    temperature_from = int(os.environ.get("LOOP_AGENT_TEMPERATURE_FROM", "0"))
     messages = [{"role": "user", "content": prompt}]
     for n in range(_calls()):
+        body: dict[str, Any] = {"model": os.environ["EVALTAPE_MODEL"], "messages": messages}
+        if temperature_from and n + 1 >= temperature_from:
+            body["temperature"] = 0.5
         try:
-            data = _post({"model": os.environ["EVALTAPE_MODEL"], "messages": messages})
+            data = _post(body)
         except urllib.error.HTTPError as exc:
             refused = {"status": exc.code, "body": json.loads(exc.read())}
             with open("refused.json", "w", encoding="utf-8") as handle:

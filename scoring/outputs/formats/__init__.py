@@ -5,6 +5,7 @@ per case and model), built from an entry point's outcome by ``from_replay``,
 ``from_live``, ``from_rescore``, ``from_comparison`` or ``from_ab``.
 """
 
+from ._coverage_json import COVERAGE_SCHEMA, coverage_json
 from ._from_runs import (
     from_ab,
     from_comparison,
@@ -28,6 +29,7 @@ from ._results import AttemptLine, CaseResult, Kind, RunResults
 from ._step_summary import append_step_summary, step_summary
 
 __all__ = [
+    "COVERAGE_SCHEMA",
     "SCHEMA",
     "AttemptLine",
     "CaseResult",
@@ -37,6 +39,7 @@ __all__ = [
     "append_step_summary",
     "compare_json",
     "comparison_json",
+    "coverage_json",
     "from_ab",
     "from_comparison",
     "from_live",

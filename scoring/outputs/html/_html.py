@@ -198,6 +198,34 @@ def _traces(r: Report) -> list[str]:
     return [*out, "</div>"]
 
 
+def _coverage(r: Report) -> list[str]:
+    if r.coverage is None or not r.coverage.suites:
+        return []
+    out = [
+        '<h2 id="coverage">Coverage</h2>',
+        '<p class="meta">What the replayed recordings can catch, per suite and tool: a '
+        "side-effect bug in a tool can become a REGRESSION only where passing attempts of "
+        "cases with an outcome check call it; a tool whose results no later request carries "
+        "cannot show a changed result (see docs/coverage.md).</p>",
+    ]
+    for s in r.coverage.suites:
+        out += [
+            f'<p class="verdict" data-suite="{e(s.suite)}">{e(s.verdict)}</p>',
+            f'<table class="coverage" data-suite="{e(s.suite)}"><thead><tr><th>tool</th>'
+            "<th>calls</th><th>passing</th><th>unchecked</th><th>failing</th>"
+            "<th>unseen</th><th>state</th></tr></thead><tbody>",
+        ]
+        for t in s.tools:
+            out.append(
+                f'<tr data-tool="{e(t.tool)}" title="{e(t.line)}"><td>{e(t.tool)}</td>'
+                f'<td class="num">{t.calls}</td><td class="num">{t.passing}</td>'
+                f'<td class="num">{t.unchecked}</td><td class="num">{t.failing}</td>'
+                f'<td class="num">{t.unseen}</td><td>{e(t.state.value)}</td></tr>'
+            )
+        out.append("</tbody></table>")
+    return out
+
+
 def render_html(report: Report) -> str:
     """The page, as one string."""
     notes = (
@@ -212,6 +240,7 @@ def render_html(report: Report) -> str:
         *_cases(report),
         *_cost(report),
         *_changes(report),
+        *_coverage(report),
         *_traces(report),
         *notes,
     ]

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
 
-from evaltape.recorder import TapeError
+from evaltape.recorder import TapeError, fold
 
 from ..._config import Config, display_path, scorer_names
+from ...cases._cases import Case
 from ...cases._load import load_suites
 from ...checks._scorers import make_scorer
 from ...results._record_files import write_atomic
-from ...results._records import AttemptResult
-from ...run.rescore._rescore import TapeCache
+from ...results._records import AttemptResult, RunKind, RunRecord
+from ...run.rescore._rescore import TapeCache, locate_tape
 from ...run.rescore._trace import Cut, attempt_lines
 from ...sandbox import Sandbox
+from ...verdicts._coverage import Attempt, Coverage, tally
 from ._html import render_html
 from ._model import Report, build_report
 from ._runs import load_runs
@@ -52,6 +55,26 @@ class ReportOutcome:
     """Bytes written."""
 
 
+def _coverage(
+    record: RunRecord, cases: Mapping[str, Case], config: Config, tapes: TapeCache
+) -> Coverage | None:
+    """For a replay run: what its recorded attempts can catch (each attempt's rescored
+    verdict, the tool calls of its replayed session); None for other runs."""
+    if record.kind is not RunKind.REPLAY:
+        return None
+    attempts = []
+    for a in record.attempts:
+        case = cases.get(a.case_id)
+        if case is None or a.rescored is None or not a.tape:
+            continue
+        tape = locate_tape(a.tape, a.mode, cassettes=config.cassettes, results=config.results)
+        found = tapes.sessions(tape)
+        recorded = found.get(a.session_id) if isinstance(found, dict) else None
+        if recorded is not None:
+            attempts.append(Attempt(case=case, session=fold(recorded.events), verdict=a.rescored))
+    return tally(attempts)
+
+
 def make_report(request: ReportRequest) -> ReportOutcome:
     """Read the run(s), rescore each attempt's trace with today's cases and write the page.
 
@@ -86,7 +109,9 @@ def make_report(request: ReportRequest) -> ReportOutcome:
         except TapeError as exc:
             return [f"cannot read the session: {exc}"]
 
-    report = build_report(runs, trace)
+    report = attrs.evolve(
+        build_report(runs, trace), coverage=_coverage(runs.current, cases, config, tapes)
+    )
     text = render_html(report)
     write_atomic(request.output, text)
     return ReportOutcome(path=request.output, report=report, size=len(text.encode("utf-8")))

@@ -9,6 +9,7 @@ import attrs
 
 from ...results._records import AttemptResult, RunRecord
 from ...verdicts._compare import Comparison
+from ...verdicts._coverage import Coverage
 from ._data import (
     CaseRow,
     ChangeRow,
@@ -88,6 +89,8 @@ class Report:
     """Every attempt's trace."""
     notes: tuple[str, ...]
     """The run record's notes."""
+    coverage: Coverage | None = None
+    """A replay run's coverage: what its recorded attempts can catch, per suite and tool."""
 
 
 def _traces(record: RunRecord, side: int, trace: TraceLines) -> list[Trace]:

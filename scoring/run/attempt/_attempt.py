@@ -28,6 +28,7 @@ from evaltape.recorder import (
     Journal,
     Mode,
     RunnerFact,
+    Scalar,
     Scrubber,
     SessionBuffer,
     SessionStarted,
@@ -43,16 +44,22 @@ from evaltape.recorder._shared import given_values, workspace_spellings
 from evaltape.replay import ReplayTransport
 
 from ..._network import RetryingTransport
-from ...cost._costs import cost_of_session, judge_cost_of_session
+from ...cost._costs import (
+    REPLAYED_FROM,
+    REPLAYED_TURNS,
+    cost_of_session,
+    judge_cost_of_session,
+)
 from ...judge._judgement import JudgeState
 from ...judge._reuse import judge_usage, rejudge_offline
 from ...results._records import Verdict
 from ...verdicts._flips import effects_digest, outputs_digest
 from ...verdicts._replaycheck import decide
-from .._jobs import Job, JobEnv, JobResult, LiveWire, error_result
+from .._jobs import Job, JobEnv, JobResult, LiveWire, Prefix, error_result
 from .._stop import StopKind
 from ._agents import AttemptSetup
 from ._judge_step import judge_step, score_attempt
+from ._prefix import PrefixThenLive
 from ._replay_miss import (
     BASE_URL_KEY,
     nothing_to_replay,
@@ -84,8 +91,15 @@ def _seed(job: Job, env: JobEnv) -> int | None:
     seed, so it sends the recorded request."""
     if job.recorded is not None:
         return job.recorded.header.seed
+    if job.prefix is not None:
+        return job.prefix.seed
     seed = env.live.seed if env.live is not None else None
     return None if seed is None else seed + job.attempt
+
+
+def _replayed(prefix: Prefix) -> tuple[tuple[str, Scalar], ...]:
+    """The header metadata of a session re-recorded from a turn: which turns were served."""
+    return ((REPLAYED_TURNS, len(prefix.exchanges)), (REPLAYED_FROM, prefix.session_id))
 
 
 def _header(job: Job, env: JobEnv, session_id: str) -> SessionStarted:
@@ -113,6 +127,7 @@ def _header(job: Job, env: JobEnv, session_id: str) -> SessionStarted:
             ("suite", job.case.suite),
             ("run_id", job.run_id),
             *(((BASE_URL_KEY, env.base_url),) if job.recorded is None else ()),
+            *(_replayed(job.prefix) if job.prefix is not None else ()),
         ),
     )
 
@@ -236,6 +251,11 @@ def compute_job(job: Job, env: JobEnv, journal: JournalOpener | None = None) -> 
         else:
             assert env.live is not None
             inner = _live_transport(env, env.live, tee)
+            if job.prefix is not None:
+                served = ReplayTransport(
+                    job.prefix.exchanges, session_id=job.prefix.session_id, scrubber=scrubber
+                )
+                inner = PrefixThenLive(served, inner)
         base_url = env.base_url if job.recorded is None else recorded_base_url(job.recorded, env)
         # The command agent's proxy forwards under the same path in replay as live.
         setup = AttemptSetup(
