@@ -21,6 +21,9 @@ import attrs
 from evaltape.recorder import VERSION, Usage
 
 from .._errors import ScoringError
+from ._gate_inputs import Exemption, GateInputs
+
+__all__ = ["Exemption", "GateInputs"]
 
 RUNS_DIR = "runs"
 """Folder under the results folder that holds one ``<run id>.json`` per run."""
@@ -201,6 +204,10 @@ class RunRecord:
     """The run id (or saved baseline name) the gate compared against; "" for none."""
     confirm_trials: int = 0
     """Confirmation re-runs the gate asked of a green case that broke (0: none asked)."""
+    gate_inputs: tuple[GateInputs, ...] = ()
+    """Per model, everything the gate decided on besides the attempts (baseline runs,
+    history window, exemptions, re-runs, alpha, judge status, floors); empty when the run
+    was not gated or was written before these were kept."""
     exported: tuple[str, ...] = ()
     """Attempt keys (``attempt_key``) whose spans and every score were delivered; each is
     exported once."""

@@ -75,20 +75,22 @@ def trials_per_case(attempts: Sequence[AttemptResult]) -> int:
     return max((a.attempt + 1 for a in attempts if not a.confirmation), default=0)
 
 
-def _held(m: CaseMove) -> bool:
+def _held(m: CaseMove, runs: int = 1) -> bool:
     """The rule looks at this move: gated, no planned trial passing now, and green in the
-    baseline, or (with enough trials) failing at most ``GREEN_SLACK`` of them there."""
+    baseline, or (with enough trials) failing at most ``GREEN_SLACK`` of them per pooled
+    baseline run there."""
     b = m.baseline
     if not (m.gated and m.current.passed == 0 and b.passed > 0):
         return False
-    return b.green or (b.total >= MIN_GREEN_TRIALS and b.total - b.passed <= GREEN_SLACK)
+    slack = GREEN_SLACK * max(1, runs)
+    return b.green or (b.total >= MIN_GREEN_TRIALS and b.total - b.passed <= slack)
 
 
-def _candidates(c: Comparison, flaky: Collection[CaseKey]) -> list[CaseMove]:
+def _candidates(c: Comparison, flaky: Collection[CaseKey], runs: int = 1) -> list[CaseMove]:
     return [
         m
         for m in c.moves
-        if _held(m)
+        if _held(m, runs)
         and m.key not in flaky
         and min(m.baseline.total, m.current.total) >= MIN_GREEN_TRIALS
     ]
@@ -99,10 +101,12 @@ def to_confirm(
     current: Sequence[AttemptResult],
     *,
     flaky: Collection[CaseKey] = (),
+    runs: int = 1,
 ) -> tuple[CaseKey, ...]:
-    """The (suite, case) keys that would close the gate on the rule and need re-runs."""
+    """The (suite, case) keys that would close the gate on the rule and need re-runs;
+    ``runs`` is how many baseline runs ``baseline`` pools."""
     c = compare(planned(baseline), planned(current))
-    return tuple(m.key for m in _candidates(c, flaky))
+    return tuple(m.key for m in _candidates(c, flaky, runs))
 
 
 def green_rule(
@@ -111,6 +115,7 @@ def green_rule(
     *,
     flaky: Collection[CaseKey],
     confirm: int,
+    runs: int = 1,
 ) -> tuple[list[str], list[str]]:
     """(reasons, notes) of the previously-green rule on comparison ``c`` of the planned trials.
 
@@ -120,7 +125,7 @@ def green_rule(
     reasons: list[str] = []
     notes: list[str] = []
     for m in c.moves:
-        if not _held(m):
+        if not _held(m, runs):
             continue
         b, n = m.baseline, m.current
         line = (
@@ -129,8 +134,8 @@ def green_rule(
         )
         if m.key in flaky:
             notes.append(
-                f"{line} (it failed every trial of an earlier run too: flaky, left to the "
-                "paired test)"
+                f"{line} (exempt once: it failed every planned trial of an earlier gated "
+                "run too: flaky, left to the paired test)"
             )
             continue
         if min(b.total, n.total) < MIN_GREEN_TRIALS:
