@@ -14,10 +14,55 @@ from collections.abc import Collection, Sequence
 from ..results._records import AttemptResult
 from ._gate import CONFIRM_TRIALS, GateState, decide_gate
 from ._gate_green import UnequalTrials
+from ._gate_recorded import Reproduced
 from ._outcomes import CaseKey
 
 HEADING = "Gate (as evaltape live --gate decides on these attempts)"
-"""The first words of the gate's line in ``compare``."""
+"""The first words of the gate's line in ``compare`` for a run that kept no gate inputs."""
+
+RECORDED = "Gate (as recorded: made again from the run's gate inputs)"
+"""The first words of the gate's line in ``compare`` for a gated run with its inputs."""
+
+WORDS = {
+    GateState.OPEN: "OPEN",
+    GateState.CLOSED: "CLOSED",
+    GateState.RUN_ZERO: "OPEN (run zero)",
+    GateState.NO_BASELINE: "NOT GATED (no baseline)",
+}
+"""How each state is printed."""
+
+
+def recorded_lines(again: Reproduced, base_run: str = "") -> list[str]:
+    """The lines of a gated run's decision made again from its recorded inputs.
+
+    ``base_run`` is the run ``compare`` was given as BASE ("" for a saved baseline): when
+    the gate pooled other runs, a note says the decision is the gate's, not BASE's.
+    """
+    i = again.inputs
+    if again.decision is None:
+        return [f"Gate: the recorded decision {i.decision!r} cannot be made again: {again.problem}"]
+    d = again.decision
+    lines = [f"{RECORDED}: {WORDS[d.state]}"]
+    lines.extend(f"  closed: {r}" for r in d.reasons)
+    lines.extend(f"  note: {n}" for n in d.notes)
+    against = ", ".join(i.baseline_runs) or "none"
+    saved = f' (saved baseline "{i.saved_baseline}")' if i.saved_baseline else ""
+    lines.append(f"  inputs: baseline runs {against}{saved}; alpha {i.alpha:g}; "
+                 f"{i.reruns} confirmation re-run(s) of up to {i.confirm} per case; "
+                 f"judge status {i.judge_status!r}; {len(i.history)} gated run(s) in the "
+                 "history window")  # fmt: skip
+    lines.extend(
+        f"  exempt: {e.suite}/{e.case_id} (it failed every planned trial of run {e.run_id})"
+        for e in i.exemptions
+    )
+    if base_run and base_run not in i.baseline_runs:
+        lines.append(
+            f"  note: the gate compared against {against}, not {base_run}: the report above "
+            "is against BASE, this decision is the gate's"
+        )
+    if d.state.value != i.decision:
+        lines.append(f"  the run record says {i.decision!r}: made again, it differs")
+    return lines
 
 
 def gate_beside(
@@ -40,13 +85,13 @@ def gate_beside(
         d = decide_gate(baseline, current, alpha=alpha, flaky=flaky, confirm=confirm)
     except UnequalTrials as exc:
         return [f"Gate: not applicable: {exc}"]
-    word = "CLOSED" if d.state is GateState.CLOSED else "OPEN"
-    lines = [f"{HEADING}: {word}"]
+    lines = [f"{HEADING}: {WORDS[d.state]}"]
     lines.extend(f"  closed: {r}" for r in d.reasons)
     lines.extend(f"  note: {n}" for n in d.notes)
-    if recorded and recorded != d.state.value:
+    if recorded:
         lines.append(
-            f"  the run's own gate decided {recorded!r}: it also weighs the judge's status and "
-            "the score floors, which a comparison of attempts does not see"
+            f"  the run's own gate decided {recorded!r}; its record keeps no gate inputs "
+            "(written before they were kept), so this is decided here against BASE with the "
+            "exemptions of the runs before it, and may differ"
         )
     return lines
