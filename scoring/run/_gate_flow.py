@@ -257,7 +257,7 @@ def confirmations_needed(
             continue
         current = [a for a in record.attempts if a.model == base.model]
         pooled = [a for run in base.runs for a in run]
-        keys = to_confirm(pooled, current, flaky=_flaky(base), runs=len(base.runs))
+        keys = to_confirm(pooled, current, flaky=_flaky(base), runs=base.runs)
         wanted.extend((base.model, key) for key in keys)
     return tuple(wanted)
 

@@ -205,8 +205,14 @@ def decide_gate(
             f"significant regression: per-case mean {c.baseline.rate * 100:.1f}% -> "
             f"{c.current.rate * 100:.1f}% ({t.effect_points:+.1f} points), "
             f"{t.method.value} p = {t.p_worse:.4f} <= alpha {alpha:g}"
+            + (
+                f" (against {t.runs} pooled runs, allowing {t.drift_points:.1f} points of "
+                "run-to-run spread)"
+                if t.runs > 1
+                else ""
+            )
         )
-    green_reasons, green_notes = green_rule(c, current, flaky=flaky, confirm=confirm, runs=pooled)
+    green_reasons, green_notes = green_rule(c, current, flaky=flaky, confirm=confirm, runs=runs)
     reasons.extend(green_reasons)
     notes.extend(green_notes)
     excluded = _excluded_names(current) if floor_failures else set()
