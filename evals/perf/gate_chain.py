@@ -28,13 +28,20 @@ from evaltape.scoring.results._gate_history import (
     evidence_run,
     exemptions,
 )
-from evaltape.scoring.results._records import GateInputs, RunKind, RunRecord, RunState
+from evaltape.scoring.results._records import (
+    Exemption,
+    GateInputs,
+    RunKind,
+    RunRecord,
+    RunState,
+)
 from evaltape.scoring.verdicts._gate import CONFIRM_TRIALS
 from evaltape.scoring.verdicts._gate_green import CONFIRM_ROUND, to_confirm
 
 TRIALS = 3
 ALPHA = 0.05
 MODEL = "m"
+NO_NOISE = Noise()
 
 
 class Table:
@@ -144,7 +151,7 @@ def pair(
     p: np.ndarray,
     after: np.ndarray,
     rng: np.random.Generator,
-    noise: Noise = Noise(),
+    noise: Noise = NO_NOISE,
     runs: int = POOL_RUNS,
 ) -> Gated:
     """``runs`` baseline runs at ``p`` and a current run at ``after``, gated as live does."""
@@ -157,7 +164,9 @@ def _record(n: int, g: Gated) -> Prior:
     inputs = GateInputs(
         model=MODEL,
         decision=g.state.value,
-        exemptions=tuple(_exemption(suite, case, run) for suite, case, run in g.exempt),
+        exemptions=tuple(
+            Exemption(suite=suite, case_id=case, run_id=run) for suite, case, run in g.exempt
+        ),
     )
     record = RunRecord(
         run_id=f"r{n:05d}",
@@ -174,18 +183,12 @@ def _record(n: int, g: Gated) -> Prior:
     return Prior(record=record, attempts=g.attempts)
 
 
-def _exemption(suite: str, case: str, run: str):  # type: ignore[no-untyped-def]
-    from evaltape.scoring.results._records import Exemption
-
-    return Exemption(suite=suite, case_id=case, run_id=run)
-
-
 def chain(
     table: Table,
     p: np.ndarray,
     length: int,
     rng: np.random.Generator,
-    noise: Noise = Noise(),
+    noise: Noise = NO_NOISE,
     broken_every: int = 0,
     runs: int = POOL_RUNS,
 ) -> list[tuple[bool, Gated]]:

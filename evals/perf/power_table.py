@@ -43,12 +43,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import gate_chain as gc  # noqa: E402
-from gate_sim import MODELS, Noise, wilson_text  # noqa: E402
+import gate_chain as gc
+from gate_sim import MODELS, Noise, wilson_text
 
-from evaltape.scoring import decide_gate  # noqa: E402
-from evaltape.scoring.results._gate_history import POOL_RUNS  # noqa: E402
-from evaltape.scoring.verdicts._gate import CONFIRM_TRIALS  # noqa: E402
+from evaltape.scoring import decide_gate
+from evaltape.scoring.results._gate_history import POOL_RUNS
+from evaltape.scoring.verdicts._gate import CONFIRM_TRIALS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "statistics.md"
 START = "<!-- power-table:start -->"

@@ -41,16 +41,18 @@ from ._cassettes import CassetteUpdate, update_cassette
 from ._confirm import confirm_in_rounds, plan_confirmations
 from ._env import job_env, live_wire
 from ._export_step import finish_export, submit
+from ._gate_baseline import (
+    ModelBaseline,
+    confirmations_needed,
+    decide_gates,
+    find_baselines,
+)
 from ._gate_flow import (
     GateOptions,
-    ModelBaseline,
     ModelGate,
     SavedBaseline,
     baselines_folder,
     check_named_baseline,
-    confirmations_needed,
-    decide_gates,
-    find_baselines,
     gate_fields,
     save_baselines,
 )
