@@ -4,6 +4,7 @@ what the gate counts.  Real subprocesses against the 127.0.0.1 chat server."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -99,6 +100,19 @@ def test_compare_makes_the_recorded_decision_again_after_20_more_runs(
         gate_part = report.stdout[report.stdout.index(heading) :]
         assert _closed(gate_part) == closed
         assert "differs" not in gate_part
+
+    # a record written before the inputs were kept still reads; compare says what it did
+    old = decided[3][0]
+    path = project / ".evaltape" / "results" / "runs" / f"{old.run_id}.json"
+    data = json.loads(path.read_text())
+    del data["gate_inputs"]
+    path.write_text(json.dumps(data))
+    report = evaltape(project, "compare", first, old.run_id)
+    assert report.returncode == 0, report.stderr
+    assert "Gate (as evaltape live --gate decides on these attempts):" in report.stdout
+    assert f"the run's own gate decided {old.gate!r}; its record keeps no gate inputs" in (
+        report.stdout
+    )
 
 
 def test_the_live_summary_keeps_confirmation_re_runs_apart(

@@ -93,12 +93,19 @@ def run_task(task: Task, seed: int) -> tuple[Task, dict[str, float]]:
     table = gc.Table(cases)
     draw_p = MODELS[model]
     noise = NOISES[noise_name]
-    c = {k: 0.0 for k in ("h", "h_closed", "h_test", "h_reruns", "b", "b_closed", "b_reruns")}
+    keys = ("h", "h_closed", "h_test", "h_reruns", "b", "b_closed", "b_reruns", "checked", "agreed")
+    c = {k: 0.0 for k in keys}
+
+    def count(g: gc.Gated) -> None:
+        c["checked"] += g.checked
+        c["agreed"] += g.checked and g.agreed
+
     if scenario == "pairs" or scenario.startswith("design"):
         pool = int(scenario[6:]) if scenario.startswith("design") else POOL_RUNS
         for _ in range(runs):
             p = draw_p(rng, cases)
             g = gc.pair(table, p, p, rng, noise, runs=pool)
+            count(g)
             c["h"] += 1
             c["h_closed"] += g.closed
             c["h_test"] += g.by_test
@@ -107,6 +114,7 @@ def run_task(task: Task, seed: int) -> tuple[Task, dict[str, float]]:
                 after = p.copy()
                 after[rng.integers(0, cases)] = 0.0
                 g = gc.pair(table, p, after, rng, noise)
+                count(g)
                 c["b"] += 1
                 c["b_closed"] += g.closed
                 c["b_reruns"] += g.reruns
@@ -118,6 +126,7 @@ def run_task(task: Task, seed: int) -> tuple[Task, dict[str, float]]:
         for _ in range(max(1, runs // healthy)):
             p = draw_p(rng, cases)
             for broken, g in gc.chain(table, p, length, rng, noise, every, runs=pool):
+                count(g)
                 k = "b" if broken else "h"
                 c[k] += 1
                 c[f"{k}_closed"] += g.closed
@@ -128,16 +137,18 @@ def run_task(task: Task, seed: int) -> tuple[Task, dict[str, float]]:
         drops: list[float] = []
         for _ in range(runs):
             p = draw_p(rng, cases)
-            pool = [table.run(gc.draw(p, noise, rng)[1]) for _ in range(POOL_RUNS)]
-            pooled = [a for run in pool for a in run]
+            pool = [gc.draw(p, noise, rng)[1] for _ in range(POOL_RUNS)]
+            runs_ = [table.run(o) for o in pool]
             _, now = gc.draw(p, noise, rng)
-            d = decide_gate(pooled, table.run(now), alpha=gc.ALPHA, runs=pool)
+            pooled = [a for run in runs_ for a in run]
+            d = decide_gate(pooled, table.run(now), alpha=gc.ALPHA, runs=runs_)
             drop = _note_drop(d.notes)
             if drop is None:
                 continue
             drops.append(drop)
             q, outcomes = gc.draw(np.clip(p - drop, 0.0, 1.0), noise, rng)
             g = gc.gate(table, pool, q, outcomes, rng)
+            count(g)
             c["h"] += 1
             c["h_closed"] += g.closed
             c["h_test"] += g.by_test
@@ -262,6 +273,13 @@ def render(done: dict[Task, dict[str, float]], runs: int, seed: int, argv: Seque
             row.append(_pct(cell(model, 200, "drift", f"design{k}"), "h_closed", "h"))
             row.append(_pct(cell(model, 200, "drift", f"dchain{k}"), "h_closed", "h"))
         lines.append(f"| {model} | " + " | ".join(row) + " |")
+    checked = sum(v["checked"] for v in done.values())
+    agreed = sum(v["agreed"] for v in done.values())
+    lines += [
+        "",
+        f"Checked against the project's own `to_confirm` and `decide_gate` on attempt values "
+        f"(one decision in {gc.CHECK_EVERY}): {int(agreed)} of {int(checked)} agreed.",
+    ]
     return "\n".join(lines) + "\n"
 
 
