@@ -195,7 +195,8 @@ class RunRecord:
     purpose: str = ""
     """Why the run was started: "" (ordinary), "gate", "entry_check" or "scoreboard"."""
     gate: str = ""
-    """The gate's decision: "open", "closed", "run zero", or "" when the run was not gated."""
+    """The gate's decision: "open", "closed", "run zero", "no baseline", or "" when the run
+    was not gated."""
     gate_blocked: bool = False
     """The gate closed on this run; it never becomes a baseline."""
     baseline_accepted: bool = False
