@@ -255,9 +255,16 @@ class Inconsistency:
 
 
 def tally(attempts: Iterable[AttemptResult], models: Sequence[str] = ()) -> tuple[ModelTally, ...]:
-    """Passed/total per model: ``models`` first (even with no attempts), then any others."""
+    """Passed/total per model: ``models`` first (even with no attempts), then any others.
+
+    Planned trials only: a gate's confirmation re-runs are kept apart, as the gate keeps
+    them out of its rates, so every tally a user reads (the live summary, ``status``,
+    ``history``) counts what the gate counted.
+    """
     counts: dict[str, list[int]] = {m: [0, 0] for m in models}
     for a in attempts:
+        if a.confirmation:
+            continue
         if not a.verdict.judged:
             counts.setdefault(a.model, [0, 0])
             continue
