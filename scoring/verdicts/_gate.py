@@ -48,6 +48,11 @@ from ._outcomes import case_outcomes
 POWER = 0.8
 """The power the planning note is stated at: four runs in five catch the drop."""
 
+SIMULATED_AT_NOTE = "84-94%"
+"""How often the gate closed simulated runs with a uniform drop of the size the note names
+(docs/statistics.md, the power table's power-note rows: 83.5-93.5% over its grid): the
+note's normal approximation is conservative, and the note says by how much."""
+
 PLAN_DROP = 0.05
 """The drop (a rate: 5 points) the planning note says how many cases it needs."""
 
@@ -132,7 +137,8 @@ def _plan_note(c: Comparison, trials: int, alpha: float, drop: float, runs: int 
     else:
         first = (
             f"power: {size} detect a drop of {plan.detectable_points:.1f} points with "
-            f"{POWER:.0%} power at alpha {alpha:g}"
+            f"{POWER:.0%} power at alpha {alpha:g} (a conservative approximation: "
+            f"{SIMULATED_AT_NOTE} of simulated runs closed at that drop)"
         )
     need = (
         f"about {plan.cases_needed} cases"
