@@ -21,14 +21,11 @@ from .._errors import ScoringError
 from ..outputs.console._compare import render_comparison
 from ..outputs.formats import compare_json, from_comparison
 from ..results import _baselines as baselines
-from ..results._gate_history import exemptions, gate_history
 from ..results._record_files import read_record, resolve_run
 from ..results._records import AttemptResult, RunRecord
 from ..run._host import Host
 from ..verdicts._compare import compare
-from ..verdicts._compare_gate import gate_beside, recorded_lines
-from ..verdicts._gate import CONFIRM_TRIALS
-from ..verdicts._gate_recorded import reproduce
+from ..verdicts._compare_gate import gate_block
 from ._boundary import boundary
 from ._gate_flow import folder
 from ._options import PROBABILITY, ResultFiles, config_options, result_options
@@ -76,31 +73,6 @@ def _side(spec: str, config: Config, model: str | None) -> _Side:
         attempts=[a for a in record.attempts if a.model == chosen],
         label=f"run {record.run_id}{commit}",
         record=record,
-    )
-
-
-def _gate(before: _Side, now: _Side, config: Config, alpha: float) -> list[str]:
-    """The gate's decision: a gated run's own, made again from its recorded inputs; else
-    what the gate decides on this pair, with the exemptions of the runs before ``now``."""
-    record = now.record
-    if record is None:
-        return gate_beside(before.attempts, now.attempts, alpha=alpha)
-    model = now.attempts[0].model
-    again = reproduce(record, model, results=config.results, folder=folder(config))
-    if again is not None:
-        return recorded_lines(again, before.record.run_id if before.record else "")
-    h = gate_history(
-        config.results, model, trials=record.trials, exclude=record.run_id, before=record.run_id
-    )
-    fingerprints = {(a.suite, a.case_id): a.fingerprint for a in now.attempts}
-    flaky = {(e.suite, e.case_id) for e in exemptions(h.gated, model, fingerprints)}
-    return gate_beside(
-        before.attempts,
-        now.attempts,
-        alpha=alpha,
-        confirm=record.confirm_trials if record.gate else CONFIRM_TRIALS,
-        flaky=flaky,
-        recorded=record.gate,
     )
 
 
@@ -170,7 +142,12 @@ def compare_cmd(
     with text_report(results):
         for line in render_comparison(result, baseline_label=before.label, current_label=now.label):
             click.echo(line)
-        for line in _gate(before, now, config, alpha):
+        gate = gate_block(
+            before.attempts, now.attempts, alpha=alpha, record=now.record,
+            base_run=before.record.run_id if before.record else "",
+            results=config.results, folder=folder(config),
+        )  # fmt: skip
+        for line in gate:
             click.echo(line)
     found = from_comparison(result, current_run=now.record.run_id if now.record else "")
     write_results(

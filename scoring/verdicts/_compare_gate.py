@@ -2,19 +2,22 @@
 silently.
 
 ``evaltape compare`` reports the paired test; ``evaltape live --gate`` decides with more
-rules (the previously-green rule with its confirmation re-runs, score floors, the judge).
-``gate_beside`` runs the same ``decide_gate`` on the compared attempts and says what it
-decides and why, or why a gate would not pair these runs at all.
+rules (the previously-green rule with its confirmation re-runs and exemptions, score
+floors, the judge).  ``gate_block`` prints a gated run's own decision, made again from the
+inputs its record keeps (``recorded_lines``), or for an ungated or older run what
+``decide_gate`` decides on the compared attempts (``gate_beside``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from pathlib import Path
 
-from ..results._records import AttemptResult
+from ..results._gate_history import exemptions, gate_history
+from ..results._records import AttemptResult, RunRecord
 from ._gate import CONFIRM_TRIALS, GateState, decide_gate
 from ._gate_green import UnequalTrials
-from ._gate_recorded import Reproduced
+from ._gate_recorded import Reproduced, reproduce
 from ._outcomes import CaseKey
 
 HEADING = "Gate (as evaltape live --gate decides on these attempts)"
@@ -95,3 +98,37 @@ def gate_beside(
             "exemptions of the runs before it, and may differ"
         )
     return lines
+
+
+def gate_block(
+    baseline: Sequence[AttemptResult],
+    current: Sequence[AttemptResult],
+    *,
+    alpha: float,
+    record: RunRecord | None,
+    base_run: str,
+    results: Path,
+    folder: Path,
+) -> list[str]:
+    """The gate's block of ``evaltape compare``: a gated run's own decision made again from
+    its recorded inputs; else what the gate decides on this pair, with the exemptions of the
+    runs before ``record`` (``record`` None: a saved baseline as CURRENT, none)."""
+    if record is None or not current:
+        return gate_beside(baseline, current, alpha=alpha)
+    model = current[0].model
+    again = reproduce(record, model, results=results, folder=folder)
+    if again is not None:
+        return recorded_lines(again, base_run)
+    h = gate_history(
+        results, model, trials=record.trials, exclude=record.run_id, before=record.run_id
+    )
+    fingerprints = {(a.suite, a.case_id): a.fingerprint for a in current}
+    flaky = {(e.suite, e.case_id) for e in exemptions(h.gated, model, fingerprints)}
+    return gate_beside(
+        baseline,
+        current,
+        alpha=alpha,
+        confirm=record.confirm_trials if record.gate else CONFIRM_TRIALS,
+        flaky=flaky,
+        recorded=record.gate,
+    )
