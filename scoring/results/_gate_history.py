@@ -36,6 +36,10 @@ POOL_RUNS = 3
 EXEMPT_WINDOW = 10
 """Gated runs whose all-failed cases may still exempt a case: older evidence has expired."""
 
+SCAN_LIMIT = 50
+"""Eligible runs read at most while filling the pool and the window: a history of many
+ungated runs is not read to its start for gated ones."""
+
 EVIDENCE_DECISIONS = frozenset({"open", "run zero", "no baseline"})
 """Gate decisions of a run whose failures may count as evidence of a flaky case."""
 
@@ -81,9 +85,13 @@ def gate_history(
     chosen: list[Prior] = []
     passed: list[Prior] = []
     gated: list[Prior] = []
+    read = 0
     for prior in eligible_runs(results, model, exclude=exclude, on_problem=on_problem):
         if before and prior.record.run_id >= before:
             continue
+        read += 1
+        if read > SCAN_LIMIT:
+            break
         if len(chosen) < pool:
             if prior.record.trials == trials:
                 chosen.append(prior)
