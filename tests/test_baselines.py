@@ -19,16 +19,16 @@ from evaltape.scoring import (
 )
 from evaltape.scoring.results._baselines import (
     BaselineError,
-    all_failed_in,
     check_name,
     default_name,
     from_record,
     load,
-    recent_runs,
     save,
     timeline,
 )
+from evaltape.scoring.results._gate_history import exemptions, gate_history
 from evaltape.scoring.results._history import RunLog
+from evaltape.scoring.results._records import Exemption, GateInputs
 
 _clock = itertools.count(1_800_000_000)
 
@@ -55,6 +55,7 @@ def write_run(
     blocked: bool = False,
     accepted: bool = False,
     kind: RunKind = RunKind.LIVE,
+    exempt: tuple[Exemption, ...] = (),
 ) -> RunRecord:
     record = RunRecord(
         run_id=run_id,
@@ -75,11 +76,17 @@ def write_run(
         gate="closed" if blocked or accepted else "open",
         gate_blocked=blocked,
         baseline_accepted=accepted,
+        gate_inputs=(GateInputs(model="m", decision="open", exemptions=exempt),) if exempt else (),
     )
     return log.finish(RunState.COMPLETED)
 
 
-def test_the_implicit_baseline_skips_blocked_runs_entry_checks_and_other_models(
+def pool(results: Path, model: str = "m", **kw: object) -> list[str]:
+    h = gate_history(results, model, trials=1, **kw)  # type: ignore[arg-type]
+    return [p.record.run_id for p in h.pool]
+
+
+def test_the_baseline_pool_skips_blocked_runs_entry_checks_and_other_models(
     tmp_path: Path,
 ) -> None:
     write_run(tmp_path, "r1", [attempt("a", True)])
@@ -87,21 +94,42 @@ def test_the_implicit_baseline_skips_blocked_runs_entry_checks_and_other_models(
     write_run(tmp_path, "r3", [attempt("a", False)], blocked=True)
     write_run(tmp_path, "r4", [attempt("a", False)], purpose="entry_check")
     write_run(tmp_path, "r5", [attempt("a", True)], kind=RunKind.REPLAY)
-    assert recent_runs(tmp_path, "m")[0].record.run_id == "r1"
+    assert pool(tmp_path) == ["r1"]
     write_run(tmp_path, "r6", [attempt("a", False)], accepted=True)
-    assert recent_runs(tmp_path, "m")[0].record.run_id == "r6"  # waved through: a baseline
-    assert recent_runs(tmp_path, "m", exclude="r6")[0].record.run_id == "r1"
-    assert recent_runs(tmp_path, "nobody") == ()
+    assert pool(tmp_path) == ["r6", "r1"]  # waved through: it may be pooled
+    assert pool(tmp_path, exclude="r6") == ["r1"]
+    assert pool(tmp_path, before="r6") == ["r1"]
+    write_run(tmp_path, "r7", [attempt("a", True)])
+    write_run(tmp_path, "r8", [attempt("a", True)])
+    assert pool(tmp_path) == ["r8", "r7", "r6"]  # the last three
+    assert pool(tmp_path, "nobody") == []
 
 
-def test_flaky_cases_come_from_eligible_runs_on_the_current_definition(tmp_path: Path) -> None:
+def exempt_now(results: Path, *cases: str) -> set[tuple[str, str]]:
+    h = gate_history(results, "m", trials=1)
+    prints = {("s", c): "v1" for c in cases}
+    return {(e.case_id, e.run_id) for e in exemptions(h.gated, "m", prints)}
+
+
+def test_only_gated_runs_the_gate_let_through_earn_an_exemption(tmp_path: Path) -> None:
     write_run(tmp_path, "r1", [attempt("old-def", False, fp="v0"), attempt("flaky", False)])
-    write_run(tmp_path, "r2", [attempt("flaky", True), attempt("broken", True)])
-    write_run(tmp_path, "r3", [attempt("broken", False)], blocked=True)
-    write_run(tmp_path, "r4", [attempt("entry", False)], purpose="entry_check")
-    current = {("s", k): "v1" for k in ("old-def", "flaky", "broken", "entry")}
-    assert all_failed_in(recent_runs(tmp_path, "m"), current) == {("s", "flaky")}
-    assert all_failed_in(recent_runs(tmp_path, "m", window=1), current) == frozenset()  # r2
+    write_run(tmp_path, "r2", [attempt("bought", False)])  # not gated
+    write_run(tmp_path, "r3", [attempt("accepted", False)], purpose="gate", accepted=True)
+    write_run(tmp_path, "r4", [attempt("broken", False)], purpose="gate", blocked=True)
+    write_run(tmp_path, "r5", [attempt("entry", False)], purpose="entry_check")
+    assert exempt_now(tmp_path, "old-def", "flaky", "bought", "accepted", "broken") == set()
+    write_run(tmp_path, "r6", [attempt("flaky", False), attempt("old-def", False, fp="v0")],
+              purpose="gate")  # fmt: skip
+    assert exempt_now(tmp_path, "old-def", "flaky") == {("flaky", "r6")}
+
+
+def test_an_exemption_is_spent_once_and_never_renews_itself(tmp_path: Path) -> None:
+    write_run(tmp_path, "r1", [attempt("x", False)], purpose="gate")  # evidence
+    assert exempt_now(tmp_path, "x") == {("x", "r1")}
+    used = (Exemption(suite="s", case_id="x", run_id="r1"),)
+    # r2 used it and failed x again: that failure earns nothing, and r1's evidence is spent
+    write_run(tmp_path, "r2", [attempt("x", False)], purpose="gate", exempt=used)
+    assert exempt_now(tmp_path, "x") == set()
 
 
 def test_only_a_run_where_every_trial_failed_makes_a_case_flaky(tmp_path: Path) -> None:
@@ -110,10 +138,11 @@ def test_only_a_run_where_every_trial_failed_makes_a_case_flaky(tmp_path: Path) 
     some = [attempt("some", t != 1, n=t) for t in range(3)]
     every = [attempt("every", False, n=t) for t in range(3)]
     again = attempt("every", True, n=3)
-    write_run(tmp_path, "r1", [*some, *every, attrs.evolve(again, confirmation=True)])
-    write_run(tmp_path, "r2", [*some, *[attempt("every", True, n=t) for t in range(3)]])
-    current = {("s", k): "v1" for k in ("some", "every")}
-    assert all_failed_in(recent_runs(tmp_path, "m"), current) == {("s", "every")}
+    write_run(tmp_path, "r1", [*some, *every, attrs.evolve(again, confirmation=True)],
+              purpose="gate")  # fmt: skip
+    write_run(tmp_path, "r2", [*some, *[attempt("every", True, n=t) for t in range(3)]],
+              purpose="gate")  # fmt: skip
+    assert exempt_now(tmp_path, "some", "every") == {("every", "r1")}
 
 
 def test_a_flaky_case_breaking_is_a_note_not_a_reason() -> None:

@@ -63,11 +63,11 @@ def test_a_green_case_that_fails_its_trials_is_re_run_before_it_blocks(
     # compare prints the gate's decision on the same pair, beside the paired test
     report = evaltape(project, "compare", first.run_id, blocked.run_id)
     assert report.returncode == 0, report.stderr
-    assert "Gate (as evaltape live --gate decides on these attempts): CLOSED" in report.stdout
+    assert "Gate (as recorded: made again from the run's gate inputs): CLOSED" in report.stdout
     assert "previously green case basic/c0 fails now" in report.stdout
     assert "and 0/6 on confirmation re-runs" in report.stdout
     calm = evaltape(project, "compare", first.run_id, opened.run_id)
-    assert "Gate (as evaltape live --gate decides on these attempts): OPEN" in calm.stdout
+    assert "Gate (as recorded: made again from the run's gate inputs): OPEN" in calm.stdout
     assert "3 trials passed" not in calm.stdout or "confirmation" in calm.stdout
 
 
@@ -82,12 +82,26 @@ def test_a_gate_never_pairs_runs_with_different_trials_per_case(
 
     gated = evaltape(project, "live", "-m", "fake-1", "--gate", env=BROKEN)
     assert gated.returncode == 0, gated.stdout + gated.stderr  # nothing like it to compare with
-    assert "gate [fake-1]: OPEN (run zero)" in gated.stdout
+    # not "run zero": a run exists, it just cannot be a gate's baseline, and the line says why
+    assert "gate [fake-1]: NOT GATED (no baseline)" in gated.stdout
+    assert "run zero" not in gated.stdout
     assert (
-        f"run {single.run_id} was passed over as the baseline: it ran 1 trial(s) per case "
-        "and this run 3 (like with like)"
+        f"note: no baseline: no earlier run of fake-1 ran 3 trial(s) per case (run "
+        f"{single.run_id} ran 1); this run can be the first baseline"
     ) in gated.stdout
     three = latest(project)
+    assert three.gate == "no baseline" and not three.gate_blocked
+
+    # a gate with 2 trials per case is never a gate, nor a baseline for one
+    two = evaltape(project, "live", "-m", "fake-1", "--gate", "--trials", "2", env=BROKEN)
+    assert two.returncode == 0, two.stdout + two.stderr
+    assert (
+        "no baseline: this run ran 2 trial(s) per case and a gate needs at least 3 a side: it "
+        "is not gated and is never a gate's baseline"
+    ) in two.stdout
+    after = evaltape(project, "live", "-m", "fake-1", "--gate", env=BROKEN)
+    assert after.returncode == 0, after.stdout  # as broken as the 3-trial run it is paired with
+    assert f"run {three.run_id}" in after.stdout and "gate [fake-1]: OPEN" in after.stdout
 
     saved = evaltape(project, "live", "-m", "fake-1", "--save-baseline", "--baseline", "one")
     assert saved.returncode == 0, saved.stderr
@@ -96,10 +110,14 @@ def test_a_gate_never_pairs_runs_with_different_trials_per_case(
     assert 'baseline "one" ran 1 trial(s) per case and this gate runs 3' in refused.stderr
     assert "Traceback" not in refused.stderr
     requests = len(server.requests)
-    assert requests == 3 + 9 + 3  # the refusal ran nothing
+    assert requests == 3 + 9 + 6 + 9 + 3  # the refusal ran nothing
 
+    # the gated run's own decision, made again from its record, whatever BASE is
     report = evaltape(project, "compare", single.run_id, three.run_id)
     assert report.returncode == 0, report.stderr
-    assert "Gate: not applicable: the baseline ran 1 trial(s) per case and this run 3" in (
-        report.stdout
+    assert "Gate (as recorded: made again from the run's gate inputs): NOT GATED" in report.stdout
+    # an ungated pair is what the gate would decide on these attempts
+    plain = evaltape(project, "compare", three.run_id, single.run_id)
+    assert "Gate: not applicable: the baseline ran 3 trial(s) per case and this run 1" in (
+        plain.stdout
     )

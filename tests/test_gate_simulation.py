@@ -153,3 +153,49 @@ def test_history_takes_cases_whose_trials_fail_together_out_of_the_rule() -> Non
         closed += with_history.state is GateState.CLOSED
         closed_without_history += without.state is GateState.CLOSED
     assert closed_without_history > closed  # the history is what made the difference
+
+
+def _chain_module():  # type: ignore[no-untyped-def]
+    perf = str(ROOT / "evals" / "perf")
+    if perf not in sys.path:
+        sys.path.insert(0, perf)
+    import gate_chain
+
+    return gate_chain
+
+
+def test_the_power_tables_count_decisions_agree_with_decide_gate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The power table decides from counts; checked on every decision here, pooled pairs
+    and chains with drift, exemptions and re-runs, the project's ``to_confirm`` and
+    ``decide_gate`` on the attempt values decide the same."""
+    gc = _chain_module()
+    monkeypatch.setattr(gc, "CHECK_EVERY", 1)
+    rng = np.random.default_rng(20261205)
+    table = gc.Table(50)
+    noise = sim.Noise(icc=0.1, drift=0.1)
+    made = []
+    for _ in range(4):
+        p = sim.spread(rng, 50)
+        made += [g for _, g in gc.chain(table, p, 10, rng, noise, broken_every=3)]
+        made.append(gc.pair(table, p, p, rng, noise))
+    assert all(g.checked for g in made) and all(g.agreed for g in made)
+    assert sum(g.closed for g in made) >= 5 and sum(g.reruns > 0 for g in made) >= 5
+
+
+def test_pooled_chains_catch_a_broken_case_and_rarely_block_healthy_runs() -> None:
+    """Chains with drift, every other run with one case broken for that run: the broken
+    runs are blocked and the healthy ones between them are not (a blocked run never joins
+    the pool, so the broken runs leave no trace)."""
+    gc = _chain_module()
+    rng = np.random.default_rng(20261206)
+    table = gc.Table(20)
+    noise = sim.Noise(icc=0.1, drift=0.1)
+    healthy = broken = 0
+    for _ in range(10):
+        for is_broken, g in gc.chain(table, sim.spread(rng, 20), 10, rng, noise, 2):
+            broken += is_broken and g.closed
+            healthy += not is_broken and g.closed
+    assert broken >= 45  # of 50
+    assert healthy <= 5  # of 50

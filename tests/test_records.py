@@ -28,7 +28,14 @@ from evaltape.scoring import (
 from evaltape.scoring.results._history import append_history, entry_from_record
 from evaltape.scoring.results._record_files import write_record
 from evaltape.scoring.results._record_json import record_from_json, record_to_json
-from evaltape.scoring.results._records import git_commit, inconsistent_cases, make_run_id, tally
+from evaltape.scoring.results._records import (
+    Exemption,
+    GateInputs,
+    git_commit,
+    inconsistent_cases,
+    make_run_id,
+    tally,
+)
 
 T0 = 1_796_000_000.0  # 2026-11-29T...Z
 
@@ -108,6 +115,31 @@ def test_a_record_round_trips_through_json_and_a_file(tmp_path: Path) -> None:
     path = write_record(tmp_path, full)
     assert path == tmp_path / "runs" / f"{full.run_id}.json"
     assert read_record(path) == full
+
+
+def test_gate_inputs_round_trip_and_records_without_them_still_read(tmp_path: Path) -> None:
+    inputs = GateInputs(
+        model="m-a",
+        decision="closed",
+        baseline_runs=("r3", "r2", "r1"),
+        history=("r3", "r1"),
+        exemptions=(Exemption(suite="core", case_id="plan", run_id="r1"),),
+        reruns=12,
+        alpha=0.01,
+        confirm=12,
+        plan_drop=0.1,
+        judge_status="not needed",
+        floor_failures=("core/essay",),
+    )
+    gated = record(state=RunState.COMPLETED, gate="closed", gate_inputs=(inputs,))
+    data = json.loads(json.dumps(record_to_json(gated)))
+    assert data["gate_inputs"][0]["exemptions"] == [{"suite": "core", "case": "plan", "run": "r1"}]
+    assert record_from_json(data, "x") == gated
+    del data["gate_inputs"]  # a record written before the inputs were kept
+    assert record_from_json(data, "x").gate_inputs == ()
+    data["gate_inputs"] = [{"model": "m-a"}]
+    with pytest.raises(RecordError, match=r'x: gate_inputs\[0\]: missing field "exemptions"'):
+        record_from_json(data, "x")
 
 
 def test_a_newer_schema_is_refused_with_a_clear_message(tmp_path: Path) -> None:

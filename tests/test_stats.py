@@ -19,7 +19,14 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint, proportions_ztest
 
-from evaltape.scoring.stats import mcnemar_exact, pass_at_k, pass_hat_k, sign_flip_test, wilson
+from evaltape.scoring.stats import (
+    mcnemar_exact,
+    pass_at_k,
+    pass_hat_k,
+    run_variance,
+    sign_flip_test,
+    wilson,
+)
 from evaltape.scoring.stats._power import binomial_diff_sd, cases_needed, paired_power
 from evaltape.scoring.stats._signflip import MONTE_CARLO_DRAWS, SignFlipMethod
 from evaltape.scoring.stats._stats import (
@@ -261,3 +268,29 @@ def test_cases_needed_reaches_the_asked_power() -> None:
     assert cases_needed(0.05, sd) == pytest.approx(4 * n, rel=0.1)
     with pytest.raises(ValueError, match="zero"):
         cases_needed(0.0, sd)
+
+
+def test_run_variance_is_the_sample_variance_of_the_run_means() -> None:
+    rates = [[1.0, 0.5, 1.0], [0.5, 0.5, 1.0], [1.0, 1.0, 1.0]]
+    means = [sum(r) / 3 for r in rates]
+    assert run_variance(rates) == pytest.approx(float(np.var(means, ddof=1)))
+    assert run_variance([[1.0, 0.5]]) == 0.0  # one run says nothing about the spread
+    with pytest.raises(ValueError, match="same cases"):
+        run_variance([[1.0], [1.0, 0.5]])
+
+
+def test_a_drift_allowance_widens_the_sign_flip_test_and_zero_changes_nothing() -> None:
+    diffs = [Fraction(-1, 3)] * 8 + [Fraction(1, 3)] * 2 + [Fraction(0)] * 10
+    plain = sign_flip_test(diffs)
+    assert sign_flip_test(diffs, extra_variance=0.0) == plain
+    widened = sign_flip_test(diffs, extra_variance=0.01)
+    assert widened.p_worse > plain.p_worse and widened.p_two_sided > plain.p_two_sided
+    # the shrunk sum is read off the same exact distribution: V/(V+e) of the way to zero
+    v = sum(float(d) ** 2 for d in diffs) / len(diffs) ** 2
+    shrunk = sum(diffs) * math.sqrt(v / (v + 0.01))
+    signs = itertools.product((-1, 1), repeat=10)
+    moved = [d for d in diffs if d]
+    sums = [sum(s * d for s, d in zip(choice, moved, strict=True)) for choice in signs]
+    assert widened.p_worse == pytest.approx(sum(1 for x in sums if x <= shrunk + 1e-12) / 1024)
+    with pytest.raises(ValueError, match="extra_variance"):
+        sign_flip_test(diffs, extra_variance=-1.0)

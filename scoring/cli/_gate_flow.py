@@ -94,7 +94,8 @@ def gate_options(func: Callable[..., R]) -> Callable[..., R]:
             "--accept-baseline",
             is_flag=True,
             help="With --gate: print every reason it closed, exit 0, and let this run "
-            "become the baseline (only when the suite shrank, never when the agent got worse).",
+            "become a baseline (only when the suite shrank, never when the agent got worse); "
+            "it never exempts a case from the previously-green rule.",
         ),
         click.option(
             "--baseline",

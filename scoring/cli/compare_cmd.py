@@ -25,8 +25,7 @@ from ..results._record_files import read_record, resolve_run
 from ..results._records import AttemptResult, RunRecord
 from ..run._host import Host
 from ..verdicts._compare import compare
-from ..verdicts._compare_gate import gate_beside
-from ..verdicts._gate import CONFIRM_TRIALS
+from ..verdicts._compare_gate import gate_block
 from ._boundary import boundary
 from ._gate_flow import folder
 from ._options import PROBABILITY, ResultFiles, config_options, result_options
@@ -74,28 +73,6 @@ def _side(spec: str, config: Config, model: str | None) -> _Side:
         attempts=[a for a in record.attempts if a.model == chosen],
         label=f"run {record.run_id}{commit}",
         record=record,
-    )
-
-
-def _gate(before: _Side, now: _Side, config: Config, alpha: float) -> list[str]:
-    """What the gate decides on this pair, with the flaky cases of the runs before ``now``."""
-    record = now.record
-    if record is None:
-        return gate_beside(before.attempts, now.attempts, alpha=alpha)
-    model = now.attempts[0].model
-    earlier = [
-        p
-        for p in baselines.recent_runs(config.results, model, exclude=record.run_id)
-        if p.record.run_id < record.run_id
-    ]
-    fingerprints = {(a.suite, a.case_id): a.fingerprint for a in now.attempts}
-    return gate_beside(
-        before.attempts,
-        now.attempts,
-        alpha=alpha,
-        confirm=record.confirm_trials if record.gate else CONFIRM_TRIALS,
-        flaky=baselines.all_failed_in(earlier, fingerprints),
-        recorded=record.gate,
     )
 
 
@@ -165,7 +142,12 @@ def compare_cmd(
     with text_report(results):
         for line in render_comparison(result, baseline_label=before.label, current_label=now.label):
             click.echo(line)
-        for line in _gate(before, now, config, alpha):
+        gate = gate_block(
+            before.attempts, now.attempts, alpha=alpha, record=now.record,
+            base_run=before.record.run_id if before.record else "",
+            results=config.results, folder=folder(config),
+        )  # fmt: skip
+        for line in gate:
             click.echo(line)
     found = from_comparison(result, current_run=now.record.run_id if now.record else "")
     write_results(

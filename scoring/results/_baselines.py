@@ -8,16 +8,16 @@ baseline holds one model's attempts, each with its case, verdict and the
 case definition's fingerprint, so a comparison is paired case by case.
 
 Without a saved name, the gate's baseline is implicit: the last finished live
-run on the same model that did not close the gate, the newest of ``recent_runs``.
+runs on the same model that did not close the gate (``eligible_runs``; the gate
+pools them, ``_gate_history``).
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import attrs
@@ -238,10 +238,6 @@ class Prior:
     """Its attempts with the model."""
 
 
-FLAKY_WINDOW = 10
-"""How many baseline-eligible runs ``recent_runs`` looks back over for flaky cases."""
-
-
 def eligible_runs(
     results: Path,
     model: str,
@@ -275,39 +271,3 @@ def eligible_runs(
         if record.gate_blocked and not record.baseline_accepted:
             continue
         yield Prior(record=record, attempts=tuple(a for a in record.attempts if a.model == model))
-
-
-def recent_runs(
-    results: Path,
-    model: str,
-    *,
-    exclude: str = "",
-    window: int = FLAKY_WINDOW,
-    on_problem: Callable[[str], None] | None = None,
-) -> tuple[Prior, ...]:
-    """The last ``window`` baseline-eligible runs, newest first, read once.
-
-    The first is the implicit baseline; all of them feed ``all_failed_in`` (the
-    cases that are flaky), so a gate reads each record once.
-    """
-    runs = eligible_runs(results, model, exclude=exclude, on_problem=on_problem)
-    return tuple(itertools.islice(runs, window))
-
-
-def all_failed_in(
-    runs: Iterable[Prior], fingerprints: Mapping[tuple[str, str], str]
-) -> frozenset[tuple[str, str]]:
-    """Cases that failed every judged trial of one of ``runs``, under the definition
-    ``fingerprints`` names: the cases whose trials sometimes fail together, so the gate's
-    previously-green rule leaves them to the paired test."""
-    judged: dict[tuple[str, str, str], list[bool]] = {}
-    for prior in runs:
-        for a in prior.attempts:
-            key = (a.suite, a.case_id)
-            if a.tainted or a.confirmation or a.verdict not in (Verdict.PASSED, Verdict.FAILED):
-                continue
-            if fingerprints.get(key) and a.fingerprint == fingerprints[key]:
-                judged.setdefault((prior.record.run_id, *key), []).append(
-                    a.verdict is Verdict.PASSED
-                )
-    return frozenset((s, c) for (_, s, c), passed in judged.items() if not any(passed))

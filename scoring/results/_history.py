@@ -66,7 +66,8 @@ class HistoryEntry:
     inconsistent: tuple[Inconsistency, ...]
     """Cases whose attempts with one model disagreed."""
     gate: str = ""
-    """The gate's decision ("open", "closed", "run zero"); "" when the run was not gated."""
+    """The gate's decision ("open", "closed", "run zero", "no baseline"); "" when the run was
+    not gated."""
     gate_blocked: bool = False
     """The gate closed on the run and it was not accepted: never a baseline."""
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import enum
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from evaltape.recorder import VERSION, Usage
+from evaltape.recorder import Usage
 
+from ._gate_inputs_json import inputs_from_json, inputs_to_json
+from ._json_fields import Fields, type_name
 from ._records import (
     AttemptResult,
     RecordError,
@@ -15,6 +17,8 @@ from ._records import (
     RunState,
     Verdict,
 )
+
+__all__ = ["Fields", "attempt_from_json", "attempt_to_json", "record_from_json", "record_to_json"]
 
 SCHEMA = 1
 """Version of the run-record JSON this evaltape writes and the newest it reads."""
@@ -93,104 +97,11 @@ def record_to_json(r: RunRecord) -> dict[str, object]:
         "exported": list(r.exported),
         "export_partial": {key: list(names) for key, names in r.export_partial},
         **({"confirm_trials": r.confirm_trials} if r.confirm_trials else {}),
+        **({"gate_inputs": [inputs_to_json(g) for g in r.gate_inputs]} if r.gate_inputs else {}),
         **({"pid": r.pid, "host": r.host} if r.pid is not None else {}),
         **({"heartbeat_at": r.heartbeat_at} if r.heartbeat_at is not None else {}),
         **({"workspaces": r.workspaces} if r.workspaces else {}),
     }
-
-
-class Fields:
-    """Typed access to one decoded JSON object; every refusal names ``where`` and the field."""
-
-    def __init__(self, data: object, where: str) -> None:
-        if not isinstance(data, dict):
-            raise RecordError(f"{where}: expected a JSON object, got {_type(data)}")
-        self.data: dict[str, Any] = data
-        self.where = where
-
-    def _get(self, name: str, types: tuple[type, ...], what: str, optional: bool) -> Any:
-        if name not in self.data:
-            raise RecordError(f'{self.where}: missing field "{name}"')
-        value = self.data[name]
-        if value is None and optional:
-            return None
-        ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
-        if not ok:
-            raise RecordError(f'{self.where}: field "{name}": expected {what}, got {_type(value)}')
-        return value
-
-    def text(self, name: str) -> str:
-        """A string field."""
-        value: str = self._get(name, (str,), "a string", False)
-        return value
-
-    def whole(self, name: str) -> int:
-        """A whole-number field."""
-        value: int = self._get(name, (int,), "a whole number", False)
-        return value
-
-    def number(self, name: str, *, optional: bool = False) -> float | None:
-        """A number field (``None`` allowed when ``optional``)."""
-        value = self._get(name, (int, float), "a number", optional)
-        return None if value is None else float(value)
-
-    def flag(self, name: str) -> bool:
-        """A boolean field."""
-        value: bool = self._get(name, (bool,), "true or false", False)
-        return value
-
-    def texts(self, name: str) -> tuple[str, ...]:
-        """An array of strings."""
-        items: list[Any] = self._get(name, (list,), "an array", False)
-        for i, item in enumerate(items):
-            if not isinstance(item, str):
-                raise RecordError(
-                    f'{self.where}: field "{name}[{i}]": expected a string, got {_type(item)}'
-                )
-        return tuple(items)
-
-    def array(self, name: str) -> list[Any]:
-        """An array, items unchecked."""
-        items: list[Any] = self._get(name, (list,), "an array", False)
-        return items
-
-    def member(self, name: str, cls: type[E], *, optional: bool = False) -> E | None:
-        """A string naming a member of ``cls``."""
-        value = self._get(name, (str,), "a string", optional)
-        if value is None:
-            return None
-        try:
-            return cls(value)
-        except ValueError:
-            choices = ", ".join(str(m.value) for m in cls)
-            raise RecordError(
-                f'{self.where}: field "{name}": expected one of {choices}, got "{value}"'
-            ) from None
-
-    def schema(self, newest: int, what: str) -> None:
-        """Refuse a missing, malformed or newer schema version."""
-        version = self.whole("schema")
-        if version > newest:
-            raise RecordError(
-                f"{self.where}: {what} schema {version} is newer than this evaltape "
-                f"({VERSION}) reads (up to {newest}); upgrade evaltape"
-            )
-        if version < 1:
-            raise RecordError(f'{self.where}: field "schema": must be at least 1, got {version}')
-
-
-def _type(value: object) -> str:
-    if value is None:
-        return "null"
-    names: dict[type, str] = {
-        bool: "boolean",
-        int: "integer",
-        float: "number",
-        str: "string",
-        list: "array",
-        dict: "object",
-    }
-    return names.get(type(value), "value")
 
 
 def _req(value: E | None) -> E:
@@ -283,6 +194,10 @@ def record_from_json(data: object, where: str) -> RunRecord:
         exported=f.texts("exported") if "exported" in f.data else (),
         export_partial=_partial(f, where) if "export_partial" in f.data else (),
         confirm_trials=f.whole("confirm_trials") if "confirm_trials" in f.data else 0,
+        gate_inputs=tuple(
+            inputs_from_json(item, f"{where}: gate_inputs[{n}]")
+            for n, item in enumerate(f.array("gate_inputs") if "gate_inputs" in f.data else ())
+        ),
         pid=f.whole("pid") if "pid" in f.data else None,
         host=f.text("host") if "host" in f.data else "",
         heartbeat_at=f.number("heartbeat_at") if "heartbeat_at" in f.data else None,
@@ -293,6 +208,7 @@ def record_from_json(data: object, where: str) -> RunRecord:
 def _partial(f: Fields, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     data = f.data["export_partial"]
     if not isinstance(data, dict):
-        raise RecordError(f'{where}: field "export_partial": expected an object, got {_type(data)}')
+        got = type_name(data)
+        raise RecordError(f'{where}: field "export_partial": expected an object, got {got}')
     inner = Fields(data, f'{where}: field "export_partial"')
     return tuple((key, inner.texts(key)) for key in data)

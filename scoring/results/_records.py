@@ -21,6 +21,9 @@ import attrs
 from evaltape.recorder import VERSION, Usage
 
 from .._errors import ScoringError
+from ._gate_inputs import Exemption, GateInputs
+
+__all__ = ["Exemption", "GateInputs"]
 
 RUNS_DIR = "runs"
 """Folder under the results folder that holds one ``<run id>.json`` per run."""
@@ -192,7 +195,8 @@ class RunRecord:
     purpose: str = ""
     """Why the run was started: "" (ordinary), "gate", "entry_check" or "scoreboard"."""
     gate: str = ""
-    """The gate's decision: "open", "closed", "run zero", or "" when the run was not gated."""
+    """The gate's decision: "open", "closed", "run zero", "no baseline", or "" when the run
+    was not gated."""
     gate_blocked: bool = False
     """The gate closed on this run; it never becomes a baseline."""
     baseline_accepted: bool = False
@@ -201,6 +205,10 @@ class RunRecord:
     """The run id (or saved baseline name) the gate compared against; "" for none."""
     confirm_trials: int = 0
     """Confirmation re-runs the gate asked of a green case that broke (0: none asked)."""
+    gate_inputs: tuple[GateInputs, ...] = ()
+    """Per model, everything the gate decided on besides the attempts (baseline runs,
+    history window, exemptions, re-runs, alpha, judge status, floors); empty when the run
+    was not gated or was written before these were kept."""
     exported: tuple[str, ...] = ()
     """Attempt keys (``attempt_key``) whose spans and every score were delivered; each is
     exported once."""
@@ -247,9 +255,16 @@ class Inconsistency:
 
 
 def tally(attempts: Iterable[AttemptResult], models: Sequence[str] = ()) -> tuple[ModelTally, ...]:
-    """Passed/total per model: ``models`` first (even with no attempts), then any others."""
+    """Passed/total per model: ``models`` first (even with no attempts), then any others.
+
+    Planned trials only: a gate's confirmation re-runs are kept apart, as the gate keeps
+    them out of its rates, so every tally a user reads (the live summary, ``status``,
+    ``history``) counts what the gate counted.
+    """
     counts: dict[str, list[int]] = {m: [0, 0] for m in models}
     for a in attempts:
+        if a.confirmation:
+            continue
         if not a.verdict.judged:
             counts.setdefault(a.model, [0, 0])
             continue

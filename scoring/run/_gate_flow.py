@@ -1,34 +1,32 @@
-"""The gate of a live run, per model: find the baseline, decide, record, save.
+"""The gate of a live run: its options, the checks before any model call, the record's
+gate fields and the baselines saved.
 
-The decision itself is ``_gate.decide_gate``; this module finds what each
-model is compared against (a named baseline or the newest eligible run),
-gathers the judge's floor failures and the recently flaky cases, turns the
-per-model decisions into the run record's gate fields and saves baselines.
-``run_live`` calls it; nothing here prints.
+Finding the baseline and deciding are ``_gate_baseline``'s (``decide_recorded``
+over the ``GateInputs`` the record keeps); this module checks a named
+baseline before a token is spent, gathers the judge's floor failures, turns
+the per-model decisions into the run record's gate fields (``gate_inputs``
+among them) and saves baselines.  ``run_live`` calls it; nothing here prints.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from ..judge._floors import case_floors
-from ..judge._judgement import Floors, JudgeStatus
+from ..judge._judgement import Floors
 from ..results import _baselines as baselines
 from ..results._baselines import BaselineError
-from ..results._records import AttemptResult, RunRecord
+from ..results._records import GateInputs, RunRecord
 from ..verdicts._gate import (
     CONFIRM_TRIALS,
     PLAN_DROP,
     GateDecision,
     GateState,
-    decide_gate,
 )
-from ..verdicts._gate_green import UnequalTrials, to_confirm
-from ..verdicts._outcomes import CaseKey
 from ._jobs import JobResult
 
 GATE_TRIALS = 3
@@ -74,6 +72,8 @@ class ModelGate:
     """The decision."""
     against: str
     """The baseline's label ("" on run zero)."""
+    inputs: GateInputs | None = None
+    """What the decision was made from, as the run record keeps it."""
 
 
 @attrs.frozen(kw_only=True)
@@ -130,99 +130,6 @@ def floor_failures(results: Iterable[JobResult], floors: Floors) -> dict[str, li
     return failed
 
 
-def decide_gates(
-    opts: GateOptions,
-    *,
-    folder: Path,
-    results: Path,
-    record: RunRecord,
-    attempts: Sequence[JobResult],
-    judge_status: JudgeStatus,
-    floors: Floors,
-    on_problem: Callable[[str], None],
-) -> tuple[ModelGate, ...]:
-    """Decide the gate for every model of the run; ``BaselineError`` when a named one is gone."""
-    failed = floor_failures(attempts, floors)
-    gates: list[ModelGate] = []
-    for model in record.models:
-        current = [a for a in record.attempts if a.model == model]
-        recent = baselines.recent_runs(results, model, exclude=record.run_id, on_problem=on_problem)
-        prior, label, skipped = _baseline_for(opts, folder, recent, model, record.trials)
-        try:
-            decision = decide_gate(
-                prior,
-                current,
-                alpha=opts.alpha,
-                judge_status=judge_status,
-                floor_failures=failed.get(model, ()),
-                flaky=_flaky(recent, current),
-                confirm=opts.confirm,
-                plan_drop=opts.plan_drop,
-            )
-        except UnequalTrials as exc:
-            raise BaselineError(f"{label}: {exc}") from exc
-        if skipped:
-            decision = attrs.evolve(decision, notes=(*decision.notes, *skipped))
-        gates.append(ModelGate(model=model, decision=decision, against=label))
-    return tuple(gates)
-
-
-def _flaky(
-    recent: Sequence[baselines.Prior], current: Sequence[AttemptResult]
-) -> frozenset[CaseKey]:
-    fingerprints = {(a.suite, a.case_id): a.fingerprint for a in current}
-    return baselines.all_failed_in(recent, fingerprints)
-
-
-def _baseline_for(
-    opts: GateOptions, folder: Path, recent: Sequence[baselines.Prior], model: str, trials: int
-) -> tuple[Sequence[AttemptResult] | None, str, tuple[str, ...]]:
-    """(the baseline's attempts or None, its label, notes on runs passed over)."""
-    if opts.baseline is not None:
-        try:
-            b = baselines.load(folder, opts.baseline)
-        except BaselineError:
-            if opts.save:  # saving under a new name: nothing to compare yet
-                return None, "", ()
-            raise
-        baselines.refuse_other_model(b, model)
-        commit = f" @{b.commit}" if b.commit else ""
-        return b.attempts, f'baseline "{b.name}" (run {b.run_id}{commit})', ()
-    skipped: list[str] = []
-    for prior in recent:  # the implicit baseline: the newest eligible run with the same trials
-        if prior.record.trials != trials:
-            skipped.append(
-                f"run {prior.record.run_id} was passed over as the baseline: it ran "
-                f"{prior.record.trials} trial(s) per case and this run {trials} (like with like)"
-            )
-            continue
-        commit = f" @{prior.record.commit}" if prior.record.commit else ""
-        return prior.attempts, f"run {prior.record.run_id}{commit}", tuple(skipped)
-    return None, "", tuple(skipped)
-
-
-def confirmations_needed(
-    opts: GateOptions, *, folder: Path, results: Path, record: RunRecord,
-    on_problem: Callable[[str], None],
-) -> tuple[tuple[str, CaseKey], ...]:  # fmt: skip
-    """(model, (suite, case)) of every case the previously-green rule would close the gate
-    on: green in the baseline, no planned trial passing now.  Each needs ``opts.confirm``
-    re-runs before the gate decides.  Empty when ``opts.confirm`` is 0."""
-    if opts.confirm <= 0:
-        return ()
-    wanted: list[tuple[str, CaseKey]] = []
-    for model in record.models:
-        current = [a for a in record.attempts if a.model == model]
-        recent = baselines.recent_runs(results, model, exclude=record.run_id, on_problem=on_problem)
-        prior, _, _ = _baseline_for(opts, folder, recent, model, record.trials)
-        if prior is None:
-            continue
-        wanted.extend(
-            (model, key) for key in to_confirm(prior, current, flaky=_flaky(recent, current))
-        )
-    return tuple(wanted)
-
-
 def gate_fields(gates: Sequence[ModelGate], accept: bool) -> dict[str, Any]:
     """The run-record fields the gate sets."""
     closed = any(g.decision.state is GateState.CLOSED for g in gates)
@@ -230,6 +137,10 @@ def gate_fields(gates: Sequence[ModelGate], accept: bool) -> dict[str, Any]:
         state = GateState.CLOSED
     elif gates and all(g.decision.state is GateState.RUN_ZERO for g in gates):
         state = GateState.RUN_ZERO
+    elif gates and all(
+        g.decision.state in (GateState.RUN_ZERO, GateState.NO_BASELINE) for g in gates
+    ):
+        state = GateState.NO_BASELINE
     else:
         state = GateState.OPEN
     against = "; ".join(f"{g.model}: {g.against}" for g in gates if g.against)
@@ -238,6 +149,7 @@ def gate_fields(gates: Sequence[ModelGate], accept: bool) -> dict[str, Any]:
         "gate_blocked": closed and not accept,
         "baseline_accepted": closed and accept,
         "baseline": against,
+        "gate_inputs": tuple(g.inputs for g in gates if g.inputs is not None),
     }
 
 

@@ -41,14 +41,18 @@ from ._cassettes import CassetteUpdate, update_cassette
 from ._confirm import confirm_in_rounds, plan_confirmations
 from ._env import job_env, live_wire
 from ._export_step import finish_export, submit
+from ._gate_baseline import (
+    ModelBaseline,
+    confirmations_needed,
+    decide_gates,
+    find_baselines,
+)
 from ._gate_flow import (
     GateOptions,
     ModelGate,
     SavedBaseline,
     baselines_folder,
     check_named_baseline,
-    confirmations_needed,
-    decide_gates,
     gate_fields,
     save_baselines,
 )
@@ -324,14 +328,17 @@ def run_live(request: LiveRequest) -> LiveOutcome:
         )
 
     pool = run(jobs)
-    if opts.gate and opts.confirm and pool.stopped is None:
+    bases: tuple[ModelBaseline, ...] = ()
+    if opts.gate and pool.stopped is None:
         try:
-            wanted = confirmations_needed(
+            bases = find_baselines(
                 opts, folder=folder, results=config.results, record=log.record,
                 on_problem=reporter.warning,
             )  # fmt: skip
         except BaselineError as exc:
             raise _refused(exc) from exc
+    if opts.gate and opts.confirm and pool.stopped is None:
+        wanted = confirmations_needed(bases, log.record, opts.confirm)
 
         def plan(left: Sequence[tuple[str, CaseKey]], done: int, n: int) -> tuple[Job, ...]:
             return plan_confirmations(
@@ -358,13 +365,11 @@ def run_live(request: LiveRequest) -> LiveOutcome:
         try:
             gates = decide_gates(
                 opts,
-                folder=folder,
-                results=config.results,
+                bases,
                 record=log.record,
                 attempts=pool.results,
                 judge_status=status,
                 floors=floors,
-                on_problem=reporter.warning,
             )
         except BaselineError as exc:
             raise _refused(exc) from exc

@@ -4,6 +4,7 @@
 ``pass_at_k``, ``pass_hat_k``, ``mcnemar_exact``, ``sign_flip_test``); the rest are public here.
 """
 
+from ._drift import run_variance
 from ._plan import PowerPlan, plan_power, planned_power, shrunk_rates
 from ._power import cases_needed, paired_power
 from ._signflip import SignFlip, SignFlipMethod, sign_flip_test
@@ -40,6 +41,7 @@ __all__ = [
     "pass_hat_k",
     "plan_power",
     "planned_power",
+    "run_variance",
     "shrunk_rates",
     "sign_flip_test",
     "suite_interval",

@@ -54,7 +54,9 @@ def _as_integers(diffs: Sequence[float | Fraction]) -> list[int]:
     return [int(f * scale) for f in fractions]
 
 
-def sign_flip_test(diffs: Sequence[float | Fraction], *, seed: int = DEFAULT_SEED) -> SignFlip:
+def sign_flip_test(
+    diffs: Sequence[float | Fraction], *, seed: int = DEFAULT_SEED, extra_variance: float = 0.0
+) -> SignFlip:
     """Paired sign-flip permutation test of per-case differences (current - baseline).
 
     Under "no change" each case's difference is as likely to have either
@@ -64,11 +66,29 @@ def sign_flip_test(diffs: Sequence[float | Fraction], *, seed: int = DEFAULT_SEE
     binomial per distinct magnitude; when that would be too much work a
     Monte Carlo sample with ``seed`` stands in.  With one trial a side it is
     exactly McNemar's exact test.
+
+    ``extra_variance`` (a rate squared, >= 0) is variance of the mean difference that the
+    signs cannot see: a shift shared by every case of a run (drift between runs).  The
+    observed sum is shrunk by ``sqrt(V / (V + extra_variance))``, where ``V`` is the
+    sign-flip variance of the mean (``sum(d^2) / n^2``), before it is read off the
+    sign-flip distribution: the null distribution widened to the drift's share.
     """
+    if not extra_variance >= 0.0:
+        raise ValueError(f"extra_variance must be at least 0, got {extra_variance}")
     ints = [x for x in _as_integers(diffs) if x != 0]
     if not ints:
         return SignFlip(p_worse=1.0, p_two_sided=1.0, nonzero=0, method=SignFlipMethod.EXACT)
     observed = sum(ints)
+    if extra_variance > 0.0:
+        n = len(diffs)
+        shared = sum(float(d) ** 2 for d in diffs) / n**2
+        observed_f = observed * math.sqrt(shared / (shared + extra_variance))
+        return _read_off(ints, observed_f, seed)
+    return _read_off(ints, float(observed), seed)
+
+
+def _read_off(ints: list[int], observed: float, seed: int) -> SignFlip:
+    """The p-values of the (possibly shrunk) observed sum ``observed`` of ``ints``."""
     span = sum(abs(x) for x in ints)
     groups = Counter(abs(x) for x in ints)
     work = (2 * span + 1) * sum(m + 1 for m in groups.values())
@@ -88,8 +108,9 @@ def sign_flip_test(diffs: Sequence[float | Fraction], *, seed: int = DEFAULT_SEE
                 new[:shift] += w * dist[-shift:]
         dist = new
     sums = np.arange(-span, span + 1)
-    p_worse = float(dist[sums <= observed].sum())
-    p_two = float(dist[np.abs(sums) >= abs(observed)].sum())
+    # a tolerance keeps an integer observed sum exactly on its own atom
+    p_worse = float(dist[sums <= observed + 1e-9].sum())
+    p_two = float(dist[np.abs(sums) >= abs(observed) - 1e-9].sum())
     return SignFlip(
         p_worse=min(1.0, p_worse),
         p_two_sided=min(1.0, p_two),
@@ -98,7 +119,7 @@ def sign_flip_test(diffs: Sequence[float | Fraction], *, seed: int = DEFAULT_SEE
     )
 
 
-def _sign_flip_monte_carlo(ints: list[int], observed: int, seed: int) -> SignFlip:
+def _sign_flip_monte_carlo(ints: list[int], observed: float, seed: int) -> SignFlip:
     np: Any = numpy_module()
     rng = np.random.default_rng(seed)
     values = np.array(ints, dtype=np.int64)
@@ -108,8 +129,8 @@ def _sign_flip_monte_carlo(ints: list[int], observed: int, seed: int) -> SignFli
         batch = min(remaining, 10_000)
         signs = rng.integers(0, 2, size=(batch, values.size), dtype=np.int64) * 2 - 1
         sums = signs @ values
-        worse += int((sums <= observed).sum())
-        far += int((np.abs(sums) >= abs(observed)).sum())
+        worse += int((sums <= observed + 1e-9).sum())
+        far += int((np.abs(sums) >= abs(observed) - 1e-9).sum())
         remaining -= batch
     # Counting the observed assignment itself keeps the estimate a valid p-value.
     n = MONTE_CARLO_DRAWS + 1

@@ -18,6 +18,7 @@ from fractions import Fraction
 import attrs
 
 from ..results._records import AttemptResult
+from ..stats._drift import run_variance
 from ..stats._signflip import SignFlipMethod, sign_flip_test
 from ..stats._stats import (
     ZTest,
@@ -74,6 +75,11 @@ class PairedTest:
     """Standard deviation of the per-case changes, in points (NaN below two cases)."""
     confidence: float = 0.95
     """Level of the interval."""
+    runs: int = 1
+    """Baseline runs pooled (each case's baseline rate is its rate over all of them)."""
+    drift_points: float = 0.0
+    """Run-to-run spread the test allowed for, in points: the standard deviation of the
+    pooled runs' suite means times ``sqrt(1 + 1/runs)`` (0 with one baseline run)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -221,7 +227,9 @@ def _side(model: str, outcomes: Sequence[CaseOutcome]) -> RunSide:
     )
 
 
-def _paired(tested: Sequence[tuple[CaseOutcome, CaseOutcome]]) -> PairedTest:
+def _paired(
+    tested: Sequence[tuple[CaseOutcome, CaseOutcome]], runs: int = 1, drift: float = 0.0
+) -> PairedTest:
     n = len(tested)
     if n == 0:
         nan = math.nan
@@ -241,7 +249,7 @@ def _paired(tested: Sequence[tuple[CaseOutcome, CaseOutcome]]) -> PairedTest:
     centre = sum(exact, Fraction(0)) / n
     spread = sum(((d - centre) ** 2 for d in exact), Fraction(0))
     sd = math.sqrt(spread / (n - 1)) if n > 1 else math.nan
-    if all(b.total == 1 and c.total == 1 for b, c in tested):
+    if drift <= 0.0 and all(b.total == 1 and c.total == 1 for b, c in tested):
         worse = sum(1 for b, c in tested if b.passed and not c.passed)
         better = sum(1 for b, c in tested if c.passed and not b.passed)
         method = Method.MCNEMAR_EXACT
@@ -251,7 +259,7 @@ def _paired(tested: Sequence[tuple[CaseOutcome, CaseOutcome]]) -> PairedTest:
             worse + better,
         )
     else:
-        flip = sign_flip_test(exact)
+        flip = sign_flip_test(exact, extra_variance=drift)
         method = (
             Method.SIGN_FLIP_EXACT
             if flip.method is SignFlipMethod.EXACT
@@ -269,7 +277,23 @@ def _paired(tested: Sequence[tuple[CaseOutcome, CaseOutcome]]) -> PairedTest:
         ci_low=max(-100.0, low * 100.0) if not math.isnan(low) else low,
         ci_high=min(100.0, high * 100.0) if not math.isnan(high) else high,
         sd_points=sd * 100.0,
+        runs=runs,
+        drift_points=math.sqrt(drift) * 100.0,
     )
+
+
+def _drift(runs: Sequence[Sequence[AttemptResult]], keys: Sequence[CaseKey]) -> tuple[int, float]:
+    """(runs pooled, the extra variance of the mean difference) over the tested ``keys``:
+    ``run_variance`` of the runs' suite means on the cases every run has, times
+    ``1 + 1/K``.  Below two runs: (runs, 0.0)."""
+    if len(runs) < 2:
+        return max(1, len(runs)), 0.0
+    outcomes = [case_outcomes(a for a in run if not a.confirmation) for run in runs]
+    shared = [k for k in keys if all(k in o and o[k].total for o in outcomes)]
+    if not shared:
+        return len(runs), 0.0
+    rates = [[o[k].passed / o[k].total for k in shared] for o in outcomes]
+    return len(runs), run_variance(rates) * (1.0 + 1.0 / len(runs))
 
 
 def _moves(pairs: Sequence[tuple[CaseOutcome, CaseOutcome]]) -> tuple[CaseMove, ...]:
@@ -293,8 +317,13 @@ def compare(
     current: Sequence[AttemptResult],
     *,
     alpha: float = 0.05,
+    runs: Sequence[Sequence[AttemptResult]] = (),
 ) -> Comparison:
     """Compare ``current`` with ``baseline``, paired on their common cases.
+
+    ``runs``, when given, are the baseline runs pooled into ``baseline`` (one attempt
+    list each): the spread of their suite means widens the paired test so that drift
+    between runs is not read as a regression (``stats.run_variance``).
 
     Each side must be attempts of one model (``case_outcomes``); a gate's
     confirmation re-runs are left out, so both sides count planned trials.  Cases in
@@ -335,7 +364,7 @@ def compare(
         unusable=unusable,
         baseline=side_b,
         current=side_c,
-        test=_paired(tested),
+        test=_paired(tested, *_drift(runs, [(c.suite, c.case_id) for _, c in tested])),
         cohens_h=h,
         effect=effect_label(h) if tested else "none",
         moves=_moves(pairs),

@@ -48,6 +48,11 @@ from ._outcomes import case_outcomes
 POWER = 0.8
 """The power the planning note is stated at: four runs in five catch the drop."""
 
+SIMULATED_AT_NOTE = "84-94%"
+"""How often the gate closed simulated runs with a uniform drop of the size the note names
+(docs/statistics.md, the power table's power-note rows: 83.5-93.5% over its grid): the
+note's normal approximation is conservative, and the note says by how much."""
+
 PLAN_DROP = 0.05
 """The drop (a rate: 5 points) the planning note says how many cases it needs."""
 
@@ -68,10 +73,19 @@ class GateState(enum.Enum):
     CLOSED = "closed"
     """At least one rule closed it; ``GateDecision.reasons`` says which."""
     RUN_ZERO = "run zero"
-    """No baseline for this model: nothing to compare, the run passes."""
+    """No earlier run of this model at all: nothing to compare, the run passes."""
+    NO_BASELINE = "no baseline"
+    """Earlier runs exist but none can be a gate's baseline (too few trials per case, or
+    this run itself has too few): not gated, and ``GateDecision.notes`` says what is
+    missing.  Exit 0 like run zero, never mistaken for one."""
 
 
-EXIT_CODES = {GateState.OPEN: 0, GateState.RUN_ZERO: 0, GateState.CLOSED: 1}
+EXIT_CODES = {
+    GateState.OPEN: 0,
+    GateState.RUN_ZERO: 0,
+    GateState.NO_BASELINE: 0,
+    GateState.CLOSED: 1,
+}
 """The process exit code of each state."""
 
 
@@ -110,28 +124,31 @@ def _excluded_names(current: Sequence[AttemptResult]) -> set[str]:
     return names
 
 
-def _plan_note(c: Comparison, trials: int, alpha: float, drop: float) -> str | None:
+def _plan_note(c: Comparison, trials: int, alpha: float, drop: float, runs: int = 1) -> str | None:
     tested = c.tested
     if len(tested) < 2 or trials < 1:
         return None
     rates = shrunk_rates([(b.passed, b.total) for b, _ in tested])
-    plan = plan_power(rates, trials, alpha=alpha, power=POWER, drop=drop)
+    extra = (c.test.drift_points / 100.0) ** 2
+    plan = plan_power(rates, trials, alpha=alpha, power=POWER, drop=drop, runs=runs, extra=extra)
     size = f"{plan.cases} cases x {trials} trial(s)"
     if math.isnan(plan.detectable_points):
         first = f"power: no drop is detected with {POWER:.0%} power by {size}"
     else:
         first = (
             f"power: {size} detect a drop of {plan.detectable_points:.1f} points with "
-            f"{POWER:.0%} power at alpha {alpha:g}"
+            f"{POWER:.0%} power at alpha {alpha:g} (a conservative approximation: "
+            f"{SIMULATED_AT_NOTE} of simulated runs closed at that drop)"
         )
     need = (
         f"about {plan.cases_needed} cases"
         if plan.cases_needed is not None
         else "more cases than can be planned"
     )
+    pooled = f", {runs} baseline runs pooled" if runs > 1 else ""
     return (
         f"{first}; a {plan.drop_points:g}-point drop needs {need} at {trials} trial(s) "
-        "(planned from the baseline's per-case rates, not from this result)"
+        f"(planned from the baseline's per-case rates{pooled}, not from this result)"
     )
 
 
@@ -145,8 +162,16 @@ def decide_gate(
     flaky: Collection[tuple[str, str]] = (),
     confirm: int = CONFIRM_TRIALS,
     plan_drop: float = PLAN_DROP,
+    runs: Sequence[Sequence[AttemptResult]] = (),
+    missing: str = "",
 ) -> GateDecision:
     """Decide the gate for ``current`` against ``baseline`` (None: run zero).
+
+    ``runs`` are the baseline runs pooled into ``baseline`` (one attempt list each;
+    empty: ``baseline`` is one run): their spread widens the paired test for drift and
+    the previously-green rule allows one baseline failure per pooled run.  ``missing``
+    (with ``baseline`` None) says why no run could be the baseline: the state is then
+    ``NO_BASELINE`` with that line, not run zero.
 
     ``judge_status`` is the run's ``JudgeStatus`` (or its text; "ok" and
     "no judged cases" are accepted too): anything but graded or not needed
@@ -165,6 +190,10 @@ def decide_gate(
     judge = _judge_problem(judge_status)
     floors = [f"judged case {name} is below its score floor" for name in floor_failures]
     if baseline is None:
+        if missing:
+            skipped = [f"not gated: {x}" for x in ([judge] if judge else []) + floors]
+            first = f"no baseline: {missing}"
+            return GateDecision(state=GateState.NO_BASELINE, notes=(first, *skipped))
         skipped = [f"not gated on run zero: {x}" for x in ([judge] if judge else []) + floors]
         first = "run zero: no baseline for this model, so the gate passes"
         return GateDecision(state=GateState.RUN_ZERO, notes=(first, *skipped))
@@ -172,7 +201,8 @@ def decide_gate(
     kb, kc = trials_per_case(before), trials_per_case(now)
     if kb and kc and kb != kc:
         raise UnequalTrials(kb, kc)
-    c = compare(before, now, alpha=alpha)
+    pooled = max(1, len(runs))
+    c = compare(before, now, alpha=alpha, runs=runs)
     reasons: list[str] = []
     notes: list[str] = []
     t = c.test
@@ -181,8 +211,14 @@ def decide_gate(
             f"significant regression: per-case mean {c.baseline.rate * 100:.1f}% -> "
             f"{c.current.rate * 100:.1f}% ({t.effect_points:+.1f} points), "
             f"{t.method.value} p = {t.p_worse:.4f} <= alpha {alpha:g}"
+            + (
+                f" (against {t.runs} pooled runs, allowing {t.drift_points:.1f} points of "
+                "run-to-run spread)"
+                if t.runs > 1
+                else ""
+            )
         )
-    green_reasons, green_notes = green_rule(c, current, flaky=flaky, confirm=confirm)
+    green_reasons, green_notes = green_rule(c, current, flaky=flaky, confirm=confirm, runs=runs)
     reasons.extend(green_reasons)
     notes.extend(green_notes)
     excluded = _excluded_names(current) if floor_failures else set()
@@ -193,7 +229,7 @@ def decide_gate(
             reasons.append(line)
     if judge:
         reasons.append(judge)
-    plan = _plan_note(c, kc or kb, alpha, plan_drop)
+    plan = _plan_note(c, kc or kb, alpha, plan_drop, pooled)
     if plan:
         notes.append(plan)
     if c.only_baseline or c.only_current:

@@ -32,7 +32,7 @@ from collections.abc import Collection, Sequence
 
 from ..results._records import AttemptResult
 from ._compare import CaseMove, Comparison, compare
-from ._outcomes import CaseKey, case_outcomes
+from ._outcomes import CaseKey, CaseOutcome, case_outcomes
 
 MIN_GREEN_TRIALS = 3
 """Trials a case needs on both sides before a green-to-broken move closes the gate.
@@ -46,7 +46,8 @@ are reported in the notes instead.
 
 GREEN_SLACK = 1
 """Baseline failures a case may have and still be held to the rule (with at least
-``MIN_GREEN_TRIALS`` trials a side): 3/3 and 2/3 baselines are, 1/3 is not."""
+``MIN_GREEN_TRIALS`` trials a side): 3/3 and 2/3 baselines are, 1/3 is not.  With a pool
+of baseline runs a case is held when one pooled run had it so (``green_in``)."""
 
 CONFIRM_ROUND = 3
 """Confirmation re-runs a case gets at a time; a case stops being re-run at its first pass."""
@@ -75,20 +76,44 @@ def trials_per_case(attempts: Sequence[AttemptResult]) -> int:
     return max((a.attempt + 1 for a in attempts if not a.confirmation), default=0)
 
 
-def _held(m: CaseMove) -> bool:
-    """The rule looks at this move: gated, no planned trial passing now, and green in the
-    baseline, or (with enough trials) failing at most ``GREEN_SLACK`` of them there."""
-    b = m.baseline
-    if not (m.gated and m.current.passed == 0 and b.passed > 0):
+def _nearly_green(o: CaseOutcome) -> bool:
+    """Every trial passed, or (with enough trials) all but ``GREEN_SLACK`` of them."""
+    if o.passed == 0:
         return False
-    return b.green or (b.total >= MIN_GREEN_TRIALS and b.total - b.passed <= GREEN_SLACK)
+    return o.green or (o.total >= MIN_GREEN_TRIALS and o.total - o.passed <= GREEN_SLACK)
 
 
-def _candidates(c: Comparison, flaky: Collection[CaseKey]) -> list[CaseMove]:
+def green_in(runs: Sequence[Sequence[AttemptResult]]) -> frozenset[CaseKey] | None:
+    """The cases (nearly) green in at least one of the pooled baseline ``runs``; None for
+    no pool (the baseline is one run, read as a whole).
+
+    Held to the rule is a case that was recently healthy in *some* pooled run: a run that
+    cannot earn exemptions (ungated, accepted) can add failures to the pool, but cannot
+    free a case from the rule while another pooled run had it green.
+    """
+    if not runs:
+        return None
+    found: set[CaseKey] = set()
+    for run in runs:
+        found.update(k for k, o in case_outcomes(planned(run)).items() if _nearly_green(o))
+    return frozenset(found)
+
+
+def _held(m: CaseMove, green: Collection[CaseKey] | None = None) -> bool:
+    """The rule looks at this move: gated, no planned trial passing now, and (nearly) green
+    in the baseline, or in one of its pooled runs."""
+    if not (m.gated and m.current.passed == 0 and m.baseline.passed > 0):
+        return False
+    return _nearly_green(m.baseline) if green is None else m.key in green
+
+
+def _candidates(
+    c: Comparison, flaky: Collection[CaseKey], green: Collection[CaseKey] | None = None
+) -> list[CaseMove]:
     return [
         m
         for m in c.moves
-        if _held(m)
+        if _held(m, green)
         and m.key not in flaky
         and min(m.baseline.total, m.current.total) >= MIN_GREEN_TRIALS
     ]
@@ -99,10 +124,12 @@ def to_confirm(
     current: Sequence[AttemptResult],
     *,
     flaky: Collection[CaseKey] = (),
+    runs: Sequence[Sequence[AttemptResult]] = (),
 ) -> tuple[CaseKey, ...]:
-    """The (suite, case) keys that would close the gate on the rule and need re-runs."""
+    """The (suite, case) keys that would close the gate on the rule and need re-runs;
+    ``runs`` are the baseline runs ``baseline`` pools (empty: it is one run)."""
     c = compare(planned(baseline), planned(current))
-    return tuple(m.key for m in _candidates(c, flaky))
+    return tuple(m.key for m in _candidates(c, flaky, green_in(runs)))
 
 
 def green_rule(
@@ -111,16 +138,18 @@ def green_rule(
     *,
     flaky: Collection[CaseKey],
     confirm: int,
+    runs: Sequence[Sequence[AttemptResult]] = (),
 ) -> tuple[list[str], list[str]]:
     """(reasons, notes) of the previously-green rule on comparison ``c`` of the planned trials.
 
     ``current`` holds every attempt of the run, its confirmation re-runs included.
     """
     again = case_outcomes(a for a in current if a.confirmation)
+    green = green_in(runs)
     reasons: list[str] = []
     notes: list[str] = []
     for m in c.moves:
-        if not _held(m):
+        if not _held(m, green):
             continue
         b, n = m.baseline, m.current
         line = (
@@ -129,8 +158,8 @@ def green_rule(
         )
         if m.key in flaky:
             notes.append(
-                f"{line} (it failed every trial of an earlier run too: flaky, left to the "
-                "paired test)"
+                f"{line} (exempt once: it failed every planned trial of an earlier gated "
+                "run too: flaky, left to the paired test)"
             )
             continue
         if min(b.total, n.total) < MIN_GREEN_TRIALS:

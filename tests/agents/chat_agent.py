@@ -5,7 +5,8 @@
 request), ``fail_after`` raises after the model answered.
 ``CHAT_AGENT_UNLUCKY=<case id>`` fails that case's first three attempts (the
 planned trials of a gate) and passes the rest, as a healthy case that had a
-bad run would.
+bad run would.  ``CHAT_AGENT_BROKEN=<case id>`` fails every attempt of that case,
+as a harness change that broke one case would.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ def run(task: Task) -> str:
     task.log("turn", status=response.status_code)
     if variant == "fail_after":
         raise RuntimeError("the harness broke after the model answered")
+    if os.environ.get("CHAT_AGENT_BROKEN") == task.case_id:
+        raise RuntimeError("this case is broken")
     if os.environ.get("CHAT_AGENT_UNLUCKY") == task.case_id and task.attempt < 3:
         raise RuntimeError("an unlucky attempt")
     reply = str(data["choices"][0]["message"]["content"])

@@ -57,6 +57,11 @@ def render_comparison(c: Comparison, *, baseline_label: str, current_label: str)
             f"  {t.method.value}: {t.moved} of {t.cases} cases moved; "
             f"p(current worse) = {_p(t.p_worse)}, two-sided p = {_p(t.p_two_sided)} ({verdict})"
         )
+        if t.runs > 1:
+            lines.append(
+                f"  baseline: {t.runs} runs pooled; the test allows {t.drift_points:.1f} points "
+                "of run-to-run spread (the spread of their suite means)"
+            )
         ci = "n/a" if math.isnan(t.ci_low) else f"{t.ci_low:+.1f} to {t.ci_high:+.1f}"
         lines.append(
             f"  effect: {_pts(t.effect_points)} points "

@@ -27,8 +27,15 @@ def report(gates: Sequence[ModelGate], accept: bool) -> int:
             click.echo(f"  closed: {line}")
         for line in d.notes:
             click.echo(f"  note: {line}")
-        word = {GateState.OPEN: "OPEN", GateState.CLOSED: "CLOSED", GateState.RUN_ZERO: "OPEN"}
-        zero = " (run zero)" if d.state is GateState.RUN_ZERO else ""
+        word = {
+            GateState.OPEN: "OPEN",
+            GateState.CLOSED: "CLOSED",
+            GateState.RUN_ZERO: "OPEN",
+            GateState.NO_BASELINE: "NOT GATED",
+        }
+        zero = {GateState.RUN_ZERO: " (run zero)", GateState.NO_BASELINE: " (no baseline)"}.get(
+            d.state, ""
+        )
         if d.state is GateState.CLOSED and accept:
             click.echo(
                 f"gate [{g.model}]: CLOSED, accepted with --accept-baseline: "

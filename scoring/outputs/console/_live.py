@@ -87,21 +87,30 @@ def print_summary(
     """
     prices = prices if prices is not None else built_in_prices()
     attempts = [r.attempt_result() for r in outcome.results]
+    # the tallies and rates are the gate's: planned trials only, confirmation re-runs apart
+    planned = [a for a in attempts if not a.confirmation]
     total = Usage()
     rows: list[CostRow] = []
-    for tally_row in tally(attempts, models):
+    for tally_row in tally(planned, models):
         mine = [r for r in outcome.results if r.job.model == tally_row.model]
         usage = Usage()
         for r in mine:
             usage += r.usage
         total += usage
-        errors = sum(1 for r in mine if r.tainted)
+        errors = sum(1 for r in mine if r.tainted and not r.job.confirmation)
         extra = f", {errors} could not be judged" if errors else ""
         click.echo(
-            f"{tally_row.model}: {tally_row.passed}/{tally_row.total} passed{extra} · "
-            f"{tokens(usage)}"
+            f"{tally_row.model}: {tally_row.passed}/{tally_row.total} passed"
+            f"{extra} · {tokens(usage)}"
         )
-        rate = _rate_line([a for a in attempts if a.model == tally_row.model])
+        again = [a for a in attempts if a.model == tally_row.model and a.confirmation]
+        if again:
+            ok = sum(1 for a in again if a.verdict is Verdict.PASSED)
+            click.echo(
+                f"  confirmation re-runs: {ok}/{len(again)} passed (kept out of the tallies "
+                "and rates, as the gate keeps them)"
+            )
+        rate = _rate_line([a for a in planned if a.model == tally_row.model])
         if rate:
             click.echo(rate)
         cost = costs_total(r.cost for r in mine)
@@ -145,14 +154,24 @@ def _case_rows(outcome: PoolOutcome) -> list[CostRow]:
         by_case.setdefault((r.job.case.suite, r.job.case.id), []).append(r)
     return [
         CostRow(
-            label=case_id,
-            passed=sum(1 for r in results if r.verdict is Verdict.PASSED),
-            total=sum(1 for r in results if r.verdict.judged),
+            label=case_id + _reruns([r for r in results if r.job.confirmation]),
+            passed=sum(
+                1 for r in results if r.verdict is Verdict.PASSED and not r.job.confirmation
+            ),
+            total=sum(1 for r in results if r.verdict.judged and not r.job.confirmation),
             duration=sum(r.duration for r in results),
             cost=costs_total(r.cost for r in results),
         )
         for (_, case_id), results in sorted(by_case.items())
     ]
+
+
+def _reruns(again: Sequence[JobResult]) -> str:
+    """`` + 3/12 confirmation re-runs`` after a case's label; "" without re-runs."""
+    if not again:
+        return ""
+    ok = sum(1 for r in again if r.verdict is Verdict.PASSED)
+    return f" + {ok}/{len(again)} confirmation re-runs"
 
 
 def _print_judge(

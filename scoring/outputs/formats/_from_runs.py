@@ -154,16 +154,25 @@ def _of_attempts(attempts: Sequence[AttemptResult], run: str) -> tuple[CaseResul
 
 
 def _tally(attempts: Sequence[AttemptResult]) -> str:
-    passed = sum(1 for a in attempts if a.verdict is Verdict.PASSED)
-    errors = sum(1 for a in attempts if a.verdict is Verdict.ERROR or a.tainted)
+    planned = [a for a in attempts if not a.confirmation]
+    passed = sum(1 for a in planned if a.verdict is Verdict.PASSED)
+    errors = sum(1 for a in planned if a.verdict is Verdict.ERROR or a.tainted)
     extra = f", {errors} could not be judged" if errors else ""
-    return f"{passed}/{len(attempts)} attempts passed{extra}"
+    again = [a for a in attempts if a.confirmation]
+    if again:
+        ok = sum(1 for a in again if a.verdict is Verdict.PASSED)
+        extra += f"; confirmation re-runs {ok}/{len(again)} passed"
+    return f"{passed}/{len(planned)} attempts passed{extra}"
 
 
 def from_live(outcome: LiveOutcome, exit_code: int) -> RunResults:
     """A live run: each attempt's verdict; the decision is the gate's when one ran."""
     attempts = outcome.record.attempts if outcome.record is not None else ()
-    words = {GateState.OPEN: "OPEN", GateState.RUN_ZERO: "OPEN (run zero)"}
+    words = {
+        GateState.OPEN: "OPEN",
+        GateState.RUN_ZERO: "OPEN (run zero)",
+        GateState.NO_BASELINE: "NOT GATED (no baseline)",
+    }
     gates = [
         f"gate [{g.model}]: {words.get(g.decision.state, 'CLOSED')}"
         + (f" ({'; '.join(g.decision.reasons)})" if g.decision.reasons else "")
