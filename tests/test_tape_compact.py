@@ -1,4 +1,5 @@
-"""Compact exchanges (tape formats 1.1, 1.2): round trips, older tapes, damage and budgets."""
+"""Compact exchanges (exchange4; exchange3 and exchange2 of older tapes): round trips, older
+tapes, damage and budgets."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import msgpack
 import pytest
-from builders import stored_tape
+from builders import OldPacker, stored_tape
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -50,7 +51,7 @@ def _exchanges(path: Path) -> tuple[SessionStarted, list[Exchange]]:
 def _rewrite(path: Path, header: SessionStarted, exchanges: list[Exchange], compact: bool) -> int:
     with open_session(path, header, clock=lambda: 9.0) as tape:
         if not compact:
-            tape._packer = Packer(compact=False)  # exchanges as format 1.0 stored them
+            tape._packer = OldPacker("exchange")  # type: ignore[assignment]
         for exchange in exchanges:
             tape.append(exchange)
     return path.stat().st_size
