@@ -170,9 +170,6 @@ class Assembled:
 
     version: int
     """The adapters' ``ASSEMBLY`` version when it was made."""
-    crc: int
-    """CRC-32 of the joined chunks it was assembled from: a copy of the response with
-    other chunks (``attrs.evolve``) has its chunks parsed, not this message."""
     model: str = ""
     """The model the response names."""
     response_id: str = ""
@@ -243,14 +240,16 @@ class Response:
     """Body as received: one chunk for a plain body, many for a stream."""
     streamed: bool = False
     """True when the caller consumed the body as a stream."""
-    assembled: Assembled | None = attrs.field(default=None, eq=False, hash=False)
-    """A streamed response's message as the recorder assembled it (derived from the
-    chunks, so not part of equality); None when it was not assembled."""
-    _packed: tuple[bytes, Callable[[], tuple[Chunk, ...]]] | None = attrs.field(
+    assembled: Assembled | None = attrs.field(default=None, init=False, eq=False, hash=False)
+    """A streamed response's message as the recorder assembled it from these chunks
+    (``with_assembled``); None when it was not.  Derived from the chunks, so not part of
+    equality, and not an argument: a copy (``attrs.evolve``) holds none, so a copy with
+    other chunks can never carry the message of these."""
+    _packed: tuple[Callable[[], bytes], Callable[[], tuple[Chunk, ...]]] | None = attrs.field(
         default=None, init=False, eq=False, hash=False, repr=False
     )
-    """For a response read from a tape before its chunks were asked for: the joined
-    body and what builds the chunks (see ``_codec``); None once they exist."""
+    """For a response read from a tape before its chunks were asked for: what gives the
+    joined body and what builds the chunks (see ``_codec``); None once they exist."""
 
     def __getattr__(self, name: str) -> object:
         # Only reached when a slot is unset: ``chunks`` of a tape-read response.
@@ -261,8 +260,16 @@ class Response:
         """The whole raw body (joined chunks)."""
         packed = self._packed
         if packed is not None:
-            return packed[0]
+            return packed[0]()
         return b"".join(c.data for c in self.chunks)
+
+
+def with_assembled(response: Response, assembled: Assembled | None) -> Response:
+    """A copy of ``response`` holding ``assembled``, the message its chunks make (the
+    recorder's adapters say so, ``recorder.apis.assemble``; a reader, that the tape does)."""
+    copy = attrs.evolve(response)
+    object.__setattr__(copy, "assembled", assembled)  # (not an argument, see the field)
+    return copy
 
 
 @attrs.frozen(kw_only=True)

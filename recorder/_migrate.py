@@ -18,7 +18,7 @@ import attrs
 
 from ._errors import TapeError
 from ._events import Event, Exchange, SessionEnded
-from ._transport import with_assembled
+from ._transport import assembled_exchange
 from ._volatile import kept_headers
 from .tape._buffer import SessionBuffer, append_session
 from .tape._reader import TapeReader
@@ -37,7 +37,7 @@ def migrated(event: Event) -> Event:
     headers = kept_headers(response.status, response.headers)
     if headers != response.headers:
         event = attrs.evolve(event, response=attrs.evolve(response, headers=headers))
-    return with_assembled(event)
+    return assembled_exchange(event)
 
 
 def migrate_tape(path: str | os.PathLike[str]) -> int:

@@ -24,7 +24,15 @@ from typing import Any, Protocol
 
 import attrs
 
-from ._events import Chunk, Exchange, Headers, Request, Response, TransportError
+from ._events import (
+    Chunk,
+    Exchange,
+    Headers,
+    Request,
+    Response,
+    TransportError,
+    with_assembled,
+)
 from ._volatile import kept_headers
 from .apis import assemble
 from .redact._delta import SessionRedactor
@@ -238,7 +246,7 @@ class _Capture:
         self._owner.record(exchange)
 
 
-def with_assembled(exchange: Exchange) -> Exchange:
+def assembled_exchange(exchange: Exchange) -> Exchange:
     """``exchange`` with its streamed response's message assembled (``Response.assembled``),
     read once now so that rescoring never parses the chunks again."""
     response = exchange.response
@@ -246,7 +254,7 @@ def with_assembled(exchange: Exchange) -> Exchange:
     if assembled is None:
         return exchange
     assert response is not None
-    return attrs.evolve(exchange, response=attrs.evolve(response, assembled=assembled))
+    return attrs.evolve(exchange, response=with_assembled(response, assembled))
 
 
 def _relayed(module: Any, response: Any, stream: Any) -> Any:
@@ -295,7 +303,7 @@ class RecordingTransport:
     def record(self, exchange: Exchange) -> None:
         """Redact ``exchange``, assemble its streamed message from the redacted chunks,
         and append it to the tape."""
-        self.writer.append(with_assembled(self._redacts.redact_exchange(exchange)))
+        self.writer.append(assembled_exchange(self._redacts.redact_exchange(exchange)))
 
     def _begin(self, request: Any, body: bytes) -> _Capture:
         """Start an exchange.  Its ``at`` is strictly later than the one before, in whole

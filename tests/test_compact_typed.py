@@ -23,6 +23,7 @@ from evaltape.recorder import (
     Request,
     TransportError,
 )
+from evaltape.recorder._events import with_assembled
 from evaltape.recorder.tape import _pack
 from evaltape.recorder.tape import _typed as _compact_typed
 from evaltape.recorder.tape._codec import to_plain
@@ -50,13 +51,12 @@ def _turn(n: int) -> Exchange:
         assert sent.response is not None
         assembled = Assembled(
             version=1,
-            crc=12345,
             model="m",
             output_text="t" * n,
             tool_calls=(("c1", "read", '{"p": 1}'),),
             usage=(n, 2, 0, 0, 0, None),
         )
-        sent = attrs.evolve(sent, response=attrs.evolve(sent.response, assembled=assembled))
+        sent = attrs.evolve(sent, response=with_assembled(sent.response, assembled))
     return sent
 
 
@@ -148,8 +148,8 @@ def _slots(stored: dict[str, Any]) -> list[tuple[list[Any], int]]:
         out += [(r[1], i) for i in range(len(r[1]))]
         out += [(column, i) for column in r[4:8] for i in range(len(column))]
         if r[8] is not None:
-            out += [(r[8], i) for i in range(10)]
-            out += [(r[8][7][0], i) for i in range(3)] + [(r[8][8], i) for i in range(6)]
+            out += [(r[8], i) for i in range(9)]
+            out += [(r[8][6][0], i) for i in range(3)] + [(r[8][7], i) for i in range(6)]
     return out
 
 

@@ -24,6 +24,7 @@ from evaltape.recorder import (
     recording_client,
 )
 from evaltape.recorder import apis as _apis
+from evaltape.recorder._events import with_assembled
 from evaltape.recorder._volatile import kept_headers, volatile
 
 SID = "00000000000000e1"
@@ -99,13 +100,16 @@ def test_a_recorded_stream_keeps_its_message_and_the_fold_reads_it_not_the_chunk
     assert streams == []  # read from the assembled message
     assert turn.call == parsed.turns[0].call
     assert turn.call.output_text == "I will read it" and turn.call.tool_calls[0].name == "read"
-    # What the chunks say, parsed, is the same call.
-    bare = attrs.evolve(recorded, response=attrs.evolve(recorded.response, assembled=None))
+    # What the chunks say, parsed, is the same call (a copy holds no assembled message).
+    bare = attrs.evolve(recorded, response=attrs.evolve(recorded.response))
+    assert bare.response is not None and bare.response.assembled is None
     assert fold([header, bare]).turns[0].call == turn.call
     assert len(streams) == 1
 
 
-def test_a_message_of_other_chunks_or_other_adapters_is_not_taken(tmp_path: Path) -> None:
+def test_a_copy_with_other_chunks_or_a_message_of_other_adapters_is_parsed(
+    tmp_path: Path,
+) -> None:
     recorded = _record(tmp_path, _events("I will read it", '{"p": 1}'))
     assert recorded.response is not None and recorded.response.assembled is not None
     header = SessionStarted(session_id=SID, started_at=0.0)
@@ -119,7 +123,7 @@ def test_a_message_of_other_chunks_or_other_adapters_is_not_taken(tmp_path: Path
     (turn,) = fold([header, changed]).turns
     assert turn.call.output_text == "Something else entirely"
     older = attrs.evolve(recorded.response.assembled, version=_apis.ASSEMBLY - 1, output_text="x")
-    stale = attrs.evolve(recorded, response=attrs.evolve(recorded.response, assembled=older))
+    stale = attrs.evolve(recorded, response=with_assembled(recorded.response, older))
     assert fold([header, stale]).turns[0].call.output_text == "I will read it"
 
 

@@ -21,7 +21,7 @@ import attrs
 from .._events import Assembled, Exchange, Request, unbuilt_body
 from ..tape._delta import DeltaBody
 from . import _anthropic, _openai_chat, _openai_responses
-from ._assembled import ASSEMBLY, assembled_of, call_of, current
+from ._assembled import ASSEMBLY, assembled_of, call_of
 from ._bodies import (
     SseStream,
     error_text,
@@ -104,7 +104,7 @@ def assemble(exchange: Exchange) -> Assembled | None:
     adapter = _ADAPTERS[api]
     start = blank(adapter.api)
     call = _read_response(start, exchange, kind, adapter, True, stored=False)[0]
-    return None if call is start else assembled_of(call, response.body)
+    return None if call is start else assembled_of(call)
 
 
 def decode_call(exchange: Exchange) -> ModelCall | None:
@@ -258,9 +258,9 @@ def _read_response(
     if (
         stored
         and assembled is not None
+        and assembled.version == ASSEMBLY
         and response.status < 400
         and "text/event-stream" in kind
-        and current(assembled, response.body)
     ):
         return call_of(assembled, call), response.status, True
     data, undecoded = content(response.body, response.headers)

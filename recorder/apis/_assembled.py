@@ -10,8 +10,6 @@ re-derives old tapes.
 
 from __future__ import annotations
 
-import zlib
-
 from .._events import Assembled
 from ._model import NO_USAGE, ModelCall, answered, blank, reported_usage, tool_call
 
@@ -20,9 +18,9 @@ ASSEMBLY = 1
 a stream differently, so that messages assembled before are parsed again."""
 
 
-def assembled_of(call: ModelCall, body: bytes) -> Assembled | None:
-    """What a call decoded from the stream ``body`` says, as stored; None for a usage
-    that was not reported but holds counts (``Assembled`` keeps no such usage)."""
+def assembled_of(call: ModelCall) -> Assembled | None:
+    """What a call decoded from a stream says, as stored; None for a usage that was not
+    reported but holds counts (``Assembled`` keeps no such usage)."""
     usage = call.usage
     if usage == NO_USAGE:
         counts = None
@@ -39,7 +37,6 @@ def assembled_of(call: ModelCall, body: bytes) -> Assembled | None:
         return None
     return Assembled(
         version=ASSEMBLY,
-        crc=zlib.crc32(body),
         model=call.model_responded,
         response_id=call.response_id,
         output_text=call.output_text,
@@ -48,16 +45,6 @@ def assembled_of(call: ModelCall, body: bytes) -> Assembled | None:
         tool_calls=tuple((c.id, c.name, c.arguments) for c in call.tool_calls),
         usage=counts,
         error=call.error,
-    )
-
-
-def current(assembled: Assembled | None, body: bytes) -> bool:
-    """Whether ``assembled`` is what today's adapters make of the stream ``body``: made
-    by adapters of this ``ASSEMBLY``, from these very bytes."""
-    return (
-        assembled is not None
-        and assembled.version == ASSEMBLY
-        and assembled.crc == zlib.crc32(body)
     )
 
 

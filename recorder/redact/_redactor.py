@@ -45,6 +45,7 @@ from .._events import (
     SessionEnded,
     SessionStarted,
     WorkspaceSnapshot,
+    with_assembled,
 )
 from ._bodies import (
     cut_at,
@@ -321,10 +322,10 @@ class Redactor:
                 headers = without_encoding(headers, size)
             elif size != sum(len(c.data) for c in response.chunks):
                 headers = set_length(headers, size)
-        assembled = response.assembled
-        if assembled is not None:
-            assembled = self.redact_assembled(assembled)
-        return attrs.evolve(response, headers=headers, chunks=chunks, assembled=assembled)
+        redacted = attrs.evolve(response, headers=headers, chunks=chunks)
+        if response.assembled is None:
+            return redacted
+        return with_assembled(redacted, self.redact_assembled(response.assembled))
 
     def redact_assembled(self, assembled: Assembled) -> Assembled:
         """A copy of a response's assembled message with every text redacted."""

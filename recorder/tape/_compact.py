@@ -68,9 +68,9 @@ def _seconds(stored: Any) -> Any:
     return stored / 1_000_000 if type(stored) is int else stored
 
 
-_Answer = tuple[Any, Headers, Any, bytes, StoredChunks, list[int], Assembled | None]
-"""A response's parts: status, headers, streamed, body, its chunks' columns, chunk steps
-in milliseconds, the assembled message."""
+_Answer = tuple[Any, Headers, Any, StoredChunks, list[int], Assembled | None]
+"""A response's parts: status, headers, streamed, its chunks' columns (which build the
+body), chunk steps in milliseconds, the assembled message."""
 
 
 def _milliseconds(steps_us: Any) -> Any:
@@ -152,7 +152,7 @@ def exchange_of(
             _SET_LAZY(built, body)
         answer = None
         if response is not None:
-            status, r_headers, streamed, r_body, stored, steps, assembled = response
+            status, r_headers, streamed, stored, steps, assembled = response
             if not isinstance(status, int):
                 raise TypeError(f"field 'status' holds {type(status).__name__}")
             if not isinstance(streamed, bool):
@@ -165,9 +165,9 @@ def exchange_of(
             _RESPONSE_SLOTS["_packed"](
                 answer,
                 (
-                    r_body,
+                    stored.body,
                     lambda: _build_chunks(
-                        r_body, list(accumulate(stored.sizes)), list(accumulate(steps))
+                        stored.body(), list(accumulate(stored.sizes)), list(accumulate(steps))
                     ),
                 ),
             )
@@ -242,12 +242,12 @@ class CompactDecoder:
         request["body"] = bytes_of(body)
         response = None
         if r is not None:
-            status, r_headers, streamed, r_body, columns, steps, assembled = r
+            status, r_headers, streamed, columns, steps, assembled = r
             response = {
                 "status": status,
                 "headers": [list(h) for h in r_headers],
                 "streamed": streamed,
-                "body": r_body,
+                "body": columns.body(),
                 "sizes": columns.sizes,
                 "steps_us": [step * 1000 for step in steps],
             }
@@ -325,5 +325,5 @@ class CompactDecoder:
         request = (method, url, headers, delta.decode_lazy(ref, middle))
         if chunks is None:
             return at, duration, request, None, error
-        response = (status, r_pairs, streamed, chunks.body(), chunks, chunks.steps, assembled)
+        response = (status, r_pairs, streamed, chunks, chunks.steps, assembled)
         return at, duration, request, response, error

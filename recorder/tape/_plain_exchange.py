@@ -71,13 +71,12 @@ def _response_to(r: Response) -> Plain:
 
 
 def assembled_plain(a: Assembled) -> list[Any]:
-    """An assembled message as stored: ``[version, crc, model, response_id, output_text,
+    """An assembled message as stored: ``[version, model, response_id, output_text,
     thinking, finish_reason, tool_calls, usage, error]``, ``tool_calls`` a list of
     ``[id, name, arguments]``, ``usage`` nil or ``[input, output, cache_read,
     cache_write, reasoning, cost]``."""
     return [
-        *(a.version, a.crc, a.model, a.response_id, a.output_text, a.thinking),
-        a.finish_reason,
+        *(a.version, a.model, a.response_id, a.output_text, a.thinking, a.finish_reason),
         [list(c) for c in a.tool_calls],
         None if a.usage is None else list(a.usage),
         a.error,
@@ -85,7 +84,7 @@ def assembled_plain(a: Assembled) -> list[Any]:
 
 
 _SLOTS: tuple[type | tuple[type, ...], ...] = (
-    *(int, int, str, str, str, str, str, list),
+    *(int, str, str, str, str, str, list),
     (list, type(None)),
     str,
 )
@@ -99,7 +98,7 @@ def assembled_from(stored: Any) -> Assembled:
     for n, (value, kinds) in enumerate(zip(stored, _SLOTS, strict=True)):
         if not isinstance(value, kinds) or type(value) is bool:
             raise ValueError(f"slot {n} of the assembled message holds {type(value).__name__}")
-    version, crc, model, rid, text, thinking, finish, calls, usage, error = stored
+    version, model, rid, text, thinking, finish, calls, usage, error = stored
     for call in calls:
         if type(call) is not list or len(call) != 3 or not all(type(v) is str for v in call):
             raise ValueError("the assembled message holds a tool call that is not 3 str")
@@ -111,7 +110,6 @@ def assembled_from(stored: Any) -> Assembled:
         raise ValueError("the assembled message's usage is not 5 ints and a cost")
     return Assembled(
         version=version,
-        crc=crc,
         model=model,
         response_id=rid,
         output_text=text,
@@ -210,7 +208,7 @@ def _response_from(d: Plain, headers_from: Callable[[Plain], Headers] = _headers
     _RESPONSE_SLOTS["streamed"](response, streamed)
     made = d.get("assembled")
     _RESPONSE_SLOTS["assembled"](response, None if made is None else assembled_from(made))
-    _RESPONSE_SLOTS["_packed"](response, (body, lambda: _build_chunks(body, ends, nows)))
+    _RESPONSE_SLOTS["_packed"](response, (lambda: body, lambda: _build_chunks(body, ends, nows)))
     return response
 
 

@@ -44,7 +44,6 @@ class _StoredRequest(msgspec.Struct, array_like=True, gc=False):
 
 class _StoredAssembled(msgspec.Struct, array_like=True, gc=False):
     version: int
-    crc: int
     model: str
     response_id: str
     output_text: str
@@ -57,7 +56,6 @@ class _StoredAssembled(msgspec.Struct, array_like=True, gc=False):
     def value(self) -> Assembled:
         return Assembled(
             version=self.version,
-            crc=self.crc,
             model=self.model,
             response_id=self.response_id,
             output_text=self.output_text,
