@@ -302,3 +302,18 @@ def test_the_readers_header_table_keeps_step_with_the_writers_past_its_limit() -
         assert reader.pairs(stored, 12) == (tuple(headers), sum(map(len, chain(*headers))))
     assert len(reader._pairs) == len(writer._pairs) == MAX_TABLE
     assert reader._index == writer._index and reader._names == writer._names
+
+
+def test_a_header_list_read_before_reads_the_same_and_equal_keys_of_other_types_do_not() -> None:
+    from evaltape.recorder.tape._headers import STATIC, HeaderTable
+
+    table = HeaderTable()
+    accept = STATIC[1]
+    assert table.pairs([1, True], 7) == ((accept, ("content-length", "7")), 9 + 15)
+    # read again (from what the table kept), with another length
+    assert table.pairs([1, True], 12) == ((accept, ("content-length", "12")), 9 + 16)
+    # True == 1 and 1.0 == 1 in Python: neither is taken for the other
+    assert table.pairs([True, 1], 3) == ((("content-length", "3"), accept), 15 + 9)
+    assert table.pairs([True, True], 3)[0] == (("content-length", "3"),) * 2
+    with pytest.raises(ValueError, match="not an index"):
+        table.pairs([1.0, True], 7)

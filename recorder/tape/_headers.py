@@ -109,9 +109,11 @@ class HeaderTable:
         self._lens = list(_STATIC_LENS)
         self._index = dict(_STATIC_INDEX)
         self._names = dict(_STATIC_NAMES)
-        self._seen: dict[tuple[tuple[Any, ...], tuple[type, ...]], tuple[Headers, int, bool]] = {}
+        self._seen: dict[
+            tuple[tuple[Any, ...], tuple[type, ...]], tuple[Headers, int, tuple[int, ...]]
+        ] = {}
         """Stored header lists of table entries already read (an exchange repeats its
-        predecessor's), with their pairs, text and whether one is a content length."""
+        predecessor's), with their pairs, text and where content lengths stand."""
 
     def mark(self) -> int:
         """A point to go back to with ``rollback`` (an event that was not written)."""
@@ -171,15 +173,14 @@ class HeaderTable:
             if not sized:
                 return out, text
             own = str(length)
-            headers = tuple(
-                ("content-length", own) if kind is bool else pair
-                for kind, pair in zip(types, out, strict=True)
-            )
-            return headers, text + types.count(bool) * (14 + len(own))
+            headers = list(out)
+            for at in sized:
+                headers[at] = ("content-length", own)
+            return tuple(headers), text + len(sized) * (14 + len(own))
         pairs, text = self._pairs_of(stored, length)
         if list not in types and len(self._seen) < MAX_TABLE:
-            sized = bool in types
-            lengths = types.count(bool) * (14 + len(str(length)))
+            sized = tuple(at for at, kind in enumerate(types) if kind is bool)
+            lengths = len(sized) * (14 + len(str(length)))
             self._seen[(tuple(stored), types)] = (pairs, text - lengths, sized)
         return pairs, text
 
