@@ -103,15 +103,12 @@ class StoredChunks:
         self.size = sum(self._pre) + sum(self._suf) + len(new)
         """Bytes of the joined chunks."""
         pre, suf = self._pre, self._suf
+        self.sizes = list(map(add, map(add, pre, suf), self._mid))
+        """Each chunk's length."""
         # Chunk i copies pre[i] + suf[i] bytes of chunk i - 1 (chunk 0: of nothing).
         if pre and (pre[0] or suf[0] or not all(map(le, map(add, pre[1:], suf[1:]), self.sizes))):
             raise ValueError("a chunk refers past the end of the chunk before it")
         self._body: bytes | None = None
-
-    @property
-    def sizes(self) -> list[int]:
-        """Each chunk's length."""
-        return list(map(add, map(add, self._pre, self._suf), self._mid))
 
     def body(self) -> bytes:
         """The chunks' bytes, joined in order (built once)."""
