@@ -102,7 +102,7 @@ def _unassembled(event: Event) -> Event:
     """``event`` without its assembled message, as a tape of format 2.0 reads."""
     if not isinstance(event, Exchange) or event.response is None:
         return event
-    return attrs.evolve(event, response=attrs.evolve(event.response, assembled=None))
+    return attrs.evolve(event, response=attrs.evolve(event.response))  # (a copy holds none)
 
 
 def copy_sessions(
