@@ -259,7 +259,7 @@ def section(
 {TURNS}-turn coding-agent sessions recorded through the real openai and anthropic SDKs
 against a scripted model on 127.0.0.1 (`evals/perf/sdk_traffic.py`) that streams
 about {" or ".join(map(str, chunk_counts))} chunks a turn, one token each, and sends
-28-30 response headers a request, 11-14 of them with values of their own (*mixed* asks
+25-28 response headers a request, 10-13 of them with values of their own (*mixed* asks
 every 4th turn without streaming).  {SEEDS} recorded sessions per row, copied to
 {copies} sessions in one tape.  CPU time per session, the best of {reps} passes, every
 measure of every row interleaved in each pass.  The reference decoder

@@ -274,7 +274,7 @@ def render(rows: list[Row], found: dict[str, int], command: str, chunks: int = 4
         "Coding-agent sessions recorded through the real openai and anthropic SDKs with",
         "`recording_client` (`evals/perf/sdk_traffic.py`; *mixed* asks for every 4th turn",
         f"without streaming) from a server that streams about {chunks} chunks (one token",
-        "each) a turn and sends 28-30 response headers a request, 11-14 of them with a value",
+        "each) a turn and sends 25-28 response headers a request, 10-13 of them with a value",
         "of their own each time, as hosted providers do; the shorter sessions are the first",
         "turns of the longest one. Each is stored as `recording_client` writes it",
         "(*tape 2.1*), as a live run writes it (*live run*: compressed when the session ends,",
