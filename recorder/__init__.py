@@ -3,6 +3,7 @@
 from ._clients import recording_client
 from ._errors import CorruptTape, NewerFormat, NotATape, RedactionError, TapeError
 from ._events import (
+    Assembled,
     Chunk,
     Event,
     Exchange,
@@ -38,6 +39,7 @@ __all__ = [
     "ROLE_HEADER",
     "VERSION",
     "Appends",
+    "Assembled",
     "Chunk",
     "CorruptTape",
     "Event",

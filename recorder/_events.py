@@ -126,12 +126,19 @@ def _microseconds(at: float) -> float:
     return round(float(at), 6) + 0.0
 
 
+def _milliseconds(at: float) -> float:
+    """Round a chunk time to whole milliseconds, the precision a tape keeps for them
+    (-0.0 as 0.0): ``n / 1000`` for the nearest whole ``n``, as a reader rebuilds it."""
+    return round(float(at) * 1000) / 1000 + 0.0
+
+
 @attrs.frozen(kw_only=True)
 class Chunk:
     """Bytes of a response body as they arrived."""
 
-    at: float = attrs.field(converter=_microseconds)
-    """Seconds since the exchange started, rounded to whole microseconds."""
+    at: float = attrs.field(converter=_milliseconds)
+    """Seconds since the exchange started, rounded to whole milliseconds (pacing a
+    replay needs no finer times, and finer ones cost a tenth of a streamed tape)."""
     data: bytes
     """Raw bytes, still content-encoded as sent on the wire."""
 
@@ -151,6 +158,35 @@ def _built_once(
     object.__setattr__(event, field, value)
     object.__setattr__(event, pending, None)
     return value
+
+
+@attrs.frozen(kw_only=True)
+class Assembled:
+    """What a streamed response says once its events are put together, as the recorder's
+    adapters read it when the response was recorded: kept beside the chunks so that
+    rescoring reads this instead of parsing every chunk again.  Derived, never a fact:
+    ``version`` names the adapters that made it, and a reader whose adapters read
+    streams differently (another ``ASSEMBLY`` in ``recorder.apis``) parses the chunks."""
+
+    version: int
+    """The adapters' ``ASSEMBLY`` version when it was made."""
+    model: str = ""
+    """The model the response names."""
+    response_id: str = ""
+    """The response's id."""
+    output_text: str = ""
+    """The text the model produced."""
+    thinking: str = ""
+    """Reasoning or thinking text the response exposed."""
+    finish_reason: str = ""
+    """Why generation stopped, as the API says it."""
+    tool_calls: tuple[tuple[str, str, str], ...] = ()
+    """``(id, name, arguments)`` of each tool call, in output order."""
+    usage: tuple[int, int, int, int, int, float | None] | None = None
+    """Input, output, cache-read, cache-write and reasoning tokens and the reported cost;
+    None when the response reported no usage."""
+    error: str = ""
+    """What the adapters found wrong with the stream (cut short, an error event)."""
 
 
 class LazyBody(Protocol):
@@ -204,11 +240,16 @@ class Response:
     """Body as received: one chunk for a plain body, many for a stream."""
     streamed: bool = False
     """True when the caller consumed the body as a stream."""
-    _packed: tuple[bytes, Callable[[], tuple[Chunk, ...]]] | None = attrs.field(
+    assembled: Assembled | None = attrs.field(default=None, init=False, eq=False, hash=False)
+    """A streamed response's message as the recorder assembled it from these chunks
+    (``with_assembled``); None when it was not.  Derived from the chunks, so not part of
+    equality, and not an argument: a copy (``attrs.evolve``) holds none, so a copy with
+    other chunks can never carry the message of these."""
+    _packed: tuple[Callable[[], bytes], Callable[[], tuple[Chunk, ...]]] | None = attrs.field(
         default=None, init=False, eq=False, hash=False, repr=False
     )
-    """For a response read from a tape before its chunks were asked for: the joined
-    body and what builds the chunks (see ``_codec``); None once they exist."""
+    """For a response read from a tape before its chunks were asked for: what gives the
+    joined body and what builds the chunks (see ``_codec``); None once they exist."""
 
     def __getattr__(self, name: str) -> object:
         # Only reached when a slot is unset: ``chunks`` of a tape-read response.
@@ -219,8 +260,16 @@ class Response:
         """The whole raw body (joined chunks)."""
         packed = self._packed
         if packed is not None:
-            return packed[0]
+            return packed[0]()
         return b"".join(c.data for c in self.chunks)
+
+
+def with_assembled(response: Response, assembled: Assembled | None) -> Response:
+    """A copy of ``response`` holding ``assembled``, the message its chunks make (the
+    recorder's adapters say so, ``recorder.apis.assemble``; a reader, that the tape does)."""
+    copy = attrs.evolve(response)
+    object.__setattr__(copy, "assembled", assembled)  # (not an argument, see the field)
+    return copy
 
 
 @attrs.frozen(kw_only=True)

@@ -24,7 +24,17 @@ from typing import Any, Protocol
 
 import attrs
 
-from ._events import Chunk, Exchange, Headers, Request, Response, TransportError
+from ._events import (
+    Chunk,
+    Exchange,
+    Headers,
+    Request,
+    Response,
+    TransportError,
+    with_assembled,
+)
+from ._volatile import kept_headers
+from .apis import assemble
 from .redact._delta import SessionRedactor
 from .redact._redactor import Redactor, default_redactor
 
@@ -222,7 +232,7 @@ class _Capture:
         if self._status:
             response = Response(
                 status=self._status,
-                headers=self._headers,
+                headers=kept_headers(self._status, self._headers),
                 chunks=tuple(self._chunks),
                 streamed=self._streamed,
             )
@@ -234,6 +244,17 @@ class _Capture:
             error=self._error,
         )
         self._owner.record(exchange)
+
+
+def assembled_exchange(exchange: Exchange) -> Exchange:
+    """``exchange`` with its streamed response's message assembled (``Response.assembled``),
+    read once now so that rescoring never parses the chunks again."""
+    response = exchange.response
+    assembled = assemble(exchange) if response is not None and response.streamed else None
+    if assembled is None:
+        return exchange
+    assert response is not None
+    return attrs.evolve(exchange, response=with_assembled(response, assembled))
 
 
 def _relayed(module: Any, response: Any, stream: Any) -> Any:
@@ -280,8 +301,9 @@ class RecordingTransport:
         self._last_sent = -1
 
     def record(self, exchange: Exchange) -> None:
-        """Redact ``exchange`` and append it to the tape."""
-        self.writer.append(self._redacts.redact_exchange(exchange))
+        """Redact ``exchange``, assemble its streamed message from the redacted chunks,
+        and append it to the tape."""
+        self.writer.append(assembled_exchange(self._redacts.redact_exchange(exchange)))
 
     def _begin(self, request: Any, body: bytes) -> _Capture:
         """Start an exchange.  Its ``at`` is strictly later than the one before, in whole

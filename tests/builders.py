@@ -29,6 +29,7 @@ from evaltape.recorder import (
 )
 from evaltape.recorder.tape._codec import to_plain
 from evaltape.recorder.tape._frames import FLAG_END, FLAG_START, file_header, frame
+from evaltape.recorder.tape._pack import Packer
 
 CHAT_URL = "http://127.0.0.1:9/v1/chat/completions"
 """A Chat Completions URL on a port nothing listens on."""
@@ -177,3 +178,31 @@ def process_gone(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError):
         return True
     return state in ("Z", "X")
+
+
+class OldPacker:
+    """Packs events as an older writer stored its exchanges: ``exchange`` (format 1.0,
+    the plain map with a request-body delta), ``exchange3`` (formats 1.2 to 2.0, chunk
+    steps in microseconds, no assembled message) or ``exchange2`` (format 1.1, times in
+    seconds), for the tests of reading older tapes.  Drop-in for a writer's ``_packer``."""
+
+    def __init__(self, kind: str) -> None:
+        self._kind = kind
+        self._packer = Packer()
+
+    def pack(self, plain: dict[str, Any], *, last: bool = False) -> bytes:
+        if self._kind == "exchange" and plain.get("k") == "exchange":
+            # The plain path of the packer (what an event with a request map takes).
+            packed = self._packer.pack({**plain, "k": "plain-exchange"}, last=last)
+            return msgpack.packb({**msgpack.unpackb(packed), "k": "exchange"}, use_bin_type=True)
+        packed = self._packer.pack(plain, last=last)
+        stored = msgpack.unpackb(packed)
+        if stored.get("k") != "exchange4":
+            return packed
+        at, duration, q, r, error = stored["x"]
+        if r is not None:
+            r = [*r[:7], [step * 1000 for step in r[7]]]
+        if self._kind == "exchange2":
+            at, duration = (t / 1_000_000 if type(t) is int else t for t in (at, duration))
+        x = [at, duration, q, r, error]
+        return msgpack.packb({"k": self._kind, "x": x}, use_bin_type=True)

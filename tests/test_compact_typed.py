@@ -12,15 +12,18 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import msgpack
 import pytest
 from builders import exchange
 
 from evaltape.recorder import (
+    Assembled,
     Exchange,
     Request,
     TransportError,
 )
+from evaltape.recorder._events import with_assembled
 from evaltape.recorder.tape import _pack
 from evaltape.recorder.tape import _typed as _compact_typed
 from evaltape.recorder.tape._codec import to_plain
@@ -32,7 +35,7 @@ def _turn(n: int) -> Exchange:
     """The ``n``th of a run of streamed calls, each longer than the one before."""
     body = b'{"model":"m","messages":[%s]}' % b",".join(b'{"n":%d}' % i for i in range(n + 1))
     headers = (("content-type", "application/json"), ("x-turn", str(n)))
-    return exchange(
+    sent = exchange(
         "http://127.0.0.1/v1",
         body,
         request_headers=headers,
@@ -44,6 +47,17 @@ def _turn(n: int) -> Exchange:
         chunk_every=0.001,
         streamed=True,
     )
+    if n % 2:  # every other one with its message assembled
+        assert sent.response is not None
+        assembled = Assembled(
+            version=1,
+            model="m",
+            output_text="t" * n,
+            tool_calls=(("c1", "read", '{"p": 1}'),),
+            usage=(n, 2, 0, 0, 0, None),
+        )
+        sent = attrs.evolve(sent, response=with_assembled(sent.response, assembled))
+    return sent
 
 
 def _frames(count: int) -> list[bytes]:
@@ -130,9 +144,12 @@ def _slots(stored: dict[str, Any]) -> list[tuple[list[Any], int]]:
     if q[4] is not None:
         out += [(q[4], i) for i in range(len(q[4]))]
     if r is not None:
-        out += [(r, i) for i in range(8)]
+        out += [(r, i) for i in range(9)]
         out += [(r[1], i) for i in range(len(r[1]))]
-        out += [(column, i) for column in r[4:] for i in range(len(column))]
+        out += [(column, i) for column in r[4:8] for i in range(len(column))]
+        if r[8] is not None:
+            out += [(r[8], i) for i in range(9)]
+            out += [(r[8][6][0], i) for i in range(3)] + [(r[8][7], i) for i in range(6)]
     return out
 
 
@@ -156,12 +173,11 @@ def test_a_frame_with_any_slot_changed_reads_the_same_both_ways(which: int) -> N
 @pytest.mark.parametrize(
     "frame",
     [
-        {"x": None, "k": "exchange3"},  # the keys the other way round
-        {"k": "exchange3", "x": None, "y": 1},
-        {"k": "exchange3"},
-        {"k": "exchange2", "x": None},
+        {"x": None, "k": "exchange4"},  # the keys the other way round
+        {"k": "exchange4", "x": None, "y": 1},
+        {"k": "exchange4"},
     ],
-    ids=["keys swapped", "a third key", "no x", "format 1.1"],
+    ids=["keys swapped", "a third key", "no x"],
 )
 def test_maps_of_another_shape_are_read_the_general_way(frame: dict[str, Any]) -> None:
     x = msgpack.unpackb(FRAMES[0])["x"]

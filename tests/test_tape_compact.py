@@ -1,4 +1,5 @@
-"""Compact exchanges (tape formats 1.1, 1.2): round trips, older tapes, damage and budgets."""
+"""Compact exchanges (exchange4; exchange3 and exchange2 of older tapes): round trips, older
+tapes, damage and budgets."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import msgpack
 import pytest
-from builders import stored_tape
+from builders import OldPacker, stored_tape
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -50,7 +51,7 @@ def _exchanges(path: Path) -> tuple[SessionStarted, list[Exchange]]:
 def _rewrite(path: Path, header: SessionStarted, exchanges: list[Exchange], compact: bool) -> int:
     with open_session(path, header, clock=lambda: 9.0) as tape:
         if not compact:
-            tape._packer = Packer(compact=False)  # exchanges as format 1.0 stored them
+            tape._packer = OldPacker("exchange")  # type: ignore[assignment]
         for exchange in exchanges:
             tape.append(exchange)
     return path.stat().st_size
@@ -301,3 +302,18 @@ def test_the_readers_header_table_keeps_step_with_the_writers_past_its_limit() -
         assert reader.pairs(stored, 12) == (tuple(headers), sum(map(len, chain(*headers))))
     assert len(reader._pairs) == len(writer._pairs) == MAX_TABLE
     assert reader._index == writer._index and reader._names == writer._names
+
+
+def test_a_header_list_read_before_reads_the_same_and_equal_keys_of_other_types_do_not() -> None:
+    from evaltape.recorder.tape._headers import STATIC, HeaderTable
+
+    table = HeaderTable()
+    accept = STATIC[1]
+    assert table.pairs([1, True], 7) == ((accept, ("content-length", "7")), 9 + 15)
+    # read again (from what the table kept), with another length
+    assert table.pairs([1, True], 12) == ((accept, ("content-length", "12")), 9 + 16)
+    # True == 1 and 1.0 == 1 in Python: neither is taken for the other
+    assert table.pairs([True, 1], 3) == ((("content-length", "3"), accept), 15 + 9)
+    assert table.pairs([True, True], 3)[0] == (("content-length", "3"),) * 2
+    with pytest.raises(ValueError, match="not an index"):
+        table.pairs([1.0, True], 7)

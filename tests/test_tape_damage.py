@@ -13,7 +13,7 @@ import re
 import subprocess
 import sys
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import attrs
@@ -23,8 +23,10 @@ import zstandard
 from builders import exchange
 
 from evaltape.recorder import (
+    Assembled,
     CorruptTape,
     Event,
+    Exchange,
     FileEntry,
     HarnessEvent,
     RunnerFact,
@@ -35,7 +37,7 @@ from evaltape.recorder import (
     WorkspaceSnapshot,
     open_session,
 )
-from evaltape.recorder._events import FactKind
+from evaltape.recorder._events import FactKind, with_assembled
 from evaltape.recorder._shared import to_plain
 from evaltape.recorder._version import WRITER
 from evaltape.recorder.tape._frames import FLAG_START, MAX_EVENT_BYTES, file_header, frame
@@ -78,18 +80,22 @@ def _events(i: int, turns: int, size: int) -> list[Event]:
         history += b'{"role":"user","content":"turn %d of %d"},' % (t, i) + b"." * size
         body = b'{"messages":[' + history + b'],"tools":["read","write"]}'
         reply = b"data: reply %d/%d\n\n" % (i, t) * (1 + size // 20)
-        out.append(
-            exchange(
-                "http://127.0.0.1:9/v1/chat",
-                body,
-                at=float(t),
-                duration=0.25,
-                chunks=[reply[n : n + 7] for n in range(0, len(reply), 7)],
-                chunk_at=0.0,
-                chunk_every=0.07,
-                streamed=True,
-            )
+        sent = exchange(
+            "http://127.0.0.1:9/v1/chat",
+            body,
+            at=float(t),
+            duration=0.25,
+            chunks=[reply[n : n + 7] for n in range(0, len(reply), 7)],
+            chunk_at=0.0,
+            chunk_every=0.07,
+            streamed=True,
         )
+        if t % 2 == 0 and sent.response is not None:  # with the message assembled
+            message = Assembled(
+                version=1, output_text=f"reply {i}/{t}", usage=(t, 1, 0, 0, 0, None)
+            )
+            sent = attrs.evolve(sent, response=with_assembled(sent.response, message))
+        out.append(sent)
         if t % 2:
             out.append(HarnessEvent(at=t + 0.5, name="tool", fields=(("ok", True), ("n", t))))
     out.append(RunnerFact(at=turns + 0.1, fact=FactKind.NOTE, message=f"session {i}"))
@@ -154,12 +160,22 @@ def large(tmp_path_factory: pytest.TempPathFactory) -> Written:
 # -- truncation ----------------------------------------------------------------
 
 
+def _messages(events: Sequence[Event]) -> list[Assembled | None]:
+    """The assembled messages of the events' responses (not part of their equality)."""
+    return [
+        e.response.assembled for e in events if isinstance(e, Exchange) and e.response is not None
+    ]
+
+
 def _check_cut(path: Path, tape: Written, cut: int) -> None:
     path.write_bytes(tape.data[:cut])
     reader = TapeReader(path)  # strict: a cut is never corruption
     got = {s.session_id: s for s in reader.sessions()}
     expected = tape.survivors(cut)
     assert {sid: s.events for sid, s in got.items()} == expected, f"cut at {cut}"
+    assert {sid: _messages(s.events) for sid, s in got.items()} == {
+        sid: _messages(events) for sid, events in expected.items()
+    }
     for sid, session in got.items():
         assert session.complete == isinstance(expected[sid][-1], SessionEnded)
         assert session.complete == (session.problem == "")

@@ -13,6 +13,7 @@ from pathlib import Path
 import attrs
 import pytest
 import zstandard
+from builders import OldPacker
 from test_tape_roundtrip import _file_header
 
 from evaltape.recorder import (
@@ -26,7 +27,6 @@ from evaltape.recorder import (
 )
 from evaltape.recorder._shared import to_plain
 from evaltape.recorder.tape._frames import FLAG_END, FLAG_START, frame
-from evaltape.recorder.tape._pack import Packer
 
 CHUNKS = (
     Chunk(at=0.001, data=b"data: {}\n\n"),
@@ -101,7 +101,7 @@ def test_malformed_headers_on_a_tape_are_named_as_before(
         {"k": "exchange", "at": 0.0, "duration": 1.0, "request": request, "response": None},
         {"k": "session_ended", "at": 2.0, "status": "completed"},
     ]
-    packer = Packer(compact=False)  # format 1.0 exchanges: the headers as written
+    packer = OldPacker("exchange")  # format 1.0 exchanges: the headers as written
     zstd = zstandard.ZstdCompressor().compressobj()
     data = _file_header(1, 0, b"evaltape test")
     for seq, plain in enumerate(plains):

@@ -16,6 +16,7 @@ import attrs
 import msgpack
 import pytest
 import zstandard
+from builders import OldPacker
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import SessionPlan, record, session_plans
@@ -103,7 +104,7 @@ def test_growing_conversation_bodies_are_stored_as_deltas_against_recent_ones() 
         Exchange(at=0.0, duration=0.0, request=Request(method="POST", url="u", body=body))
         for body in bodies
     ]
-    v1, compact = Packer(compact=False), Packer()
+    v1, compact = OldPacker("exchange"), Packer()
     stored = [msgpack.unpackb(v1.pack(to_plain(e)))["request"] for e in events]
     assert "base" not in stored[0] and "base" not in stored[1]
     # Each new turn refers to its own conversation, two bodies back.

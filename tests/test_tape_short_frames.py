@@ -65,7 +65,7 @@ def _record(path: Path, sid: str, n: int) -> bytes:
 def test_a_session_written_alone_takes_short_frames_after_its_first(tmp_path: Path) -> None:
     path = tmp_path / "t.tape"
     data = _record(path, A, 5)
-    assert struct.unpack_from("<HH", data, 8) == (2, 0)
+    assert struct.unpack_from("<HH", data, 8) == (2, 1)
     assert _layout(data) == [("full", A)] + [("short", A)] * 6
     (session,) = TapeReader(path).sessions()
     assert session.complete and list(session.events[1:-1]) == _events(5)

@@ -91,7 +91,7 @@ def make_tapes(folder: Path) -> dict[str, Path]:
     from evals.perf.bench_rescore_sdk import case_for, copy_sessions, record_all
 
     tapes = {}
-    for (api, kind), sources in record_all(folder).items():
+    for (api, kind), sources in record_all(folder, 40).items():
         tape = folder / f"{api}-{kind}.tape"
         copy_sessions(sources, tape, case_for(api, kind).id, MANY)
         tapes[f"{api} {kind}"] = tape

@@ -5,11 +5,10 @@ Records one coding-agent session per API (openai, anthropic) and traffic kind
 ``recording_client`` (``sdk_traffic.py``), for the most turns asked; the
 shorter sessions are its first N exchanges.  Each is stored five ways:
 
-- the tape as ``recording_client`` writes it (format 2.0, compact exchanges, each
+- the tape as ``recording_client`` writes it (format 2.1, compact exchanges, each
   event on disk as it comes, with the writer's zstd parameters);
 - the tape as a live run writes it: the session kept in memory and compressed
   when it ends, at the runner's ``LIVE_LEVEL``;
-- the tape with its exchanges stored as format 1.0 did (same writer otherwise);
 - Inspect AI's ``.eval`` log of the same exchanges (``inspect_log.py``,
   ``write_eval_log``), which keeps no headers, chunk boundaries or chunk times;
 - the floor: each distinct message once plus every response body, zstd -19 --long.
@@ -19,6 +18,7 @@ Then it updates the "Tape size against Inspect AI" section of docs/performance.m
     python evals/perf/bench_size_sdk.py                          # all of it, updates the doc
     python evals/perf/bench_size_sdk.py --turns 10,25 --no-doc
     python evals/perf/bench_size_sdk.py --cache /tmp/sdk-tapes   # keep the recordings
+    python evals/perf/bench_size_sdk.py --chunks 150             # longer streamed turns
 """
 
 from __future__ import annotations
@@ -52,7 +52,6 @@ from evaltape.recorder import (  # noqa: E402
 from evaltape.recorder._events import Chunk  # noqa: E402
 from evaltape.recorder.tape import _frames, _table_budget  # noqa: E402
 from evaltape.recorder.tape._buffer import SessionBuffer, append_session  # noqa: E402
-from evaltape.recorder.tape._pack import Packer  # noqa: E402
 from evaltape.recorder.tape._writer import stream_params  # noqa: E402
 from evaltape.scoring.run.attempt._attempt import LIVE_LEVEL  # noqa: E402
 
@@ -70,33 +69,29 @@ class Row:
     turns: int
     tape: int
     live: int
-    tape_v1: int
     inspect: int
     floor: int
 
 
 def recorded(
-    api: str, traffic: str, turns: int, cache: Path
+    api: str, traffic: str, turns: int, cache: Path, chunks: int = 40
 ) -> tuple[SessionStarted, list[Exchange]]:
-    """The header and exchanges of a ``turns``-turn session, recorded once into ``cache``."""
-    path = cache / f"{api}-{traffic}-{turns}.tape"
+    """The header and exchanges of a ``turns``-turn session of about ``chunks`` chunks a
+    streamed turn, recorded once into ``cache``."""
+    path = cache / f"{api}-{traffic}-{turns}-{chunks}.tape"
     if not path.exists():
-        with ModelServer() as server:
+        with ModelServer(chunks) as server:
             record_session(server, path, api, 0, turns, traffic, "00000000000000a1")
     (session,) = TapeReader(path).sessions()
     return session.header, [e for e in session.events if isinstance(e, Exchange)]
 
 
-def tape_size(
-    header: SessionStarted, exchanges: list[Exchange], folder: Path, *, compact: bool = True
-) -> int:
-    """Bytes of a tape holding the session; ``compact=False`` stores exchanges as format 1.0."""
+def tape_size(header: SessionStarted, exchanges: list[Exchange], folder: Path) -> int:
+    """Bytes of a tape holding the session, as ``recording_client`` writes it."""
     path = folder / "session.tape"
     path.unlink(missing_ok=True)
     end = exchanges[-1].at + exchanges[-1].duration if exchanges else 0.0
     with open_session(path, header, clock=lambda: end) as tape:
-        if not compact:
-            tape._packer = Packer(compact=False)  # the header frame is the same either way
         for exchange in exchanges:
             tape.append(exchange)
     return path.stat().st_size
@@ -228,7 +223,7 @@ def render_parts(turns: int, found: dict[str, int]) -> list[str]:
 
 
 def measure(
-    turn_counts: list[int], cache: Path, log: Callable[[str], None]
+    turn_counts: list[int], cache: Path, log: Callable[[str], None], chunks: int = 40
 ) -> tuple[list[Row], dict[str, int]]:
     """The rows, and ``parts`` of the longest Anthropic streamed session."""
     rows = []
@@ -238,7 +233,7 @@ def measure(
         for api in APIS:
             for traffic in TRAFFIC:
                 log(f"recording {api} {traffic} {max(turn_counts)} turns (or reading the cache)")
-                header, exchanges = recorded(api, traffic, max(turn_counts), cache)
+                header, exchanges = recorded(api, traffic, max(turn_counts), cache, chunks)
                 for n in turn_counts:
                     part = exchanges[:n]
                     rows.append(
@@ -248,7 +243,6 @@ def measure(
                             turns=n,
                             tape=tape_size(header, part, folder),
                             live=live_size(header, part, folder),
-                            tape_v1=tape_size(header, part, folder, compact=False),
                             inspect=eval_size(header, part, folder),
                             floor=floor_size(part),
                         )
@@ -271,7 +265,7 @@ def _verdict(row: Row, tape: int) -> str:
     return "; ".join(misses) or "yes"
 
 
-def render(rows: list[Row], found: dict[str, int], command: str) -> str:
+def render(rows: list[Row], found: dict[str, int], command: str, chunks: int = 40) -> str:
     import inspect_ai
 
     out = [
@@ -279,31 +273,35 @@ def render(rows: list[Row], found: dict[str, int], command: str) -> str:
         "",
         "Coding-agent sessions recorded through the real openai and anthropic SDKs with",
         "`recording_client` (`evals/perf/sdk_traffic.py`; *mixed* asks for every 4th turn",
-        "without streaming); the shorter sessions are the first turns of the longest one.",
-        "Each is stored as `recording_client` writes it (*tape 2.0*), as a live run writes it",
-        f"(*live run*: compressed when the session ends, at level {LIVE_LEVEL}), with its",
-        "exchanges stored as format 1.0 did, as Inspect AI's `.eval` log of the same exchanges",
+        f"without streaming) from a server that streams about {chunks} chunks (one token",
+        "each) a turn and sends 25-28 response headers a request, 10-13 of them with a value",
+        "of their own each time, as hosted providers do; the shorter sessions are the first",
+        "turns of the longest one. Each is stored as `recording_client` writes it",
+        "(*tape 2.1*), as a live run writes it (*live run*: compressed when the session ends,",
+        f"at level {LIVE_LEVEL}), as Inspect AI's `.eval` log of the same exchanges",
         "(`evals/perf/inspect_log.py`), and as the floor: each distinct message once plus",
         "every response body, `zstd -19 --long` in one piece. The tapes also keep every",
-        "header, chunk boundary and chunk time; Inspect's log and the floor do not.",
+        "chunk boundary, chunk times to the millisecond, the headers a recording keeps",
+        "(docs/format.md, *What a recording keeps*) and each streamed response's",
+        "assembled message; Inspect's log and the floor keep none of these.",
         "",
-        f"Produced by `{command}`. Options: `--turns 10,25` (turn counts), `--cache DIR`",
-        "(keep the recorded sessions and reuse them), `--no-doc` (print this section only).",
+        f"Produced by `{command}`. Options: `--turns 10,25` (turn counts), `--chunks N`",
+        "(chunks a streamed turn), `--cache DIR` (keep the recorded sessions and reuse",
+        "them), `--no-doc` (print this section only).",
         "Sizes are exact; chunk times and some headers (date) come from the recording.",
         "",
         f"Machine: {machine()}; inspect-ai {inspect_ai.__version__}; zstandard "
         f"{zstandard.__version__}.",
         "",
-        "| API | traffic | turns | tape 2.0 | live run | tape 1.0 | Inspect .eval | floor "
-        "| tape / Inspect | tape / floor | live / floor | 1.0 / floor | met (tape) "
-        "| met (live run) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "| API | traffic | turns | tape 2.1 | live run | Inspect .eval | floor "
+        "| tape / Inspect | tape / floor | live / floor | met (tape) | met (live run) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in rows:
         out.append(
             f"| {r.api} | {r.traffic} | {r.turns} | {kb(r.tape)} | {kb(r.live)} | "
-            f"{kb(r.tape_v1)} | {kb(r.inspect)} | {kb(r.floor)} | {r.tape / r.inspect:.2f}x | "
-            f"{r.tape / r.floor:.2f}x | {r.live / r.floor:.2f}x | {r.tape_v1 / r.floor:.2f}x | "
+            f"{kb(r.inspect)} | {kb(r.floor)} | {r.tape / r.inspect:.2f}x | "
+            f"{r.tape / r.floor:.2f}x | {r.live / r.floor:.2f}x | "
             f"{_verdict(r, r.tape)} | {_verdict(r, r.live)} |"
         )
     worst_inspect = max(rows, key=lambda r: r.tape / r.inspect)
@@ -337,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=_turn_counts, default=[10, 25, 100, 200, 500])
     parser.add_argument("--cache", type=Path, help="folder keeping the recorded sessions")
+    parser.add_argument("--chunks", type=int, default=40, help="chunks a streamed turn")
     parser.add_argument("--doc", type=Path, default=ROOT / "docs" / "performance.md")
     parser.add_argument("--no-doc", action="store_true", help="print the section only")
     args = parser.parse_args(argv)
@@ -347,9 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="evaltape-sdk-") as tmp:
         cache = args.cache or Path(tmp)
         cache.mkdir(parents=True, exist_ok=True)
-        rows, found = measure(args.turns, cache, log)
+        rows, found = measure(args.turns, cache, log, args.chunks)
     command = " ".join([COMMAND, *(argv if argv is not None else sys.argv[1:])])
-    section = render(rows, found, command)
+    section = render(rows, found, command, args.chunks)
     print(section)
     if not args.no_doc:
         replace_section(args.doc, HEADING, section)

@@ -2,9 +2,12 @@
 
 A coding agent (10 tool schemas, a 2 KB system prompt) works for N turns
 against a scripted model server on 127.0.0.1.  The server answers with tool
-calls (two or three in parallel on every fifth turn), streamed as server-sent
-events of 1-4 tokens per chunk, except every 4th turn, which the agent asks
-for without streaming (``mixed``; ``streamed`` streams every turn).  The agent
+calls (two or three in parallel on every fifth turn) after a few sentences of
+prose, streamed as server-sent events of one token per chunk, about ``chunks``
+(default 40) a turn, except every 4th turn, which the agent asks for without
+streaming (``mixed``; ``streamed`` streams every turn).  Like a hosted
+provider's, every response carries two dozen headers, most of them with values
+of their own (request ids, rate-limit counters, a cookie, the date).  The agent
 runs each tool on real text, slices of the running Python's standard library
 of 0.5-4 KB, and sends the whole conversation back, as the APIs require.
 Every exchange goes through ``recording_client`` (httpx2) into a tape, so the
@@ -172,20 +175,26 @@ def tokens(text: str) -> list[str]:
     return out
 
 
-def pieces(text: str, rng: random.Random) -> list[str]:
-    """``text`` cut into chunks of 1-4 tokens."""
+def pieces(text: str, rng: random.Random, most: int = 1) -> list[str]:
+    """``text`` cut into chunks of 1 to ``most`` tokens."""
     toks = tokens(text)
     out: list[str] = []
     i = 0
     while i < len(toks):
-        k = rng.randint(1, 4)
+        k = rng.randint(1, most)
         out.append("".join(toks[i : i + k]))
         i += k
     return out
 
 
-def plan(seed: int, turn: int, repo: Repo) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
-    """What the model says on ``turn``: a sentence and its tool calls."""
+_PROSE = " ".join(_RULES).split()
+
+
+def plan(
+    seed: int, turn: int, repo: Repo, chunks: int = 40
+) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
+    """What the model says on ``turn``: some prose and its tool calls, about ``chunks``
+    tokens in all (each streamed as a chunk of its own)."""
     rng = random.Random(seed * 100_003 + turn)
     calls = []
     for _ in range(rng.choice((2, 3)) if turn % 5 == 4 else 1):
@@ -216,7 +225,77 @@ def plan(seed: int, turn: int, repo: Repo) -> tuple[str, list[tuple[str, dict[st
         calls.append((name, args))
     where = calls[0][1].get("path", "the code")
     say = f"Step {turn + 1}: I will look at {where} next to check the behaviour."
-    return say, calls
+    have = len(tokens(say)) + sum(len(tokens(json.dumps(a))) for _, a in calls) + 4
+    start = rng.randrange(len(_PROSE))
+    extra: list[str] = []
+    while have < chunks:
+        word = _PROSE[(start + len(extra)) % len(_PROSE)]
+        extra.append(word)
+        have += len(tokens(" " + word))
+    return " ".join([say, *extra]), calls
+
+
+def volatile_headers(anthropic: bool, seed: int, turn: int) -> list[tuple[str, str]]:
+    """Two dozen response headers as a hosted provider sends them (with the server's
+    own ``server`` and ``date``), most with a value of their own on every request."""
+    rng = random.Random(seed * 31 + turn * 7 + anthropic)
+    hexa = "0123456789abcdef"
+
+    def token(n: int, alphabet: str = hexa) -> str:
+        return "".join(rng.choice(alphabet) for _ in range(n))
+
+    b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+    used = 900 * (turn + 1)
+    common = [
+        ("cf-ray", f"{token(16)}-{rng.choice(('LHR', 'FRA', 'SJC', 'IAD'))}"),
+        (
+            "set-cookie",
+            f"__cf_bm={token(43, b64)}-{1_760_000_000 + turn}-1.0.1.1-"
+            f"{token(40, b64)}; path=/; expires=Thu, 03-Dec-26 14:30:00 GMT; "
+            "domain=.api.example.com; HttpOnly; Secure; SameSite=None",
+        ),
+        ("x-envoy-upstream-service-time", str(rng.randint(80, 2400))),
+        ("server", "cloudflare"),
+        ("cf-cache-status", "DYNAMIC"),
+        ("strict-transport-security", "max-age=31536000; includeSubDomains; preload"),
+        ("x-content-type-options", "nosniff"),
+        ("alt-svc", 'h3=":443"; ma=86400'),
+    ]
+    if anthropic:
+        return [
+            *common,
+            ("request-id", f"req_011C{token(20, b64)}"),
+            ("anthropic-organization-id", "4f1c2d3e-0000-4000-8000-00000000bench"),
+            ("anthropic-ratelimit-requests-limit", "4000"),
+            ("anthropic-ratelimit-requests-remaining", str(3999 - turn)),
+            ("anthropic-ratelimit-requests-reset", f"2026-12-03T14:{turn % 60:02d}:0{seed % 10}Z"),
+            ("anthropic-ratelimit-input-tokens-limit", "2000000"),
+            ("anthropic-ratelimit-input-tokens-remaining", str(2_000_000 - used)),
+            ("anthropic-ratelimit-input-tokens-reset", f"2026-12-03T14:{turn % 60:02d}:01Z"),
+            ("anthropic-ratelimit-output-tokens-limit", "400000"),
+            ("anthropic-ratelimit-output-tokens-remaining", str(400_000 - 60 * turn)),
+            ("anthropic-ratelimit-output-tokens-reset", f"2026-12-03T14:{turn % 60:02d}:02Z"),
+            ("anthropic-ratelimit-tokens-limit", "2400000"),
+            ("anthropic-ratelimit-tokens-remaining", str(2_400_000 - used - 60 * turn)),
+            ("anthropic-ratelimit-tokens-reset", f"2026-12-03T14:{turn % 60:02d}:01Z"),
+            ("via", "1.1 google"),
+        ]
+    return [
+        *common,
+        ("x-request-id", f"req_{token(32)}"),
+        ("openai-organization", "user-bench0000"),
+        ("openai-processing-ms", str(rng.randint(60, 2300))),
+        ("openai-project", "proj_bench0000"),
+        ("openai-version", "2020-10-01"),
+        ("x-ratelimit-limit-requests", "10000"),
+        ("x-ratelimit-limit-tokens", "30000000"),
+        ("x-ratelimit-remaining-requests", str(9999 - turn)),
+        ("x-ratelimit-remaining-tokens", str(30_000_000 - used)),
+        ("x-ratelimit-reset-requests", f"{rng.randint(6, 9)}ms"),
+        ("x-ratelimit-reset-tokens", f"{rng.randint(1, 9)}ms"),
+        ("access-control-expose-headers", "X-Request-ID"),
+        ("openai-model", OPENAI_MODEL),
+    ]
 
 
 def _call_id(seed: int, turn: int, n: int, api: str) -> str:
@@ -411,7 +490,8 @@ class _Handler(BaseHTTPRequestHandler):
         anthropic = self.path.endswith("/messages")
         seed = int(body["metadata"]["user_id"]) if anthropic else int(body["user"])
         turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
-        say, calls = plan(seed, turn, self.server.repo)
+        say, calls = plan(seed, turn, self.server.repo, self.server.chunks)
+        extra = volatile_headers(anthropic, seed, turn)
         if not body.get("stream"):
             data = json.dumps(
                 _anthropic_json(seed, turn, say, calls)
@@ -421,7 +501,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(200)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
-            self.send_header("x-request-id", f"req_{seed:04d}{turn:05d}")
+            for name, value in extra:
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(data)
             return
@@ -429,7 +510,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("content-type", "text/event-stream; charset=utf-8")
         self.send_header("transfer-encoding", "chunked")
         self.send_header("cache-control", "no-cache")
-        self.send_header("x-request-id", f"req_{seed:04d}{turn:05d}")
+        for name, value in extra:
+            self.send_header(name, value)
         self.end_headers()
         if anthropic:
             events = [
@@ -447,16 +529,18 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class ModelServer(ThreadingHTTPServer):
-    """The scripted model on 127.0.0.1 (an ephemeral port), answering both APIs."""
+    """The scripted model on 127.0.0.1 (an ephemeral port), answering both APIs with
+    about ``chunks`` tokens a turn."""
 
     daemon_threads = True
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client closing its keep-alive connection is not news
 
-    def __init__(self) -> None:
+    def __init__(self, chunks: int = 40) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.repo = Repo()
+        self.chunks = chunks
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     @property
@@ -633,8 +717,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--api", choices=APIS, default="openai")
     p.add_argument("--traffic", choices=("mixed", "streamed"), default="mixed")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--chunks", type=int, default=40, help="tokens (stream chunks) a turn")
     args = p.parse_args(argv)
-    with ModelServer() as server:
+    with ModelServer(args.chunks) as server:
         record_session(
             server, args.tape, args.api, args.seed, args.turns, args.traffic, f"{args.seed:016x}"
         )

@@ -18,9 +18,10 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from .._events import Exchange, Request, unbuilt_body
+from .._events import Assembled, Exchange, Request, unbuilt_body
 from ..tape._delta import DeltaBody
 from . import _anthropic, _openai_chat, _openai_responses
+from ._assembled import ASSEMBLY, assembled_of, call_of
 from ._bodies import (
     SseStream,
     error_text,
@@ -86,6 +87,24 @@ def _api_by_shape(body: dict[str, Any], anthropic_header: bool) -> str | None:
     if anthropic_header or "anthropic_version" in body:
         return _anthropic.API
     return _openai_chat.API if isinstance(body.get("model"), str) else None
+
+
+def assemble(exchange: Exchange) -> Assembled | None:
+    """The message of a streamed model API response as the fold reads it, to be stored
+    with it (``Response.assembled``); None for anything else (no response, a transport
+    failure, an HTTP error, not a stream, a URL that names no API)."""
+    response = exchange.response
+    if response is None or exchange.error is not None or response.status >= 400:
+        return None
+    request = exchange.request
+    api = api_of_path(urlsplit(request.url).path) if request.method == "POST" else None
+    kind = header(response.headers, "content-type").lower()
+    if api is None or "text/event-stream" not in kind:
+        return None
+    adapter = _ADAPTERS[api]
+    start = blank(adapter.api)
+    call = _read_response(start, exchange, kind, adapter, True, stored=False)[0]
+    return None if call is start else assembled_of(call)
 
 
 def decode_call(exchange: Exchange) -> ModelCall | None:
@@ -221,13 +240,29 @@ class CallDecoder:
 
 
 def _read_response(
-    call: ModelCall, exchange: Exchange, kind: str, adapter: _Adapter, asked: bool
+    call: ModelCall,
+    exchange: Exchange,
+    kind: str,
+    adapter: _Adapter,
+    asked: bool,
+    *,
+    stored: bool = True,
 ) -> tuple[ModelCall, int | None, bool]:
     """The call with what the response says, and the response's status and streaming;
-    ``kind`` is its Content-Type, lower case ("" if none)."""
+    ``kind`` is its Content-Type, lower case ("" if none).  ``stored``: a stream's
+    message assembled when it was recorded, by today's adapters, is taken as it is."""
     response = exchange.response
     if response is None:
         return call, None, asked
+    assembled = response.assembled
+    if (
+        stored
+        and assembled is not None
+        and assembled.version == ASSEMBLY
+        and response.status < 400
+        and "text/event-stream" in kind
+    ):
+        return call_of(assembled, call), response.status, True
     data, undecoded = content(response.body, response.headers)
     streamed = "text/event-stream" in kind or (
         not kind and (asked or data.lstrip().startswith((b"data:", b"event:")))
@@ -246,4 +281,14 @@ def _read_response(
     return call, status, streamed
 
 
-__all__ = ["Api", "CallDecoder", "Message", "ModelCall", "ToolCall", "Usage", "decode_call"]
+__all__ = [
+    "ASSEMBLY",
+    "Api",
+    "CallDecoder",
+    "Message",
+    "ModelCall",
+    "ToolCall",
+    "Usage",
+    "assemble",
+    "decode_call",
+]

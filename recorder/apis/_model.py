@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, get_args
 
 import attrs
 
@@ -255,16 +255,14 @@ class ModelCall:
         return object.__getattribute__(self, name)
 
 
-_BLANK: dict[str, ModelCall] = {}
+_BLANK: dict[str, ModelCall] = {api: ModelCall(api=api) for api in get_args(Api)}
+"""The call of each API holding nothing else, made once at import."""
 
 
 def blank(api: Api) -> ModelCall:
     """The call of ``api`` holding nothing else, which the adapters start from (one
     shared value: ``answered`` builds on it, and nothing may change it)."""
-    call = _BLANK.get(api)
-    if call is None:
-        call = _BLANK[api] = ModelCall(api=api)
-    return call
+    return _BLANK[api]
 
 
 (

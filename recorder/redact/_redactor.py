@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Iterator
 import attrs
 
 from .._events import (
+    Assembled,
     Chunk,
     Event,
     Exchange,
@@ -44,6 +45,7 @@ from .._events import (
     SessionEnded,
     SessionStarted,
     WorkspaceSnapshot,
+    with_assembled,
 )
 from ._bodies import (
     cut_at,
@@ -320,7 +322,24 @@ class Redactor:
                 headers = without_encoding(headers, size)
             elif size != sum(len(c.data) for c in response.chunks):
                 headers = set_length(headers, size)
-        return attrs.evolve(response, headers=headers, chunks=chunks)
+        redacted = attrs.evolve(response, headers=headers, chunks=chunks)
+        if response.assembled is None:
+            return redacted
+        return with_assembled(redacted, self.redact_assembled(response.assembled))
+
+    def redact_assembled(self, assembled: Assembled) -> Assembled:
+        """A copy of a response's assembled message with every text redacted."""
+        text = self.redact_text
+        return attrs.evolve(
+            assembled,
+            model=text(assembled.model),
+            response_id=text(assembled.response_id),
+            output_text=text(assembled.output_text),
+            thinking=text(assembled.thinking),
+            finish_reason=text(assembled.finish_reason),
+            tool_calls=tuple(tuple(map(text, c)) for c in assembled.tool_calls),  # type: ignore[misc]
+            error=text(assembled.error),
+        )
 
     def redact_exchange(self, exchange: Exchange) -> Exchange:
         """A copy of ``exchange`` with request and response redacted."""
@@ -372,6 +391,15 @@ class Redactor:
             if event.response is not None:
                 headers("response", event.response.headers)
                 scan_body(data, "response body", event.response.chunks, event.response.headers)
+                assembled = event.response.assembled
+                if assembled is not None:
+                    for value in (
+                        assembled.output_text,
+                        assembled.thinking,
+                        assembled.error,
+                        *(v for c in assembled.tool_calls for v in c),
+                    ):
+                        text("assembled response", value)
             if event.error is not None:
                 text("transport error message", event.error.message)
         elif isinstance(event, SessionStarted):

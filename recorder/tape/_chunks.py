@@ -12,7 +12,7 @@ The encoding is byte-exact.  See docs/format.md, "Compact exchanges".
 from __future__ import annotations
 
 from itertools import accumulate, chain
-from operator import add
+from operator import add, le
 from typing import Any
 
 Columns = tuple[list[int], list[int], list[int]]
@@ -75,9 +75,10 @@ def _ints(value: Any, what: str) -> list[int]:
 
 
 class StoredChunks:
-    """The columns of a stored response, checked; ``size`` is known before any chunk is
-    built.  ``body`` checks the one thing left: that no chunk copies more than the chunk
-    before it holds."""
+    """The columns of a stored response, checked (no chunk copies more than the chunk
+    before it holds); ``size`` is known before any chunk is built, and ``body`` builds
+    the joined chunks when first asked for (a fold that reads a stream's assembled
+    message never asks)."""
 
     def __init__(
         self, new: bytes, pre: Any, suf: Any, mid: Any, steps: Any, *, typed: bool = False
@@ -101,15 +102,21 @@ class StoredChunks:
             raise ValueError("the chunks' new bytes do not add up to the stored bytes")
         self.size = sum(self._pre) + sum(self._suf) + len(new)
         """Bytes of the joined chunks."""
-
-    @property
-    def sizes(self) -> list[int]:
+        pre, suf = self._pre, self._suf
+        self.sizes = list(map(add, map(add, pre, suf), self._mid))
         """Each chunk's length."""
-        return list(map(add, map(add, self._pre, self._suf), self._mid))
+        # Chunk i copies pre[i] + suf[i] bytes of chunk i - 1 (chunk 0: of nothing).
+        if pre and (pre[0] or suf[0] or not all(map(le, map(add, pre[1:], suf[1:]), self.sizes))):
+            raise ValueError("a chunk refers past the end of the chunk before it")
+        self._body: bytes | None = None
 
     def body(self) -> bytes:
-        """The chunks' bytes, joined in order; ``ValueError`` if a chunk copies more
-        than the chunk before it holds."""
+        """The chunks' bytes, joined in order (built once)."""
+        if self._body is None:
+            self._body = self._joined()
+        return self._body
+
+    def _joined(self) -> bytes:
         new = self._new
         parts: list[bytes] = []
         # The chunk before is head + middle + tail, kept apart: a chunk usually copies
@@ -122,10 +129,8 @@ class StoredChunks:
         # (``__init__`` checked that the columns are as long as each other)
         for p, s, end in zip(self._pre, self._suf, accumulate(self._mid), strict=False):
             if p != h or s != t:  # (the usual chunk copies what the one before did)
-                if p > h or s > t:
+                if p > h or s > t:  # (``__init__`` checked that the chunk before holds it)
                     whole = head + middle + tail
-                    if p + s > len(whole):
-                        raise ValueError("a chunk refers past the end of the chunk before it")
                     head, tail = whole[:p], whole[len(whole) - s :]
                 else:
                     head, tail = head[:p], tail[t - s :]

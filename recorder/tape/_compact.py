@@ -1,22 +1,24 @@
-"""The compact stored form of an exchange (event kinds ``exchange3`` and ``exchange2``).
+"""The compact stored form of an exchange (event kind ``exchange4``).
 
 The plain ``exchange`` map (``_codec.py``, ``_plain_exchange.py``) stays what every other part of
 evaltape sees; this module turns it into a smaller stored map and back (and a
 reader's stored map straight into its ``Exchange``, ``exchange_of``):
 
-    {"k": "exchange3", "x": [at, duration, q, r, error]}
+    {"k": "exchange4", "x": [at, duration, q, r, error]}
     q = [method, url, headers, body, base]
-    r = nil | [status, headers, streamed, new bytes, pre, suf, mid, steps]
+    r = nil | [status, headers, streamed, new bytes, pre, suf, mid, steps_ms, assembled]
     error = nil | the plain error map
 
-``headers`` refer to the session's header table (``_compact_headers.py``),
-``body``/``base`` are a request-body delta whose reference may go on with copies
-from inside its base (``_delta.py``), and the response's chunks are stored as
-columns, each chunk relative to the one before (``_compact_chunks.py``).  In
-``exchange3`` (format 1.2) ``at`` and ``duration`` are whole microseconds as ints
-(floats, seconds, for a time that is not); ``exchange2`` (format 1.1) holds them
-as the plain map does.  A reader that predates a kind skips it as unknown.  See
-docs/format.md, "Compact exchanges".
+``headers`` refer to the session's header table (``_headers.py``), ``body``/``base``
+are a request-body delta whose reference may go on with copies from inside its
+base (``_delta.py``), the response's chunks are stored as columns, each chunk
+relative to the one before (``_chunks.py``), their times as whole milliseconds
+since the chunk before, and ``assembled`` is the streamed message as the recorder
+assembled it (``Response.assembled``).  ``at`` and ``duration`` are whole
+microseconds as ints (floats, seconds, for a time that is not).  The stored maps
+of formats 1.1 and 1.2 (``exchange2``, ``exchange3``) are read through
+``upgrade``, the one function that knows them.  See docs/format.md, "Compact
+exchanges".
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from itertools import accumulate
 from typing import Any
 
 from .._errors import TapeError
-from .._events import Exchange, Request, Response
+from .._events import Assembled, Exchange, Request, Response
 from ._chunks import StoredChunks, encode_chunks
 from ._delta import DeltaBody, DeltaDecoder, DeltaEncoder, bytes_of
 from ._headers import Headers, HeaderTable
@@ -37,13 +39,16 @@ from ._plain_exchange import (
     _build_chunks,
     _error_from,
     _new,
+    assembled_from,
+    assembled_plain,
 )
 from ._plain_fields import _NUMBER, Plain
 
-KIND = "exchange3"
+KIND = "exchange4"
 """The stored kind tag of a compact exchange as this writer stores it."""
-KINDS = frozenset({KIND, "exchange2"})
-"""The kinds a reader reads as compact exchanges (``exchange2``: format 1.1)."""
+KINDS = frozenset({KIND, "exchange3", "exchange2"})
+"""The kinds a reader reads as compact exchanges (``exchange3``: format 1.2 to 2.0,
+``exchange2``: format 1.1), the older two through ``upgrade``."""
 
 
 def stored_time(seconds: Any) -> Any:
@@ -63,8 +68,41 @@ def _seconds(stored: Any) -> Any:
     return stored / 1_000_000 if type(stored) is int else stored
 
 
-_Answer = tuple[Any, Headers, Any, bytes, StoredChunks, list[int]]
-"""A response's parts: status, headers, streamed, body, its chunks' columns, chunk steps."""
+_Answer = tuple[Any, Headers, Any, StoredChunks, list[int], Assembled | None]
+"""A response's parts: status, headers, streamed, its chunks' columns (which build the
+body), chunk steps in milliseconds, the assembled message."""
+
+
+def _milliseconds(steps_us: Any) -> Any:
+    """Steps of whole microseconds as steps of whole milliseconds (each time rounded to
+    the millisecond a reader keeps); anything but a list of ints as it is, for the checks."""
+    if type(steps_us) is not list or not all(type(n) is int for n in steps_us):
+        return steps_us
+    out, last = [], 0
+    for now in accumulate(steps_us):
+        ms = round(now / 1000)
+        out.append(ms - last)
+        last = ms
+    return out
+
+
+def upgrade(stored: Plain) -> Any:
+    """The ``x`` of an ``exchange4`` standing for a stored ``exchange3`` or ``exchange2``
+    map (times in seconds for ``exchange2``, chunk steps in microseconds for both, no
+    assembled message); malformed slots are passed on as they are, for the checks."""
+    x = stored.get("x")
+    if type(x) is not list or len(x) != 5:
+        return x
+    at, duration, q, r, error = x
+    if stored["k"] == "exchange2":  # seconds, an int too
+        at, duration = (
+            stored_time(float(t)) if type(t) is int else stored_time(t) for t in (at, duration)
+        )
+    if r is not None:
+        r = [*_list(r, 8, "'r'")[:7], _milliseconds(r[7]), None]
+    return [at, duration, q, r, error]
+
+
 Parts = tuple[Any, Any, tuple[Any, Any, Headers, bytes | DeltaBody], _Answer | None, Any]
 """What ``exchange_of`` takes: at, duration, request parts, response parts, error."""
 
@@ -88,7 +126,8 @@ def exchange_of(
     as bytes, or a request body as the ``DeltaBody`` its ``Request.body`` is built from
     when first read, chunk columns and steps as ints adding up), checking the rest as
     ``from_plain`` does, with its wording.  ``response`` is ``(status, headers, streamed,
-    body, stored columns, steps_us)``; its chunks are built only when asked for, as
+    body, stored columns, steps in milliseconds, assembled)``; its chunks are built only
+    when asked for, as
     ``from_plain`` builds them."""
     try:
         if not isinstance(at, _NUMBER):
@@ -113,7 +152,7 @@ def exchange_of(
             _SET_LAZY(built, body)
         answer = None
         if response is not None:
-            status, r_headers, streamed, r_body, stored, steps = response
+            status, r_headers, streamed, stored, steps, assembled = response
             if not isinstance(status, int):
                 raise TypeError(f"field 'status' holds {type(status).__name__}")
             if not isinstance(streamed, bool):
@@ -122,12 +161,13 @@ def exchange_of(
             _RESPONSE_SLOTS["status"](answer, status)
             _RESPONSE_SLOTS["headers"](answer, r_headers)
             _RESPONSE_SLOTS["streamed"](answer, streamed)
+            _RESPONSE_SLOTS["assembled"](answer, assembled)
             _RESPONSE_SLOTS["_packed"](
                 answer,
                 (
-                    r_body,
+                    stored.body,
                     lambda: _build_chunks(
-                        r_body, list(accumulate(stored.sizes)), list(accumulate(steps))
+                        stored.body(), list(accumulate(stored.sizes)), list(accumulate(steps))
                     ),
                 ),
             )
@@ -168,7 +208,11 @@ class CompactEncoder:
             new, (pre, suf, mid) = encode_chunks(r["body"], r["sizes"])
             extra += len(r["body"]) - len(new) + _header_text(r["headers"])
             r_headers = self.headers.encode(r["headers"], len(r["body"]))
-            stored_r = [r["status"], r_headers, r["streamed"], new, pre, suf, mid, r["steps_us"]]
+            steps = _milliseconds(r["steps_us"])
+            stored_r = [
+                *(r["status"], r_headers, r["streamed"], new, pre, suf, mid, steps),
+                r.get("assembled"),
+            ]
         at, duration = stored_time(plain["at"]), stored_time(plain["duration"])
         x = [at, duration, stored_q, stored_r, plain["error"]]
         return {"k": KIND, "x": x}, extra
@@ -198,15 +242,17 @@ class CompactDecoder:
         request["body"] = bytes_of(body)
         response = None
         if r is not None:
-            status, r_headers, streamed, r_body, columns, steps = r
+            status, r_headers, streamed, columns, steps, assembled = r
             response = {
                 "status": status,
                 "headers": [list(h) for h in r_headers],
                 "streamed": streamed,
-                "body": r_body,
+                "body": columns.body(),
                 "sizes": columns.sizes,
-                "steps_us": steps,
+                "steps_us": [step * 1000 for step in steps],
             }
+            if assembled is not None:
+                response["assembled"] = assembled_plain(assembled)
         return {
             "k": "exchange",
             "at": at,
@@ -226,9 +272,9 @@ class CompactDecoder:
     def _parts(
         self, stored: Plain, packed: int, delta: DeltaDecoder, charge: Callable[[int], None]
     ) -> Parts:
-        at, duration, q, r, error = _list(stored.get("x"), 5, "'x'")
-        if stored["k"] == KIND:
-            at, duration = _seconds(at), _seconds(duration)
+        x = stored.get("x") if stored["k"] == KIND else upgrade(stored)
+        at, duration, q, r, error = _list(x, 5, "'x'")
+        at, duration = _seconds(at), _seconds(duration)
         method, url, q_headers, middle, ref = _list(q, 5, "'q'")
         if type(middle) is not bytes:
             raise ValueError("compact exchange: the request body is not bytes")
@@ -238,10 +284,11 @@ class CompactDecoder:
             raise ValueError("compact exchange: the body delta is not a list of ints")
         answer = None
         if r is not None:
-            status, r_headers, streamed, new, pre, suf, mid, steps = _list(r, 8, "'r'")
+            status, r_headers, streamed, new, pre, suf, mid, steps, made = _list(r, 9, "'r'")
             if type(new) is not bytes:
                 raise ValueError("compact exchange: the chunks' new bytes are not bytes")
-            answer = (status, r_headers, streamed, new, pre, suf, mid, steps)
+            assembled = None if made is None else assembled_from(made)
+            answer = (status, r_headers, streamed, new, pre, suf, mid, steps, assembled)
         query = (method, url, q_headers, middle, ref)
         return self.checked(at, duration, query, answer, error, packed, delta, charge)
 
@@ -250,7 +297,7 @@ class CompactDecoder:
         at: Any,
         duration: Any,
         query: tuple[Any, Any, Any, bytes, list[int] | None],
-        answer: tuple[Any, Any, Any, bytes, Any, Any, Any, Any] | None,
+        answer: tuple[Any, Any, Any, bytes, Any, Any, Any, Any, Assembled | None] | None,
         error: Any,
         packed: int,
         delta: DeltaDecoder,
@@ -270,7 +317,7 @@ class CompactDecoder:
         size = packed + body_size - len(middle) + text
         chunks = None
         if answer is not None:
-            status, r_headers, streamed, new, pre, suf, mid, steps = answer
+            status, r_headers, streamed, new, pre, suf, mid, steps, assembled = answer
             chunks = StoredChunks(new, pre, suf, mid, steps, typed=typed)
             r_pairs, text = self.headers.pairs(r_headers, chunks.size)
             size += chunks.size - len(new) + text
@@ -278,5 +325,5 @@ class CompactDecoder:
         request = (method, url, headers, delta.decode_lazy(ref, middle))
         if chunks is None:
             return at, duration, request, None, error
-        response = (status, r_pairs, streamed, chunks.body(), chunks, chunks.steps)
+        response = (status, r_pairs, streamed, chunks, chunks.steps, assembled)
         return at, duration, request, response, error

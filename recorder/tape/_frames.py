@@ -18,7 +18,7 @@ MAGIC = b"\x89EVTAPE\n"
 FORMAT_MAJOR = 2
 """Readers refuse files with a greater major version."""
 
-FORMAT_MINOR = 0
+FORMAT_MINOR = 1
 """Readers accept greater minor versions, skipping unknown event kinds."""
 
 SHORT_FRAMES_SINCE = 2

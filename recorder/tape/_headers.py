@@ -109,6 +109,11 @@ class HeaderTable:
         self._lens = list(_STATIC_LENS)
         self._index = dict(_STATIC_INDEX)
         self._names = dict(_STATIC_NAMES)
+        self._seen: dict[
+            tuple[tuple[Any, ...], tuple[type, ...]], tuple[Headers, int, tuple[int, ...]]
+        ] = {}
+        """Stored header lists of table entries already read (an exchange repeats its
+        predecessor's), with their pairs, text and where content lengths stand."""
 
     def mark(self) -> int:
         """A point to go back to with ``rollback`` (an event that was not written)."""
@@ -160,6 +165,26 @@ class HeaderTable:
         """``decode``'s headers as the pairs an event holds (what a reader builds)."""
         if type(stored) is not list:
             raise ValueError("compact headers are not a list")
+        # Keyed by the items and their types: 1, 1.0 and True are equal keys otherwise.
+        types = tuple(map(type, stored))
+        seen = self._seen.get((tuple(stored), types)) if list not in types else None
+        if seen is not None:
+            out, text, sized = seen
+            if not sized:
+                return out, text
+            own = str(length)
+            headers = list(out)
+            for at in sized:
+                headers[at] = ("content-length", own)
+            return tuple(headers), text + len(sized) * (14 + len(own))
+        pairs, text = self._pairs_of(stored, length)
+        if list not in types and len(self._seen) < MAX_TABLE:
+            sized = tuple(at for at, kind in enumerate(types) if kind is bool)
+            lengths = len(sized) * (14 + len(str(length)))
+            self._seen[(tuple(stored), types)] = (pairs, text - lengths, sized)
+        return pairs, text
+
+    def _pairs_of(self, stored: list[Any], length: int) -> tuple[Headers, int]:
         pairs, lens = self._pairs, self._lens
         # One loop: on lists this short it beats map() passes, which pay a call a header.
         out: list[tuple[str, str]] = []

@@ -27,13 +27,12 @@ class Packer:
 
     ``budget`` counts the session's decoded bytes as its reader will; an event
     past it is refused (``ValueError``) with the session's state untouched.
-    Exchanges are stored compact (``_compact.py``) unless ``compact`` is False,
-    which writes them as format 1.0 did."""
+    Exchanges are stored compact (``_compact.py``)."""
 
-    def __init__(self, budget: DecodeBudget | None = None, *, compact: bool = True) -> None:
+    def __init__(self, budget: DecodeBudget | None = None) -> None:
         self._delta = DeltaEncoder()
         self._budget = budget if budget is not None else DecodeBudget()
-        self._compact = CompactEncoder() if compact else None
+        self._compact = CompactEncoder()
 
     def pack(self, plain: Plain, *, last: bool = False) -> bytes:
         """Pack one event; raises ``TypeError``/``ValueError``/``OverflowError``
@@ -42,9 +41,9 @@ class Packer:
         kept for the session's end."""
         request = plain.get("request")
         extra = 0
-        mark = self._compact.headers.mark() if self._compact is not None else 0
+        mark = self._compact.headers.mark()
         try:
-            if self._compact is not None and plain.get("k") == "exchange":
+            if plain.get("k") == "exchange":
                 plain, extra = self._compact.encode(plain, self._delta)
             elif request is not None:
                 ref, middle = self._delta.encode(request["body"])
@@ -63,8 +62,7 @@ class Packer:
             # A fresh encoder only refers to bodies written after this point,
             # which the reader's decoder also holds as its most recent ones.
             self._delta = DeltaEncoder()
-            if self._compact is not None:
-                self._compact.headers.rollback(mark)
+            self._compact.headers.rollback(mark)
             raise
         return packed
 

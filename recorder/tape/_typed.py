@@ -1,6 +1,6 @@
 """The usual compact exchange, decoded and shape-checked in one C pass.
 
-A stored ``exchange3`` map (``_compact.py``) is two keys, ``k`` then ``x``, as
+A stored ``exchange4`` map (``_compact.py``) is two keys, ``k`` then ``x``, as
 the writer packs it.  Where a frame starts with exactly those bytes, its ``x``
 is decoded by ``msgspec`` straight into typed records, which check every
 slot's type as they go (times are ints or floats, bodies are bytes, columns
@@ -20,11 +20,12 @@ from typing import Annotated
 import msgpack
 import msgspec
 
+from .._events import Assembled
 from ._compact import KIND, CompactDecoder, Parts, _seconds
 from ._delta import DeltaDecoder
 
 PREFIX = msgpack.packb({"k": KIND, "x": None}, use_bin_type=True)[:-1]
-"""A map of two, ``"k": "exchange3"`` then ``"x"``: what every frame of a stored
+"""A map of two, ``"k": "exchange4"`` then ``"x"``: what every frame of a stored
 exchange starts with (``CompactEncoder`` builds the map in that order)."""
 
 _Header = int | bool | list[int | str]
@@ -41,6 +42,31 @@ class _StoredRequest(msgspec.Struct, array_like=True, gc=False):
     base: list[int] | None
 
 
+class _StoredAssembled(msgspec.Struct, array_like=True, gc=False):
+    version: int
+    model: str
+    response_id: str
+    output_text: str
+    thinking: str
+    finish_reason: str
+    tool_calls: tuple[tuple[str, str, str], ...]
+    usage: tuple[int, int, int, int, int, int | float | None] | None
+    error: str
+
+    def value(self) -> Assembled:
+        return Assembled(
+            version=self.version,
+            model=self.model,
+            response_id=self.response_id,
+            output_text=self.output_text,
+            thinking=self.thinking,
+            finish_reason=self.finish_reason,
+            tool_calls=self.tool_calls,
+            usage=self.usage,
+            error=self.error,
+        )
+
+
 class _StoredResponse(msgspec.Struct, array_like=True, gc=False):
     status: int
     headers: list[_Header]
@@ -50,6 +76,7 @@ class _StoredResponse(msgspec.Struct, array_like=True, gc=False):
     suf: list[_Length]
     mid: list[_Length]
     steps: list[int]
+    assembled: _StoredAssembled | None
 
 
 class _StoredExchange(msgspec.Struct, array_like=True, gc=False):
@@ -84,6 +111,7 @@ def typed_parts(
     query = (q.method, q.url, q.headers, q.body, base)
     answer = None
     if r is not None:
-        answer = (r.status, r.headers, r.streamed, r.new, r.pre, r.suf, r.mid, r.steps)
+        made = None if r.assembled is None else r.assembled.value()
+        answer = (r.status, r.headers, r.streamed, r.new, r.pre, r.suf, r.mid, r.steps, made)
     at, duration = _seconds(x.at), _seconds(x.duration)
     return compact.checked(at, duration, query, answer, None, len(data), delta, charge, typed=True)

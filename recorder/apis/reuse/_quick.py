@@ -98,14 +98,14 @@ class Key:
 
     @staticmethod
     def of(name: str) -> Key:
-        """The key of ``name``, made once (it is only read: every session shares it)."""
+        """The key of ``name``: the one every session shares for the three APIs' names
+        (it is only read), a new one for any other."""
         key = _KEYS.get(name)
-        if key is None:
-            key = _KEYS[name] = Key(name)
-        return key
+        return key if key is not None else Key(name)
 
 
-_KEYS: dict[str, Key] = {}
+_KEYS: dict[str, Key] = {name: Key(name) for name in ("messages", "input")}
+"""The keys of the supported APIs' conversations, made once at import."""
 
 
 def quick(key: Key, data: bytes, last: Layout | None) -> tuple[dict[str, Any], Layout] | None:
