@@ -86,9 +86,9 @@ def test_columns_that_copy_past_the_chunk_before_are_refused(
     for p, s, m in rows:
         fits = fits and p + s <= size
         size = p + s + m
-    stored = StoredChunks(new, pre, suf, mid, [0] * len(rows))
     if fits:
+        stored = StoredChunks(new, pre, suf, mid, [0] * len(rows))
         assert stored.body() == _one_chunk_at_a_time(new, pre, suf, mid)
-    else:
+    else:  # refused when the columns are read, before any body is asked for
         with pytest.raises(ValueError, match="past the end of the chunk before it"):
-            stored.body()
+            StoredChunks(new, pre, suf, mid, [0] * len(rows)).body()

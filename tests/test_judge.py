@@ -539,6 +539,9 @@ def test_a_changed_rubric_is_not_re_judged_and_counts_as_neither_pass_nor_fail(
     live = run_live(tmp_path, suites, env_for(agent_api, judge_at(judge_api)))
     assert live[("low", 0)].verdict is Verdict.FAILED  # 1/5 is below the trial floor
     (tmp_path / "rubrics" / "test.md").write_text(RUBRIC + "\nAlso reward brevity.\n")
+    # A case carries its rubric's text as it was when the suites were loaded: load them
+    # again, as the next command does.
+    suites = load_suites([tmp_path / "judged.jsonl"], rubrics_dir=tmp_path / "rubrics")
     asked = len(judge_api.requests)
 
     opened = _no_sockets(monkeypatch)
@@ -563,6 +566,8 @@ def test_a_changed_rubric_is_not_re_judged_and_counts_as_neither_pass_nor_fail(
     assert judgement is not None and judgement.state is JudgeState.NOT_REJUDGED
     assert score.passed and score.reason.endswith("; judge not re-judged")
     (tmp_path / "rubrics" / "test.md").write_text(RUBRIC)
+    suites = load_suites([tmp_path / "judged.jsonl"], rubrics_dir=tmp_path / "rubrics")
+    case = suites[0].cases[0]  # the rubric as recorded again: the recorded verdict is reused
     score, judgement = rejudge_offline(score_session(case, session), case, session)
     assert judgement is not None and judgement.recorded and judgement.score == 1.0
     assert not score.passed
