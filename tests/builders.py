@@ -7,6 +7,7 @@ the 127.0.0.1 servers of ``conftest.py`` instead.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -206,3 +207,16 @@ class OldPacker:
             at, duration = (t / 1_000_000 if type(t) is int else t for t in (at, duration))
         x = [at, duration, q, r, error]
         return msgpack.packb({"k": self._kind, "x": x}, use_bin_type=True)
+
+
+def forced_agent_env() -> dict[str, str]:
+    """This process's environment for an ``evaltape`` subprocess that replays the reference
+    agent: no provider keys, no agent settings from outside, the agent's forced strategy,
+    and no bytecode, so an edited module is never served from a cache that predates the
+    edit."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "ANTHROPIC_", "EVALTAPE_")) and k != "PYTHONPATH"
+    }
+    return env | {"EVALTAPE_AGENT_STRATEGY": "forced", "PYTHONDONTWRITEBYTECODE": "1"}

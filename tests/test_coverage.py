@@ -22,7 +22,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from builders import exchange, tool_call
+from builders import exchange, forced_agent_env, tool_call
 from test_ci_formats import paths
 
 from evaltape.recorder import Mode, SessionStarted, Source, TapeReader, fold
@@ -37,12 +37,7 @@ TOOLS = [{"type": "function", "function": {"name": n}} for n in ("read", "write"
 
 
 def cli(*args: str, cwd: Path = REPO, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("OPENAI_", "ANTHROPIC_", "EVALTAPE_")) and k != "PYTHONPATH"
-    }
-    env |= {"EVALTAPE_AGENT_STRATEGY": "forced", "PYTHONDONTWRITEBYTECODE": "1"}
+    env = forced_agent_env()
     return subprocess.run(
         [sys.executable, "-m", "evaltape.scoring.cli", "coverage", *args],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,

@@ -14,7 +14,6 @@ as a stale recording to re-record.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -25,6 +24,7 @@ from pathlib import Path
 import attrs
 import pytest
 from agents.forced_chat_server import ForcedChatServer
+from builders import forced_agent_env
 
 from evaltape.recorder import TapeReader, fold
 from evaltape.scoring import Verdict, read_record, resolve_run
@@ -72,14 +72,7 @@ def make_project(root: Path) -> Path:
 
 
 def evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    # No provider keys, no agent settings from the outside; no bytecode, so an
-    # edited module is never served from a cache that predates the edit.
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("OPENAI_", "ANTHROPIC_", "EVALTAPE_")) and k != "PYTHONPATH"
-    }
-    env |= {"EVALTAPE_AGENT_STRATEGY": "forced", "PYTHONDONTWRITEBYTECODE": "1"}
+    env = forced_agent_env()
     return subprocess.run(
         [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=project,

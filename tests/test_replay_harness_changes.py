@@ -12,7 +12,6 @@ prompt is the one stale case: one group, one distinct edit, exit 3.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from agents.forced_chat_server import ForcedChatServer
+from builders import forced_agent_env
 
 REPO = Path(__file__).parent.parent
 AGENT = "agent_under_test"
@@ -84,12 +84,7 @@ def copy_agent(root: Path) -> None:
 
 
 def evaltape(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("OPENAI_", "ANTHROPIC_", "EVALTAPE_")) and k != "PYTHONPATH"
-    }
-    env |= {"EVALTAPE_AGENT_STRATEGY": "forced", "PYTHONDONTWRITEBYTECODE": "1"}
+    env = forced_agent_env()
     return subprocess.run(
         [sys.executable, "-m", "evaltape.scoring.cli", *args],
         cwd=project, env=env, capture_output=True, text=True, timeout=180,

@@ -12,7 +12,6 @@ copy replays unchanged.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -27,6 +26,8 @@ from evaltape.recorder import TapeReader, fold
 REPO = Path(__file__).parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from builders import forced_agent_env  # noqa: E402
 
 from evals.sim.competent_model import CompetentModel, prompts, serve  # noqa: E402
 from evals.sim.plans import PLANS  # noqa: E402
@@ -78,12 +79,7 @@ def project(shipped: Path, tmp_path: Path) -> Path:
 
 
 def replay(project: Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("OPENAI_", "ANTHROPIC_", "EVALTAPE_")) and k != "PYTHONPATH"
-    }
-    env |= {"EVALTAPE_AGENT_STRATEGY": "forced", "PYTHONDONTWRITEBYTECODE": "1"}
+    env = forced_agent_env()
     return subprocess.run(
         [sys.executable, "-m", "evaltape.scoring.cli", "replay", "--suite", SUITE],
         cwd=project,
