@@ -6,6 +6,7 @@ the 127.0.0.1 servers of ``conftest.py`` instead.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from collections.abc import Sequence
@@ -14,6 +15,7 @@ from typing import Any
 
 import httpx
 import msgpack
+import pytest
 import zstandard
 
 from evaltape.recorder import (
@@ -220,3 +222,16 @@ def forced_agent_env() -> dict[str, str]:
         if not k.startswith(("OPENAI_", "ANTHROPIC_", "EVALTAPE_")) and k != "PYTHONPATH"
     }
     return env | {"EVALTAPE_AGENT_STRATEGY": "forced", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+RAY_TESTS = [
+    pytest.mark.ray,
+    pytest.mark.slow,
+    # ray is not imported to decide: it reads its environment when imported, and
+    # tests/test_ray_executor.py sets that environment first
+    pytest.mark.skipif(
+        importlib.util.find_spec("ray") is None,
+        reason="ray is not installed (pip install evaltape[ray])",
+    ),
+]
+"""The marks of a module of Ray tests (its ``pytestmark``)."""

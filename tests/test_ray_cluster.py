@@ -12,7 +12,6 @@ is written outside it.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import shutil
@@ -29,17 +28,9 @@ from typing import Any
 
 import pytest
 from agents.chat_server import ChatServer
+from builders import RAY_TESTS
 
-pytestmark = [
-    pytest.mark.ray,
-    pytest.mark.slow,
-    # not imported here: ray reads its environment when imported (tests/test_ray_executor.py
-    # sets it first), and these tests only run its command line and evaltape's
-    pytest.mark.skipif(
-        importlib.util.find_spec("ray") is None,
-        reason="ray is not installed (pip install evaltape[ray])",
-    ),
-]
+pytestmark = RAY_TESTS
 
 ROOT = Path(__file__).parent.parent
 AGENTS = Path(__file__).parent / "agents"

@@ -7,7 +7,6 @@ when ray is not installed (``pip install evaltape[ray]``).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -23,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 from agents.chat_server import ChatServer
-from builders import process_gone
+from builders import RAY_TESTS, process_gone
 
 from evaltape.recorder import Source, Status, TapeReader
 from evaltape.recorder._shared import to_plain
@@ -39,14 +38,7 @@ from evaltape.scoring.run.executors._executor import thread_executor
 from evaltape.scoring.run.executors._pool import PoolOutcome, run_pool
 from evaltape.scoring.verdicts._replaycheck import find_tapes
 
-pytestmark = [
-    pytest.mark.ray,
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        importlib.util.find_spec("ray") is None,
-        reason="ray is not installed (pip install evaltape[ray])",
-    ),
-]
+pytestmark = RAY_TESTS
 
 ROOT = Path(__file__).parent.parent
 AGENTS = Path(__file__).parent / "agents"
