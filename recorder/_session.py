@@ -226,6 +226,95 @@ def _tool_calls(turns: list[Turn]) -> tuple[ToolCallRecord, ...]:
     return tuple(records)
 
 
+class SessionFold:
+    """The Session view of one session built event by event: each event is folded once,
+    when it is added, and ``view`` gives the Session of the events so far.
+
+    ``fold`` is this class run over a whole session.  A runner that scores an attempt
+    before its session ends (so a judge's call lands on the attempt's own tape) adds
+    each event as it is recorded and asks for a view twice, with the end the session
+    would get now and with its real end, without decoding any exchange again.
+    """
+
+    def __init__(self, header: SessionStarted) -> None:
+        self.header = header
+        self._end: SessionEnded | None = None
+        self._turns: list[Turn] = []
+        self._others: list[Exchange] = []
+        self._tagged: list[Exchange] = []
+        self._errors: list[Failure] = []
+        self._harness: list[HarnessEvent] = []
+        self._snapshot: WorkspaceSnapshot | None = None
+        self._last = 0.0
+        self._decoder = CallDecoder()
+        self.last_exchange: tuple[Exchange, ModelCall | None] | None = None
+        """The last exchange added that is not tagged with a role, with its model call
+        (None: not a model API call); None before the first."""
+
+    def add(self, event: Event) -> None:
+        """Fold in the next event.  Raises ``ValueError`` for a second SessionStarted."""
+        if isinstance(event, Exchange):
+            self._last = max(self._last, event.at + event.duration)
+            if role_of(event) is not None:
+                self._tagged.append(event)
+                return
+            turns = self._turns
+            call = self._decoder.decode(event)
+            self.last_exchange = (event, call)
+            index = len(turns) if call is not None else None
+            if call is not None:
+                turns.append(_turn(len(turns), event, call))
+            else:
+                self._others.append(event)
+            if event.error is not None:
+                message = f"{event.error.type}: {event.error.message}"
+                self._errors.append(
+                    Failure(at=event.at, origin="transport", message=message, turn=index)
+                )
+            elif call is not None and call.error:
+                self._errors.append(
+                    Failure(at=event.at, origin="model", message=call.error, turn=index)
+                )
+            return
+        if isinstance(event, SessionStarted):
+            raise ValueError(f"session {self.header.session_id} starts twice")
+        self._last = max(self._last, event.at)
+        if isinstance(event, SessionEnded):
+            self._end = event
+        elif isinstance(event, HarnessEvent):
+            self._harness.append(event)
+        elif isinstance(event, RunnerFact):
+            if event.fact in (FactKind.TIMEOUT, FactKind.INFRA_ERROR):
+                message = event.fact.value + (f": {event.message}" if event.message else "")
+                self._errors.append(Failure(at=event.at, origin="runner", message=message))
+        else:
+            self._snapshot = event
+
+    def view(self, end: SessionEnded | None = None) -> Session:
+        """The Session of the events added so far; with ``end``, as if it were the
+        session's last event (the fold is not changed)."""
+        end = self._end if end is None else end
+        turns = list(self._turns)
+        snapshot = self._snapshot
+        errors = self._errors
+        return Session(
+            header=self.header,
+            end=end,
+            turns=tuple(turns),
+            other_exchanges=tuple(self._others),
+            tool_calls=_tool_calls(turns),
+            reply=turns[-1].call.output_text if turns else "",
+            usage=total_usage([turn.call.usage for turn in turns]),
+            errors=tuple(errors),
+            harness=tuple(self._harness),
+            workspace=snapshot.files if snapshot is not None else (),
+            workspace_omitted=snapshot.omitted if snapshot is not None else (),
+            duration=end.at if end is not None else self._last,
+            tagged_exchanges=tuple(self._tagged),
+            workspace_redacted=snapshot.redacted if snapshot is not None else (),
+        )
+
+
 def fold(events: Iterable[Event]) -> Session:
     """Derive the Session view of one session's events (SessionStarted first).
 
@@ -237,60 +326,8 @@ def fold(events: Iterable[Event]) -> Session:
     if not isinstance(header, SessionStarted):
         got = "nothing" if header is None else type(header).__name__
         raise ValueError(f"a session's events start with SessionStarted, not {got}")
-    end: SessionEnded | None = None
-    turns: list[Turn] = []
-    others: list[Exchange] = []
-    tagged: list[Exchange] = []
-    errors: list[Failure] = []
-    harness: list[HarnessEvent] = []
-    snapshot: WorkspaceSnapshot | None = None
-    last = 0.0
-    decoder = CallDecoder()
+    folding = SessionFold(header)
+    add = folding.add
     for event in it:
-        if isinstance(event, Exchange):
-            last = max(last, event.at + event.duration)
-            if role_of(event) is not None:
-                tagged.append(event)
-                continue
-            call = decoder.decode(event)
-            index = len(turns) if call is not None else None
-            if call is not None:
-                turns.append(_turn(len(turns), event, call))
-            else:
-                others.append(event)
-            if event.error is not None:
-                message = f"{event.error.type}: {event.error.message}"
-                errors.append(Failure(at=event.at, origin="transport", message=message, turn=index))
-            elif call is not None and call.error:
-                errors.append(Failure(at=event.at, origin="model", message=call.error, turn=index))
-            continue
-        if isinstance(event, SessionStarted):
-            raise ValueError(f"session {header.session_id} starts twice")
-        last = max(last, event.at)
-        if isinstance(event, SessionEnded):
-            end = event
-        elif isinstance(event, HarnessEvent):
-            harness.append(event)
-        elif isinstance(event, RunnerFact):
-            if event.fact in (FactKind.TIMEOUT, FactKind.INFRA_ERROR):
-                message = event.fact.value + (f": {event.message}" if event.message else "")
-                errors.append(Failure(at=event.at, origin="runner", message=message))
-        else:
-            snapshot = event
-    usage = total_usage([turn.call.usage for turn in turns])
-    return Session(
-        header=header,
-        end=end,
-        turns=tuple(turns),
-        other_exchanges=tuple(others),
-        tool_calls=_tool_calls(turns),
-        reply=turns[-1].call.output_text if turns else "",
-        usage=usage,
-        errors=tuple(errors),
-        harness=tuple(harness),
-        workspace=snapshot.files if snapshot is not None else (),
-        workspace_omitted=snapshot.omitted if snapshot is not None else (),
-        duration=end.at if end is not None else last,
-        tagged_exchanges=tuple(tagged),
-        workspace_redacted=snapshot.redacted if snapshot is not None else (),
-    )
+        add(event)
+    return folding.view()

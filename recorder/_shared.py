@@ -1,6 +1,7 @@
 """What replay and scoring use of the recorder beyond its public API: SDK client
-defaults, request records, role tags, workspace spellings, the plain codec, journals on
-disk and tape rewriting. Not for users: names here may change in any release."""
+defaults, request records, role tags, the incremental fold, workspace spellings, the
+plain codec, journals on disk and tape rewriting. Not for users: names here may change
+in any release."""
 
 from ._clients import (
     SDK_CONNECT_TIMEOUT,
@@ -10,6 +11,7 @@ from ._clients import (
     sdk_client_options,
 )
 from ._errors import OverBudget
+from ._session import SessionFold
 from ._transport import Flavors, request_record
 from .apis import CallDecoder
 from .apis._paths import api_of_path, base_url_of, is_anthropic
@@ -32,6 +34,7 @@ __all__ = [
     "Flavors",
     "OverBudget",
     "PackedSession",
+    "SessionFold",
     "TapeBudget",
     "api_of_path",
     "base_url_of",

@@ -24,13 +24,19 @@ from evaltape.recorder import (
     fold,
 )
 from evaltape.recorder._events import SessionEnded
+from evaltape.recorder.apis import CallDecoder
 from evaltape.recorder.tape._buffer import SessionBuffer
 from evaltape.recorder.tape._frames import FILE_FIXED_SIZE, file_header_size
 from evaltape.recorder.tape._writer import DEFAULT_LEVEL
 from evaltape.scoring import Case, Score, Suite, Verdict, load_suites
 from evaltape.scoring._network import retry_delay
 from evaltape.scoring.checks._score import completed_without_error
+from evaltape.scoring.cost._pricing import built_in_prices
 from evaltape.scoring.outputs.console._progress import Progress
+from evaltape.scoring.outputs.export._config import export_config
+from evaltape.scoring.outputs.export._exporter import Exporter
+from evaltape.scoring.outputs.export._span_model import TraceOptions
+from evaltape.scoring.run._export_step import export_job
 from evaltape.scoring.run._jobs import JobEnv, JobResult, LiveWire
 from evaltape.scoring.run._plan import plan_live, plan_replay
 from evaltape.scoring.run._stop import Stop, StopKind
@@ -267,6 +273,58 @@ def test_a_replay_job_reproduces_the_recorded_verdict(tmp_path: Path, server: Ch
         (session,) = TapeReader(result.job.tape).sessions()
         assert session.header.replay_of == result.job.recorded.session_id
         assert fold(session.events).usage == fold(result.job.recorded.events).usage
+
+
+def test_an_attempt_folds_each_exchange_once_and_its_outputs_get_that_fold(
+    tmp_path: Path, server: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suites = suites_of(tmp_path, {"hello": "hi", "broken": "[malformed] x"})
+    jobs = plan_live(suites, ["m"], 1, tmp_path / "results", "live")
+    decoded: list[Exchange] = []
+    decode = CallDecoder.decode
+
+    def counted(self: CallDecoder, exchange: Exchange) -> object:
+        decoded.append(exchange)
+        return decode(self, exchange)
+
+    monkeypatch.setattr(CallDecoder, "decode", counted)
+    handed: list[JobResult] = []
+    outcome = run_pool(jobs, env_for(server), concurrency=1, on_result=handed.append)
+    during = len(decoded)
+    monkeypatch.undo()
+    exchanges = 0
+    for result in handed:
+        (recorded,) = TapeReader(result.job.tape).sessions()
+        exchanges += sum(isinstance(e, Exchange) for e in recorded.events)
+        # What the outputs (export, cassettes) are handed is the fold of the tape.
+        assert result.session == fold(recorded.events)
+    assert exchanges >= 2
+    assert during == exchanges  # scored before the end and after it: one fold
+    # The run keeps its attempts, not their decoded sessions.
+    assert [r.session for r in outcome.results] == [None, None]
+
+
+def test_the_exporter_builds_from_the_runs_fold_and_reads_the_tape_without_one(
+    tmp_path: Path, server: ChatServer
+) -> None:
+    suites = suites_of(tmp_path, {"hello": "hi"})
+    jobs = plan_live(suites, ["m"], 1, tmp_path / "results", "live")
+    handed: list[JobResult] = []
+    run_pool(jobs, env_for(server), concurrency=1, on_result=handed.append)
+    (result,) = handed
+    config = export_config({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"})
+    assert config is not None
+    exporter = Exporter(config, TraceOptions(run_id="r", agent="a"), built_in_prices())
+    try:
+        from_fold = exporter.build(export_job(result))
+        result.job.tape.unlink()  # what the exporter reads when the job has no fold
+        gone = exporter.build(export_job(attrs.evolve(result, session=None)))
+        still = exporter.build(export_job(result))
+    finally:
+        exporter.close(timeout=5)
+    assert isinstance(gone, str) and str(result.job.tape) in gone
+    assert not isinstance(from_fold, str) and not isinstance(still, str)
+    assert [s.name for s in still.spans] == [s.name for s in from_fold.spans]
 
 
 def _encoded(session: RecordedSession, level: int) -> bytes:

@@ -91,12 +91,16 @@ class SessionBuffer:
                 raise TapeError(f"session {self.header.session_id} has already ended")
             self._frame(event, 0)
 
-    def end(self, status: Status = Status.COMPLETED, reason: str = "") -> None:
-        """Encode the session's end; the bytes are then complete."""
+    def end(
+        self, status: Status = Status.COMPLETED, reason: str = "", *, at: float | None = None
+    ) -> None:
+        """Encode the session's end (``at`` seconds after its start; None: now); the bytes
+        are then complete."""
         with self._lock:
             if not self._ended:
                 self._ended = True
-                self._frame(SessionEnded(at=self._clock(), status=status, reason=reason), FLAG_END)
+                when = self._clock() if at is None else at
+                self._frame(SessionEnded(at=when, status=status, reason=reason), FLAG_END)
                 self._encode()
                 self._packed = []  # the frames hold it all now
 

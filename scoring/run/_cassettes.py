@@ -89,7 +89,9 @@ def update_cassette(cassettes: Path, result: JobResult) -> CassetteUpdate:
         case_id=job.case.id, model=job.model, attempt=job.attempt, cassette=cassette, written=False
     )
     drop = replaced_sessions(cassette, job.case.id, job.model, job.attempt)
-    new = _session(job.tape, (result.session_id,)) if result.session_id else None
+    new = result.session
+    if new is None and result.session_id:  # computed in another process: read it back
+        new = _session(job.tape, (result.session_id,))
     why = "the attempt left no session" if new is None else shortfall(new, _session(cassette, drop))
     if why:
         if not drop:

@@ -61,6 +61,7 @@ def export_job(result: JobResult) -> ExportJob:
         tape=result.job.tape,
         score=result.score,
         judgement=result.judgement,
+        session=result.session,
     )
 
 

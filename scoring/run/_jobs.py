@@ -20,6 +20,7 @@ from evaltape.recorder import (
     RecordedSession,
     Redactor,
     ScrubRule,
+    Session,
     Source,
     Status,
     Usage,
@@ -225,6 +226,11 @@ class JobResult:
     """``scoring._flips.outputs_digest`` of the session; "" when it never started."""
     effects_digest: str = ""
     """``scoring._flips.effects_digest`` of the session; "" when it never started."""
+    session: Session | None = attrs.field(default=None, eq=False, repr=False)
+    """The attempt's Session view, folded once as it was recorded, for every output of
+    the run that reads it (export, cassette updates); None when no session was made, or
+    when the attempt ran in another process (its session is then read from the tape:
+    it never travels back)."""
 
     def attempt_result(self) -> AttemptResult:
         """The ``AttemptResult`` stored in the run record."""

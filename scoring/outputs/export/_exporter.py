@@ -61,6 +61,14 @@ class ExportJob:
     """Its spans were delivered before: only scores are missing."""
     scores_sent: tuple[str, ...] = ()
     """Names of its scores delivered before (not sent again)."""
+    session: Session | None = attrs.field(default=None, eq=False, repr=False)
+    """Its Session view as the run folded it; None: read from ``tape`` when exported."""
+
+
+HELD_SESSIONS = 16
+"""Queued jobs that keep their folded session: past this many (a slow endpoint, a fast
+replay) a job is queued without it and its session is read from the tape when its turn
+comes, so a queue never holds more than this many decoded sessions."""
 
 
 Rescore = Callable[[AttemptResult, Session], tuple[Score | None, Judgement | None]]
@@ -140,6 +148,8 @@ class Exporter:
         """Queue one attempt; returns at once."""
         with self._lock:
             self._pending += 1
+            if job.session is not None and self._pending > HELD_SESSIONS:
+                job = attrs.evolve(job, session=None)
         self._queue.put(job)
 
     def close(self, timeout: float | None = DEFAULT_CLOSE_TIMEOUT) -> ExportReport:
@@ -160,7 +170,7 @@ class Exporter:
 
     def build(self, job: ExportJob) -> AttemptTrace | str:
         """The trace of ``job``, or why it cannot be built."""
-        session = load_session(job.tape, job.attempt.session_id)
+        session = job.session or load_session(job.tape, job.attempt.session_id)
         if isinstance(session, str):
             return session
         score, judgement = job.score, job.judgement

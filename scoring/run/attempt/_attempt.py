@@ -285,13 +285,12 @@ def compute_job(job: Job, env: JobEnv, journal: JournalOpener | None = None) -> 
         more = len(changes) - 1
         stale = changes[0].summary + (f" (+{more} more)" if more else "")
     # Scored before the session ends, so the judge's call lands on this tape.
-    provisional = fold(tee.provisional(status, reason))
+    provisional = tee.provisional(status, reason)
     score = score_attempt(env.scorer, job.case, provisional)
     tape = fold(job.recorded.events) if job.recorded is not None else None
     score, judgement = judge_step(job, env, tee, score, provisional, tape)
-    events = tee.end(status, reason)
+    session = tee.end(status, reason)
     duration = time.monotonic() - started
-    session = fold(events)
     decision = None
     if tape is not None and status is not Status.INTERRUPTED:  # cancelled: no verdict
         rescored = score_attempt(env.scorer, job.case, tape)
@@ -337,5 +336,6 @@ def compute_job(job: Job, env: JobEnv, journal: JournalOpener | None = None) -> 
         recorded_cost=None if tape is None else cost_of_session(env.prices, job.model, tape),
         outputs_digest=outputs_digest(session),
         effects_digest=effects_digest(session),
+        session=session,
     )
     return Computed(result=result, data=buffer.data)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import httpx
 
-from evaltape.recorder import Event, Exchange, FactKind, RunnerFact, Status, decode_call
+from evaltape.recorder import Event, Exchange, FactKind, RunnerFact, Status
 from evaltape.replay import ReplayTransport
 
 from .._jobs import JobEnv
@@ -101,7 +101,7 @@ def drive(
         return Status.TIMEOUT, message
     outcome = box[0]
     # Live or served from a tape: the same broken answer is the provider's fault.
-    fault = provider_fault(tee.events)
+    fault = provider_fault(tee)
     if not outcome.error and not fault:
         return Status.COMPLETED, ""
     if env.stop.is_set() and env.stop.kind is not StopKind.LIMIT:
@@ -123,15 +123,16 @@ def drive(
     return Status.FAILED, f"the agent failed: {outcome.error}"
 
 
-def provider_fault(events: Sequence[Event]) -> str:
+def provider_fault(tee: Tee) -> str:
     """Why the last model call's 2xx answer was unusable, or "" when it was usable."""
-    exchanges = [e for e in events if isinstance(e, Exchange)]
-    last = exchanges[-1] if exchanges else None
-    if last is None or last.response is None or last.error is not None:
+    found = tee.last_exchange()
+    if found is None:
+        return ""
+    last, call = found
+    if last.response is None or last.error is not None:
         return ""
     if not 200 <= last.response.status < 300:
         return ""
-    call = decode_call(last)
     if call is None or not call.error or "request body" in call.error:
         return ""
     return f"the provider answered HTTP {last.response.status} with an unusable body: {call.error}"

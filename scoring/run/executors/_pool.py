@@ -139,7 +139,9 @@ def run_pool(
                     break
                 for computed in pool.collect(timeout=0.1):
                     result = write_job(computed)
-                    results.append(result)
+                    # The run keeps the attempt, not its session: only the outputs made
+                    # as it finishes (``on_result``: export, cassettes) read the session.
+                    results.append(attrs.evolve(result, session=None))
                     on_result(result)
                     _superseded(computed, result)
                 if time_limit is not None and clock() - started > time_limit:

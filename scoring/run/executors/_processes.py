@@ -101,7 +101,9 @@ def _serve(
                 raised = (env.stop.kind.value, env.stop.reason)
         except Exception as exc:  # a scorer's bug, an agent that cannot load: this job only
             computed = Computed(result=error_result(light, exc), data=b"")
-        computed = attrs.evolve(computed, result=attrs.evolve(computed.result, job=light))
+        computed = attrs.evolve(
+            computed, result=attrs.evolve(computed.result, job=light, session=None)
+        )
         results.put(("done", key, computed, raised))
 
     def finish(key: int, job: Job) -> None:

@@ -90,8 +90,10 @@ def run_on_worker(job: Job, env: JobEnv, token: str, project: str) -> Iterator[l
             computed = compute_job(job, local, journal=journal)
         except Exception as exc:  # a scorer's bug: this job only
             computed = Computed(result=error_result(job, exc), data=b"")
-        # the driver puts its own job back: the decoded session does not travel back
-        computed = attrs.evolve(computed, result=attrs.evolve(computed.result, job=light))
+        # the driver puts its own job back: no decoded session travels back
+        computed = attrs.evolve(
+            computed, result=attrs.evolve(computed.result, job=light, session=None)
+        )
         stop = local.stop
         raised = (stop.kind.value, stop.reason) if stop.kind is not None else None
         if raised is not None:  # the next job of this run on this worker starts afresh
