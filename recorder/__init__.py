@@ -23,12 +23,12 @@ from ._events import (
     WorkspaceSnapshot,
 )
 from ._session import ROLE_HEADER, Failure, Session, ToolCallRecord, Turn, fold, role_of
-from ._transport import Appends, Flavor, RecordingTransport, Redacts
+from ._transport import Appends, Flavor, RecordingTransport
 from ._version import VERSION
 from .apis import Message, ModelCall, ToolCall, Usage, decode_call
 from .redact._redactor import Redactor, default_redactor
 from .redact._rules import SecretRule, secret_values
-from .redact._scrub import Scrubber, ScrubError, ScrubRule
+from .redact._scrub import Redacts, Scrubber, ScrubError, ScrubRule
 from .tape._buffer import SessionBuffer, append_session
 from .tape._journal import Journal, Sink, discard_journal, journal_path
 from .tape._notes import Note

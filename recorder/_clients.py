@@ -12,7 +12,8 @@ import importlib
 import socket
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from ._transport import FLAVORS, Appends, RecordingTransport, Redacts
+from ._transport import FLAVORS, Appends, RecordingTransport
+from .redact._scrub import Redacts
 
 if TYPE_CHECKING:
     import httpx

@@ -37,16 +37,10 @@ from ._volatile import kept_headers
 from .apis import assemble
 from .redact._delta import SessionRedactor
 from .redact._redactor import Redactor, default_redactor
+from .redact._scrub import Redacts
 
 FLAVORS = ("httpx", "httpx2")
 """The HTTP libraries whose transports can be wrapped."""
-
-
-class Redacts(Protocol):
-    """What the transport needs from a redactor."""
-
-    def redact_exchange(self, exchange: Exchange) -> Exchange:
-        """A copy of ``exchange`` with secrets removed."""
 
 
 class Appends(Protocol):

@@ -7,12 +7,13 @@ from ._modes import Action, RecordMode, parse_mode, resolve_mode
 from ._transport import ReplayTransport
 from .changes._model import ChangeKind, Classification, Finding
 from .changes._request import classify
+from .changes._volatile import ScrubProposal
 from .proxy._errors import RunStopped
 from .proxy._forward import Upstreams
 from .proxy._limits import TOKEN_HEADER, ProxyLimits
-from .proxy._program import ProgramResult, run_program
+from .proxy._program import PointsSDKs, ProgramResult, run_program
 from .proxy._routes import Route, RoutedProxies, RouteError, agent_routes, parse_route
-from .proxy._server import TapeProxy
+from .proxy._server import ProxyTransport, TapeProxy
 
 __all__ = [
     "TOKEN_HEADER",
@@ -24,8 +25,10 @@ __all__ = [
     "Exhausted",
     "Finding",
     "NoRecording",
+    "PointsSDKs",
     "ProgramResult",
     "ProxyLimits",
+    "ProxyTransport",
     "RecordMode",
     "ReplayError",
     "ReplayTransport",
@@ -33,6 +36,7 @@ __all__ = [
     "RouteError",
     "RoutedProxies",
     "RunStopped",
+    "ScrubProposal",
     "TapeProxy",
     "UnknownMode",
     "UnusedRecordings",

@@ -31,6 +31,7 @@ from .results._records import (
 from .run._ab import ABOutcome, ABRequest, run_ab
 from .run._bisect import BisectOutcome, BisectRequest, BisectStep, run_bisect
 from .run._coverage import CoverageOutcome, CoverageRequest, run_coverage
+from .run._finished import Attempt, PoolOutcome
 from .run._host import Host, Reporter
 from .run._live import LiveOutcome, LiveRequest, run_live
 from .run._recover import (
@@ -42,8 +43,9 @@ from .run._recover import (
 )
 from .run._replay import ReplayOutcome, ReplayRequest, run_replay
 from .run._rerecord import RerecordOutcome, RerecordRequest, run_rerecord
-from .run._rescore import RescoreRequest, RescoreRunOutcome, run_rescore
+from .run._rescore import RescoreOutcome, RescoreRequest, run_rescore
 from .run._setup import RunRefused
+from .run._stop import StopKind
 from .run.attempt._task import Answer, Question, QuestionKind, Task, answer_headlessly
 from .run.rescore._tapes import rescore_tapes
 from .verdicts._compare import Comparison, compare
@@ -54,6 +56,7 @@ __all__: list[str] = [
     "ABOutcome",
     "ABRequest",
     "Answer",
+    "Attempt",
     "AttemptResult",
     "BisectOutcome",
     "BisectRequest",
@@ -76,6 +79,7 @@ __all__: list[str] = [
     "Judgement",
     "LiveOutcome",
     "LiveRequest",
+    "PoolOutcome",
     "Question",
     "QuestionKind",
     "RecordError",
@@ -88,8 +92,8 @@ __all__: list[str] = [
     "Reporter",
     "RerecordOutcome",
     "RerecordRequest",
+    "RescoreOutcome",
     "RescoreRequest",
-    "RescoreRunOutcome",
     "RunKind",
     "RunLog",
     "RunRecord",
@@ -99,6 +103,7 @@ __all__: list[str] = [
     "Scorer",
     "ScoringError",
     "SelectionError",
+    "StopKind",
     "Suite",
     "Task",
     "Verdict",

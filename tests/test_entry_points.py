@@ -119,7 +119,7 @@ def test_a_live_run_then_a_replay_from_python(tmp_path: Path, server: ChatServer
     )
 
     assert live.ran and live.pool.stopped is None
-    verdicts = {r.job.case.id: r.verdict for r in live.pool.results}
+    verdicts = {r.case.id: r.verdict for r in live.pool.results}
     assert verdicts == {"hello": Verdict.PASSED, "broken": Verdict.ERROR}
     assert live.record is not None and live.record_path is not None
     assert read_record(live.record_path) == live.record
@@ -149,14 +149,12 @@ def test_a_live_run_then_a_replay_from_python(tmp_path: Path, server: ChatServer
     assert len(server.requests) == calls  # offline: no model call
     assert replay.record is not None and replay.record.kind is RunKind.REPLAY
     assert replay.record_path is not None and replay.record_path.is_file()
-    by_case = {r.job.case.id: r for r in replay.pool.results}
+    by_case = {r.case.id: r for r in replay.pool.results}
     assert sorted(by_case) == ["hello"]
     replayed = by_case["hello"]
     assert replayed.verdict is Verdict.PASSED
     # both runs' clocks start alike here, so they share a run id and its tapes folder
-    (session,) = [
-        s for s in TapeReader(replayed.job.tape).sessions() if s.header.mode is Mode.REPLAY
-    ]
+    (session,) = [s for s in TapeReader(replayed.tape).sessions() if s.header.mode is Mode.REPLAY]
     assert session.header.mode is Mode.REPLAY and session.header.replay_of == recorded.session_id
 
 

@@ -22,6 +22,7 @@ import pytest
 
 from evaltape.recorder import ROLE_HEADER, Mode, TapeReader, fold
 from evaltape.scoring import (
+    Attempt,
     Case,
     ConfigError,
     Floors,
@@ -40,7 +41,7 @@ from evaltape.scoring.judge._judge import Judge, resolve_judge
 from evaltape.scoring.judge._judgement import JUDGE_ROLE, JudgeState, JudgeStatus, judge_exchanges
 from evaltape.scoring.judge._prompt import VERDICT_SCHEMA, parse_verdict
 from evaltape.scoring.outputs.export._span_scores import attempt_scores
-from evaltape.scoring.run._jobs import JobEnv, JobResult, LiveWire
+from evaltape.scoring.run._jobs import JobEnv, LiveWire
 from evaltape.scoring.run._plan import plan_live, plan_replay
 from evaltape.scoring.run._setup import RunRefused, judge_for
 from evaltape.scoring.run._stop import Stop
@@ -206,10 +207,10 @@ def judge_at(judge_api: Provider) -> Judge:
 
 def run_live(
     root: Path, suites: tuple[Suite, ...], env: JobEnv, trials: int = 1
-) -> dict[tuple[str, int], JobResult]:
+) -> dict[tuple[str, int], Attempt]:
     jobs = plan_live(suites, ["agent-1"], trials, root / "results", "run-live")
     outcome = run_pool(jobs, env, concurrency=2)
-    return {(r.job.case.id, r.job.attempt): r for r in outcome.results}
+    return {(r.case.id, r.attempt): r for r in outcome.results}
 
 
 def judge_requests(judge_api: Provider) -> list[dict[str, Any]]:
@@ -472,9 +473,7 @@ def test_without_a_judge_judged_cases_keep_deterministic_scoring(
     assert result.verdict is Verdict.PASSED
     assert result.score.checks[-1].detail == "not run: judge not configured"
     assert not result.score.checks[-1].ran  # no evidence either way, whatever passed says
-    exported = attempt_scores(
-        result.attempt_result(), result.score, result.judgement, content=False
-    )
+    exported = attempt_scores(result.record, result.score, result.judgement, content=False)
     assert "check.judge" not in [s.name for s in exported]  # never sent as a 1
     assert all(c.ran for c in result.score.checks[:-1])
     assert {f"check.{c.name}" for c in result.score.checks[:-1]} <= {s.name for s in exported}
@@ -497,7 +496,7 @@ def _no_sockets(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     return opened
 
 
-def _replay(root: Path, suites: tuple[Suite, ...], env: JobEnv) -> dict[str, JobResult]:
+def _replay(root: Path, suites: tuple[Suite, ...], env: JobEnv) -> dict[str, Attempt]:
     cases = {c.id: c for s in suites for c in s.cases}
     recorded = []
     for tape in sorted((root / "results").rglob("*.tape")):
@@ -506,7 +505,7 @@ def _replay(root: Path, suites: tuple[Suite, ...], env: JobEnv) -> dict[str, Job
                 recorded.append((cases[session.header.case_id], session))
     jobs = plan_replay(recorded, root / "results", "run-replay")
     outcome = run_pool(jobs, env, concurrency=1)
-    return {r.job.case.id: r for r in outcome.results}
+    return {r.case.id: r for r in outcome.results}
 
 
 @pytest.mark.slow

@@ -27,9 +27,9 @@ from agents.chat_server import ChatServer
 from builders import process_gone
 
 from evaltape.recorder import Source, Status, TapeReader
-from evaltape.scoring import Suite, Verdict, load_suites
+from evaltape.scoring import Attempt, Suite, Verdict, load_suites
 from evaltape.scoring.checks._score import completed_without_error
-from evaltape.scoring.run._jobs import JobEnv, JobResult, LiveWire
+from evaltape.scoring.run._jobs import JobEnv, LiveWire
 from evaltape.scoring.run._plan import plan_live
 from evaltape.scoring.run._stop import Stop
 from evaltape.scoring.run.attempt._agents import load_agent, parse_agent
@@ -93,7 +93,7 @@ def test_a_killed_process_is_a_counted_error_and_the_run_completes(tmp_path: Pat
         server.release()
         runner.join(300)
     assert result, "the run did not finish"
-    by_case: dict[str, JobResult] = {r.job.case.id: r for r in result[0].results}
+    by_case: dict[str, Attempt] = {r.case.id: r for r in result[0].results}
     assert result[0].stopped is None and len(by_case) == 3
     lost = by_case.pop(victim)
     assert (lost.verdict, lost.status, lost.tainted) == (Verdict.ERROR, Status.INFRA_ERROR, True)

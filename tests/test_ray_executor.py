@@ -26,10 +26,10 @@ from builders import RAY_TESTS, process_gone
 
 from evaltape.recorder import Source, Status, TapeReader
 from evaltape.recorder._shared import to_plain
-from evaltape.scoring import Suite, Verdict, load_config, load_suites
+from evaltape.scoring import Attempt, Suite, Verdict, load_config, load_suites
 from evaltape.scoring.checks._score import completed_without_error
 from evaltape.scoring.checks._scorers import make_scorer
-from evaltape.scoring.run._jobs import JobEnv, JobResult, LiveWire
+from evaltape.scoring.run._jobs import JobEnv, LiveWire
 from evaltape.scoring.run._plan import plan_live
 from evaltape.scoring.run._stop import Stop
 from evaltape.scoring.run.attempt._agents import load_agent, parse_agent
@@ -133,9 +133,9 @@ def _tapes(folder: Path) -> dict[str, list[Any]]:
 def _scores(outcome: PoolOutcome) -> list[tuple[Any, ...]]:
     return sorted(
         (
-            r.job.case.id,
-            r.job.model,
-            r.job.attempt,
+            r.case.id,
+            r.model,
+            r.attempt,
             r.verdict,
             r.reason,
             r.score.passed,
@@ -199,7 +199,7 @@ def test_killing_a_worker_mid_run_marks_its_attempt_infra_and_the_run_completes(
         runner.join(300)
     assert result, "the run did not finish"
     outcome = result[0]
-    by_case: dict[str, JobResult] = {r.job.case.id: r for r in outcome.results}
+    by_case: dict[str, Attempt] = {r.case.id: r for r in outcome.results}
     assert outcome.stopped is None and len(by_case) == 3
     lost = by_case.pop(victim)
     assert (lost.verdict, lost.status, lost.tainted) == (Verdict.ERROR, Status.INFRA_ERROR, True)
@@ -248,7 +248,7 @@ def test_rescore_in_batches_on_ray_gives_the_in_process_results_in_order(
     ray_address: str,
 ) -> None:
     from evaltape.scoring.run.executors._ray_rescore import RayRescorer
-    from evaltape.scoring.run.rescore._tapes import rescore_tapes
+    from evaltape.scoring.run.rescore._tapes import rescore_on, rescore_tapes
 
     config = load_config(ROOT)
     suites = load_suites([config.suites], rubrics_dir=config.rubrics)
@@ -266,7 +266,7 @@ def test_rescore_in_batches_on_ray_gives_the_in_process_results_in_order(
         "scorer": make_scorer(hang_limit=config.hang_limit),
     }
     here = rescore_tapes(tapes, cases, **options)
-    there = rescore_tapes(tapes, cases, rescorer=batched, **options)
+    there = rescore_on(batched, tapes, cases, **options)
     assert len(there.rescored) == len(here.rescored) > 100
     assert made[0].tasks == -(-len(here.rescored) // 7)  # batches of 7, not one task each
     assert there == here

@@ -23,8 +23,8 @@ from evaltape.scoring.checks._scorers import make_scorer
 from evaltape.scoring.run.executors._batches import RescoreFailed
 from evaltape.scoring.run.executors._process_rescore import ProcessRescorer
 from evaltape.scoring.run.rescore._exec import Rescorer
-from evaltape.scoring.run.rescore._rescore import RescoreOutcome
-from evaltape.scoring.run.rescore._tapes import rescore_tapes
+from evaltape.scoring.run.rescore._rescore import TapesRescored
+from evaltape.scoring.run.rescore._tapes import rescore_on, rescore_tapes
 from evaltape.scoring.sandbox import Sandbox
 from evaltape.scoring.verdicts._replaycheck import find_tapes
 
@@ -53,7 +53,7 @@ def test_the_shipped_cassettes_rescore_the_same_in_two_processes_as_in_one_threa
     where = {"cassettes": REPO / "cassettes", "results": REPO / ".evaltape" / "results"}
     here = rescore_tapes(tapes, cases, scorer, **where)
     pool = Pool(batch=16)
-    there = rescore_tapes(tapes, cases, scorer, rescorer=pool, **where)
+    there = rescore_on(pool, tapes, cases, scorer, **where)
     assert len(here.rescored) == 168
     assert [r.attempt_result() for r in there.rescored] == [
         r.attempt_result() for r in here.rescored
@@ -101,16 +101,14 @@ def _tape(path: Path, sessions: int) -> None:
             writer.end(Status.COMPLETED)
 
 
-def _rescore(tmp_path: Path, module: str, sessions: int, pool: Pool) -> RescoreOutcome:
+def _rescore(tmp_path: Path, module: str, sessions: int, pool: Pool) -> TapesRescored:
     """Rescore ``sessions`` sessions of a case with the custom scorer ``module:ok``."""
     cases = _suite_with_scorer(tmp_path, module)
     tape = tmp_path / "t.tape"
     _tape(tape, sessions)
     if module == "vanishing_checks":
         (tmp_path / f"{module}.py").unlink()  # imported here already; a new process cannot
-    return rescore_tapes(
-        [tape], cases, make_scorer(), cassettes=tmp_path, results=tmp_path, rescorer=pool
-    )
+    return rescore_on(pool, [tape], cases, make_scorer(), cassettes=tmp_path, results=tmp_path)
 
 
 def test_custom_scorers_travel_by_name_to_the_processes(tmp_path: Path) -> None:

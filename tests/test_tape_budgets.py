@@ -36,7 +36,7 @@ from evaltape.recorder import (
 )
 from evaltape.recorder._shared import OverBudget, to_plain
 from evaltape.recorder.tape._frames import file_header
-from evaltape.scoring import load_suites, make_scorer, rescore_tapes, score_session
+from evaltape.scoring import load_suites, make_scorer, score_session
 from evaltape.scoring.checks import _outcome
 from evaltape.scoring.cli import lint as lint_module
 from evaltape.scoring.cli import show as show_module
@@ -44,6 +44,7 @@ from evaltape.scoring.cli.main import cli
 from evaltape.scoring.run.attempt import _workspace
 from evaltape.scoring.run.executors._process_rescore import process_rescorer
 from evaltape.scoring.run.rescore import _rescore
+from evaltape.scoring.run.rescore._tapes import rescore_on
 
 BODY = 256 * 1024
 COPIES = 3
@@ -122,9 +123,7 @@ def test_rescore_refuses_a_tape_past_the_whole_tape_budget(
     # in processes, the sessions decode there and the counts come back to the reader
     pool = process_rescorer(processes=2, batch=1) if where == "processes" else None
     with pytest.raises(OverBudget, match="the tape decodes past the 2 MiB") as caught:
-        rescore_tapes(
-            [bomb], cases, make_scorer(), cassettes=tmp_path, results=tmp_path, rescorer=pool
-        )
+        rescore_on(pool, [bomb], cases, make_scorer(), cassettes=tmp_path, results=tmp_path)
     assert str(caught.value).startswith(f"{bomb}: ")
 
 

@@ -48,6 +48,7 @@ from evaltape.scoring.run.executors._choose import ray_environment  # noqa: E402
 from evaltape.scoring.run.executors._executor import thread_executor  # noqa: E402
 from evaltape.scoring.run.executors._pool import run_pool  # noqa: E402
 from evaltape.scoring.run.executors._processes import process_executor  # noqa: E402
+from evaltape.scoring.run.rescore._tapes import rescore_on  # noqa: E402
 
 HEADING = "## Scaling out with Ray"
 DOC = ROOT / "docs" / "performance.md"
@@ -90,12 +91,8 @@ def rescore_rows(folder: Path, sessions: int, address: str) -> dict[str, float]:
         return ProcessRescorer(scorer, floors, processes=WORKERS)
 
     here_s, here_cpu, here = timed_cpu(lambda: rescore_tapes(tapes, cases, **options))
-    pool_s, pool_cpu, pooled = timed_cpu(
-        lambda: rescore_tapes(tapes, cases, rescorer=in_pool, **options)
-    )
-    ray_s, ray_cpu, there = timed_cpu(
-        lambda: rescore_tapes(tapes, cases, rescorer=on_ray, **options)
-    )
+    pool_s, pool_cpu, pooled = timed_cpu(lambda: rescore_on(in_pool, tapes, cases, **options))
+    ray_s, ray_cpu, there = timed_cpu(lambda: rescore_on(on_ray, tapes, cases, **options))
     if there != here or pooled != here:
         raise SystemExit("rescore on Ray or in processes differs from rescore in this process")
     n = len(here.rescored)
@@ -159,9 +156,7 @@ def replay_rows(folder: Path, cases: int, address: str) -> dict[str, float]:
             )
         )
         rows[f"{name}_s"] = seconds
-        verdicts[name] = sorted(
-            (r.job.case.id, r.job.attempt, r.verdict.value) for r in outcome.results
-        )
+        verdicts[name] = sorted((r.case.id, r.attempt, r.verdict.value) for r in outcome.results)
     if len(verdicts["ray"]) != len(sessions) or not (
         verdicts["ray"] == verdicts["processes"] == verdicts["threads"]
     ):

@@ -52,7 +52,8 @@ to the home folder (``~/...``, where the workspace lies under it)."""
 
 
 class Redacts(Protocol):
-    """The next stage: a redactor (``recorder.Redactor`` fits)."""
+    """What redacts an exchange: a ``Redactor`` fits (the recording transport's and a
+    scrubber's next stage)."""
 
     def redact_exchange(self, exchange: Exchange) -> Exchange:
         """A copy of ``exchange`` with secrets removed."""

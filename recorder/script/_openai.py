@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._provider import ErrorReply, Reply, Usage
+from ._provider import ErrorReply, Reply, ScriptedUsage
 from ._render import (
     Ctx,
     finish_of,
@@ -53,7 +53,7 @@ def chat_body(reply: Reply, ctx: Ctx) -> bytes:
     )
 
 
-def _chat_usage(usage: Usage) -> dict[str, int]:
+def _chat_usage(usage: ScriptedUsage) -> dict[str, int]:
     return {
         "prompt_tokens": usage.input_tokens,
         "completion_tokens": usage.output_tokens,

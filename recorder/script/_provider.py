@@ -75,7 +75,7 @@ DEFAULT_URLS: Mapping[ScriptFlavor, str] = {
 
 
 @attrs.frozen(kw_only=True)
-class ToolCall:
+class ScriptedCall:
     """A tool call the model makes."""
 
     name: str
@@ -87,7 +87,7 @@ class ToolCall:
 
 
 @attrs.frozen(kw_only=True)
-class Usage:
+class ScriptedUsage:
     """Token counts reported with a reply."""
 
     input_tokens: int
@@ -102,9 +102,9 @@ class Reply:
 
     text: str = ""
     """Assistant text (may be empty when there are tool calls)."""
-    tool_calls: tuple[ToolCall, ...] = ()
+    tool_calls: tuple[ScriptedCall, ...] = ()
     """Tool calls, in order."""
-    usage: Usage | None = None
+    usage: ScriptedUsage | None = None
     """Token counts; estimated when None."""
     finish: str = ""
     """"stop", "length" or "tool_calls"; derived when empty."""
@@ -203,7 +203,7 @@ def _seconds(obj: dict[str, Any], key: str, where: _Where) -> float:
     return float(value)
 
 
-def _tool_call(value: object, where: _Where) -> ToolCall:
+def _tool_call(value: object, where: _Where) -> ScriptedCall:
     obj = _obj(value, where, ("name", "arguments", "id"))
     name = _str(obj, "name", where)
     if not name:
@@ -221,12 +221,12 @@ def _tool_call(value: object, where: _Where) -> ToolCall:
         text = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
     else:
         raise where.at("arguments").error(f"expected an object, got {type(args).__name__}")
-    return ToolCall(name=name, arguments=text, id=_str(obj, "id", where))
+    return ScriptedCall(name=name, arguments=text, id=_str(obj, "id", where))
 
 
-def _usage(value: object, where: _Where) -> Usage:
+def _usage(value: object, where: _Where) -> ScriptedUsage:
     obj = _obj(value, where, ("input_tokens", "output_tokens"))
-    return Usage(
+    return ScriptedUsage(
         input_tokens=_int(obj, "input_tokens", where, 0, 10**9),
         output_tokens=_int(obj, "output_tokens", where, 0, 10**9),
     )

@@ -11,7 +11,7 @@ import re
 
 import attrs
 
-from ._provider import Reply, ToolCall, Usage
+from ._provider import Reply, ScriptedCall, ScriptedUsage
 
 
 def json_bytes(value: object) -> bytes:
@@ -27,12 +27,12 @@ def pieces(text: str, size: int = 0) -> list[str]:
     return re.findall(r"\s*\S+\s*", text) or ([text] if text else [])
 
 
-def usage_of(reply: Reply) -> Usage:
+def usage_of(reply: Reply) -> ScriptedUsage:
     """The reply's usage, or one output token per streamed piece."""
     if reply.usage is not None:
         return reply.usage
     out = len(pieces(reply.text)) + sum(len(pieces(c.arguments, 16)) for c in reply.tool_calls)
-    return Usage(input_tokens=0, output_tokens=max(1, out))
+    return ScriptedUsage(input_tokens=0, output_tokens=max(1, out))
 
 
 def finish_of(reply: Reply) -> str:
@@ -48,7 +48,7 @@ class Ctx:
     model: str
     created: int
 
-    def call_id(self, k: int, call: ToolCall, prefix: str) -> str:
+    def call_id(self, k: int, call: ScriptedCall, prefix: str) -> str:
         return call.id or f"{prefix}script{self.index:03d}x{k}"
 
 

@@ -25,7 +25,7 @@ import httpx
 
 from ._errors import error_body
 from ._forward import ANTHROPIC_UPSTREAM, OPENAI_UPSTREAM, Upstreams
-from ._server import TapeProxy, Transport
+from ._server import ProxyTransport, TapeProxy
 
 MISROUTED_STATUS = 421
 """Status of the answer to a request carrying another provider's key (Misdirected Request)."""
@@ -118,7 +118,7 @@ def _foreign_keys(route: Route, routes: Sequence[Route], env: Mapping[str, str])
 class KeyGuard:
     """Refuses a request carrying another provider's key; passes the rest to ``transport``."""
 
-    def __init__(self, route: Route, transport: Transport, foreign: frozenset[str]) -> None:
+    def __init__(self, route: Route, transport: ProxyTransport, foreign: frozenset[str]) -> None:
         self.route = route
         self.transport = transport
         self.foreign = foreign
@@ -174,7 +174,7 @@ class RoutedProxies:
 
     def __init__(
         self,
-        transport: Transport,
+        transport: ProxyTransport,
         routes: Sequence[Route],
         *,
         environ: Mapping[str, str],

@@ -59,7 +59,7 @@ from ._limits import (
 )
 
 
-class Transport(Protocol):
+class ProxyTransport(Protocol):
     """What the proxy needs from a transport (both evaltape transports fit)."""
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -93,7 +93,7 @@ class TapeProxy:
 
     def __init__(
         self,
-        transport: Transport,
+        transport: ProxyTransport,
         *,
         upstreams: Upstreams | None = None,
         port: int = 0,

@@ -18,7 +18,7 @@ from ._custom import FIELD, SETTING, NamedScorer, import_scorer, scorer_specs
 from ._frozen import FrozenMap, freeze
 from ._validate import check_case, parse_line
 
-PathLike: TypeAlias = "str | os.PathLike[str]"
+PathLike: TypeAlias = str | os.PathLike[str]
 
 
 def load_suites(

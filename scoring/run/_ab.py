@@ -44,10 +44,11 @@ from ..verdicts._ab import (
 )
 from ..verdicts._compare import Comparison, compare
 from ._env import job_env, live_wire
+from ._finished import PoolOutcome
 from ._host import SILENT, Host, Reporter, records_redactor
 from ._jobs import Job, JobResult
 from ._setup import judge_for, load_selection, sandbox_for, warn_without_keys
-from .executors._pool import PoolOutcome, run_pool
+from .executors._pool import run_pool
 
 # -- planning ----------------------------------------------------------------
 
@@ -235,8 +236,8 @@ def run_ab(request: ABRequest) -> ABOutcome:
     sides: dict[str, list[AttemptResult]] = {BASELINE: [], CANDIDATE: []}
     usage: dict[str, Usage] = {BASELINE: Usage(), CANDIDATE: Usage()}
     for r in pool.results:
-        name = variant_of(r.job.tape_label)
-        sides[name].append(r.attempt_result())
+        name = variant_of(r.record.tape)
+        sides[name].append(r.record)
         usage[name] += r.usage
     state = RunState.COMPLETED if pool.stopped is None else RunState.CANCELLED
     status = judge_status(r.judgement for r in pool.results)

@@ -21,9 +21,9 @@ from ..cases._cases import Suite
 from ..results._records import RunKind, Verdict
 from ..verdicts._gate_green import CONFIRM_ROUND
 from ..verdicts._outcomes import CaseKey
+from ._finished import PoolOutcome
 from ._jobs import Job, JobEnv
 from ._plan import run_tape
-from .executors._pool import PoolOutcome
 
 RunPool = Callable[[Sequence[Job]], PoolOutcome]
 """Runs jobs with the run's pool settings (concurrency, limits, budget, callback)."""
@@ -116,9 +116,9 @@ def confirm_in_rounds(
         pool = after
         done += n
         passed = {
-            (r.job.model, (r.job.case.suite, r.job.case.id))
+            (r.model, (r.case.suite, r.case.id))
             for r in pool.results
-            if r.job.confirmation and r.attempt_result().verdict is Verdict.PASSED
+            if r.confirmation and r.record.verdict is Verdict.PASSED
         }
         left = [w for w in left if w not in passed]
     return pool

@@ -23,8 +23,8 @@ from ..results._records import AttemptResult, Exemption, GateInputs, RunRecord
 from ..verdicts._gate_green import MIN_GREEN_TRIALS, UnequalTrials, to_confirm
 from ..verdicts._gate_recorded import decide_recorded
 from ..verdicts._outcomes import CaseKey
+from ._finished import Attempt
 from ._gate_flow import GateOptions, ModelGate, floor_failures
-from ._jobs import JobResult
 
 
 @attrs.frozen(kw_only=True)
@@ -159,7 +159,7 @@ def decide_gates(
     bases: Sequence[ModelBaseline],
     *,
     record: RunRecord,
-    attempts: Sequence[JobResult],
+    attempts: Sequence[Attempt],
     judge_status: JudgeStatus,
     floors: Floors,
 ) -> tuple[ModelGate, ...]:

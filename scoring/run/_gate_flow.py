@@ -27,7 +27,7 @@ from ..verdicts._gate import (
     GateDecision,
     GateState,
 )
-from ._jobs import JobResult
+from ._finished import Attempt
 
 GATE_TRIALS = 3
 """Trials per case that a gate and a scoreboard imply."""
@@ -118,11 +118,11 @@ def check_named_baseline(
         )
 
 
-def floor_failures(results: Iterable[JobResult], floors: Floors) -> dict[str, list[str]]:
+def floor_failures(results: Iterable[Attempt], floors: Floors) -> dict[str, list[str]]:
     """Per model, the judged cases (``suite/case``) whose scores fall below a floor."""
     items = list(results)
-    suite_of = {r.job.case.id: r.job.case.suite for r in items}
-    trials = ((r.job.case.id, r.job.model, r.judgement) for r in items)
+    suite_of = {r.case.id: r.case.suite for r in items}
+    trials = ((r.case.id, r.model, r.judgement) for r in items)
     failed: dict[str, list[str]] = {}
     for case_id, model, check in sorted(case_floors(trials, floors), key=lambda t: t[:2]):
         if not check.passed:

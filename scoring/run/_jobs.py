@@ -38,6 +38,7 @@ from ..judge._judgement import Floors, Judgement
 from ..results._records import AttemptResult, RunKind, Verdict
 from ..sandbox import Sandbox
 from ..verdicts._replaycheck import Change, ReplayDecision
+from ._finished import Attempt
 from ._stop import Stop
 from .attempt._agents import AgentSpec
 from .attempt._task import Agent
@@ -231,6 +232,32 @@ class JobResult:
     the run that reads it (export, cassette updates); None when no session was made, or
     when the attempt ran in another process (its session is then read from the tape:
     it never travels back)."""
+
+    def finished(self) -> Attempt:
+        """The public value of this attempt (without its session)."""
+        job = self.job
+        return Attempt(
+            case=job.case,
+            model=job.model,
+            attempt=job.attempt,
+            confirmation=job.confirmation,
+            tape=job.tape,
+            session_id=self.session_id,
+            status=self.status,
+            verdict=self.verdict,
+            reason=self.reason,
+            tainted=self.tainted,
+            duration=self.duration,
+            score=self.score,
+            judgement=self.judgement,
+            decision=self.decision,
+            usage=self.usage,
+            judge_usage=self.judge_usage,
+            cost=self.cost,
+            judge_cost=self.judge_cost,
+            recorded_cost=self.recorded_cost,
+            record=self.attempt_result(),
+        )
 
     def attempt_result(self) -> AttemptResult:
         """The ``AttemptResult`` stored in the run record."""

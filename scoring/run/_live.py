@@ -41,6 +41,7 @@ from ._cassettes import CassetteUpdate, update_cassette
 from ._confirm import confirm_in_rounds, plan_confirmations
 from ._env import job_env, live_wire
 from ._export_step import finish_export, submit
+from ._finished import PoolOutcome
 from ._gate_baseline import (
     ModelBaseline,
     confirmations_needed,
@@ -74,7 +75,7 @@ from ._setup import (
 from ._volatile_tapes import volatile_in_tapes
 from .attempt._workspace import tidy_run_workspaces
 from .executors._choose import resolve_executor
-from .executors._pool import PoolOutcome, run_pool
+from .executors._pool import run_pool
 
 
 @attrs.frozen(kw_only=True)

@@ -38,6 +38,7 @@ from ..verdicts._replaycheck import (
 )
 from ._env import job_env
 from ._export_step import finish_export, submit
+from ._finished import Attempt, PoolOutcome
 from ._host import SILENT, Host, Reporter
 from ._jobs import JobResult, ReplayRules
 from ._plan import plan_replay
@@ -52,7 +53,7 @@ from ._setup import (
 )
 from .attempt._workspace import tidy_run_workspaces
 from .executors._choose import resolve_executor
-from .executors._pool import PoolOutcome, run_pool
+from .executors._pool import run_pool
 
 
 @attrs.frozen(kw_only=True)
@@ -116,7 +117,7 @@ class ReplayOutcome:
     """The price table recorded calls were costed with."""
 
     @property
-    def errors(self) -> tuple[JobResult, ...]:
+    def errors(self) -> tuple[Attempt, ...]:
         """Attempts that ended with no decision although nobody stopped them: the replay
         could not run them (an executor's error, a tape that could not be written)."""
         return tuple(
@@ -144,9 +145,7 @@ def _not_replayed(pool: PoolOutcome) -> list[str]:
     lines = []
     for r in pool.results:
         if r.decision is None and r.status is not Status.INTERRUPTED:
-            where = (
-                f"{r.job.case.suite}/{r.job.case.id} {r.job.model} (attempt {r.job.attempt + 1})"
-            )
+            where = f"{r.case.suite}/{r.case.id} {r.model} (attempt {r.attempt + 1})"
             first = (r.reason.strip().splitlines() or ["no reason given"])[0]
             lines.append(f"{where}: the replay could not run it: {first}")
     if pool.stopped is None and not any(r.decision is not None for r in pool.results):

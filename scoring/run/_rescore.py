@@ -1,6 +1,6 @@
 """``run_rescore``: today's cases and scorer applied to recorded sessions; nothing runs.
 
-One ``RescoreRequest`` in, one ``RescoreRunOutcome`` out: the sessions of a
+One ``RescoreRequest`` in, one ``RescoreOutcome`` out: the sessions of a
 run record, or of tape files, are scored again (``_rescore``) and a run
 record of kind rescore is written.  No agent runs, no model or judge is
 called, no socket is opened.
@@ -27,9 +27,9 @@ from ..verdicts._replaycheck import TAPE_SUFFIX, find_tapes
 from ._host import SILENT, Host, Reporter, records_redactor
 from ._setup import RunRefused, load_cases, sandbox_for
 from .executors._choose import resolve_rescorer
-from .rescore._rescore import RescoreOutcome
+from .rescore._rescore import TapesRescored
 from .rescore._run import rescore_run
-from .rescore._tapes import rescore_tapes
+from .rescore._tapes import rescore_on
 
 
 @attrs.frozen(kw_only=True)
@@ -54,10 +54,10 @@ class RescoreRequest:
 
 
 @attrs.frozen(kw_only=True)
-class RescoreRunOutcome:
+class RescoreOutcome:
     """What a rescore found and the record it wrote."""
 
-    rescore: RescoreOutcome
+    rescore: TapesRescored
     """Every attempt scored again, the ones skipped, and notes on damaged tapes."""
     record: RunRecord
     """The rescore's run record, as written."""
@@ -74,7 +74,7 @@ def _is_tape_argument(given: str) -> bool:
     return path.is_dir() or (path.is_file() and not given.endswith(".json"))
 
 
-def run_rescore(request: RescoreRequest) -> RescoreRunOutcome:
+def run_rescore(request: RescoreRequest) -> RescoreOutcome:
     """Rescore the request's sessions and write a run record of kind rescore.
 
     Raises ``RunRefused`` (invalid suite files, a run or tape
@@ -108,7 +108,6 @@ def run_rescore(request: RescoreRequest) -> RescoreRunOutcome:
                 results=config.results,
                 selected=wanted.__contains__,
                 floors=floors,
-                rescorer=rescorer,
             )
         else:
             files: list[Path] = []
@@ -119,7 +118,8 @@ def run_rescore(request: RescoreRequest) -> RescoreRunOutcome:
                 where = ", ".join(tapes) or display_path(config.cassettes)
                 raise RunRefused(f"no tapes (*{TAPE_SUFFIX}) in {where}")
             note = f"rescore of {len(files)} tape{'' if len(files) == 1 else 's'}"
-            outcome = rescore_tapes(
+            outcome = rescore_on(
+                rescorer,
                 files,
                 cases,
                 scorer,
@@ -128,7 +128,6 @@ def run_rescore(request: RescoreRequest) -> RescoreRunOutcome:
                 selected=wanted.__contains__,
                 latest=request.latest,
                 floors=floors,
-                rescorer=rescorer,
             )
     except RunRefused:
         raise
@@ -152,7 +151,7 @@ def run_rescore(request: RescoreRequest) -> RescoreRunOutcome:
     )
     log = RunLog(config.results, record, clock=host.clock, redactor=records_redactor(host))
     final = log.finish(RunState.COMPLETED)
-    return RescoreRunOutcome(
+    return RescoreOutcome(
         rescore=outcome,
         record=final,
         record_path=log.path,

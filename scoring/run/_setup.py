@@ -32,13 +32,13 @@ from ..results._history import HEARTBEAT, RunLog
 from ..results._records import RunRecord, RunState
 from ..sandbox import Sandbox
 from ._export_step import start_export
+from ._finished import PoolOutcome
 from ._host import Host, Reporter, records_redactor
 from ._jobs import DEFAULT_BASE_URL
 from ._stop import StopKind
 from .attempt._agents import AgentError, AgentSpec, load_agent, parse_agent
 from .attempt._task import Agent
 from .attempt._workspace import run_workspaces
-from .executors._pool import PoolOutcome
 
 
 class RunRefused(ScoringError):

@@ -18,11 +18,10 @@ from ...judge._floors import case_floors, judge_status
 from ...judge._judge import Judge
 from ...judge._judgement import DEFAULT_FLOORS, Floors, JudgeState, JudgeStatus
 from ...results._records import AttemptResult, Verdict, tally
+from ...run._finished import Attempt, PoolOutcome
 from ...run._gate_flow import GateOptions
-from ...run._jobs import JobResult
 from ...run._live import LiveOutcome
 from ...run._stop import StopKind
-from ...run.executors._pool import PoolOutcome
 from ...stats import suite_interval, suite_rate
 from ...verdicts._entry_check import entry_exit_code, render_entry_results
 from ...verdicts._flips import render_flips, summarize_flips
@@ -86,18 +85,18 @@ def print_summary(
     Returns that status.
     """
     prices = prices if prices is not None else built_in_prices()
-    attempts = [r.attempt_result() for r in outcome.results]
+    attempts = [r.record for r in outcome.results]
     # the tallies and rates are the gate's: planned trials only, confirmation re-runs apart
     planned = [a for a in attempts if not a.confirmation]
     total = Usage()
     rows: list[CostRow] = []
     for tally_row in tally(planned, models):
-        mine = [r for r in outcome.results if r.job.model == tally_row.model]
+        mine = [r for r in outcome.results if r.model == tally_row.model]
         usage = Usage()
         for r in mine:
             usage += r.usage
         total += usage
-        errors = sum(1 for r in mine if r.tainted and not r.job.confirmation)
+        errors = sum(1 for r in mine if r.tainted and not r.confirmation)
         extra = f", {errors} could not be judged" if errors else ""
         click.echo(
             f"{tally_row.model}: {tally_row.passed}/{tally_row.total} passed"
@@ -149,16 +148,14 @@ def beyond_in_and_out(usage: Usage) -> bool:
 
 def _case_rows(outcome: PoolOutcome) -> list[CostRow]:
     """One row per case: its attempts' verdicts, durations and costs summed."""
-    by_case: dict[tuple[str, str], list[JobResult]] = {}
+    by_case: dict[tuple[str, str], list[Attempt]] = {}
     for r in outcome.results:
-        by_case.setdefault((r.job.case.suite, r.job.case.id), []).append(r)
+        by_case.setdefault((r.case.suite, r.case.id), []).append(r)
     return [
         CostRow(
-            label=case_id + _reruns([r for r in results if r.job.confirmation]),
-            passed=sum(
-                1 for r in results if r.verdict is Verdict.PASSED and not r.job.confirmation
-            ),
-            total=sum(1 for r in results if r.verdict.judged and not r.job.confirmation),
+            label=case_id + _reruns([r for r in results if r.confirmation]),
+            passed=sum(1 for r in results if r.verdict is Verdict.PASSED and not r.confirmation),
+            total=sum(1 for r in results if r.verdict.judged and not r.confirmation),
             duration=sum(r.duration for r in results),
             cost=costs_total(r.cost for r in results),
         )
@@ -166,7 +163,7 @@ def _case_rows(outcome: PoolOutcome) -> list[CostRow]:
     ]
 
 
-def _reruns(again: Sequence[JobResult]) -> str:
+def _reruns(again: Sequence[Attempt]) -> str:
     """`` + 3/12 confirmation re-runs`` after a case's label; "" without re-runs."""
     if not again:
         return ""
@@ -179,7 +176,7 @@ def _print_judge(
 ) -> JudgeStatus:
     judged = [r for r in outcome.results if r.judgement is not None]
     status = judge_status(r.judgement for r in outcome.results)
-    trials = ((r.job.case.id, r.job.model, r.judgement) for r in outcome.results)
+    trials = ((r.case.id, r.model, r.judgement) for r in outcome.results)
     for case_id, model, check in sorted(case_floors(trials, floors), key=lambda t: t[:2]):
         word = "PASS" if check.passed else "FAIL"
         click.echo(f"judged {case_id} [{model}]: {word} {check.detail}")

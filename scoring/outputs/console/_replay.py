@@ -13,7 +13,7 @@ from ...cost._pricing import Prices, built_in_prices
 from ...judge._floors import case_floors, judge_status
 from ...judge._judge import Judge
 from ...judge._judgement import DEFAULT_FLOORS, Floors, JudgeState, JudgeStatus
-from ...run.executors._pool import PoolOutcome
+from ...run._finished import PoolOutcome
 from ._replay_report import Row, decision_line, report
 
 
@@ -22,10 +22,10 @@ def rows_of(outcome: PoolOutcome) -> tuple[Row, ...]:
     case, model, attempt), so two replays of one tape print the same report."""
     rows = (
         Row(
-            suite=r.job.case.suite,
-            case_id=r.job.case.id,
-            model=r.job.model,
-            attempt=r.job.attempt,
+            suite=r.case.suite,
+            case_id=r.case.id,
+            model=r.model,
+            attempt=r.attempt,
             decision=r.decision,
         )
         for r in outcome.results
@@ -72,7 +72,7 @@ def print_report(
     )
     vintage = prices if prices is not None else built_in_prices()
     click.echo(f"what they cost when recorded: {cost_line(recorded, vintage, 'recorded')}")
-    trials = ((r.job.case.id, r.job.model, r.judgement) for r in outcome.results)
+    trials = ((r.case.id, r.model, r.judgement) for r in outcome.results)
     for case_id, model, check in case_floors(trials, floors):
         word = "PASS" if check.passed else "FAIL"
         click.echo(f"judged {case_id} [{model}]: {word} {check.detail}")

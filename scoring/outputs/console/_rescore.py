@@ -6,7 +6,7 @@ import click
 
 from ...judge._floors import case_floors, judge_check, judge_status
 from ...judge._judgement import DEFAULT_FLOORS, Floors, JudgeStatus
-from ...run.rescore._rescore import Flip, Rescored, RescoreOutcome
+from ...run.rescore._rescore import Flip, Rescored, TapesRescored
 from ...run.rescore._tapes import flips, summarize
 
 
@@ -14,12 +14,12 @@ def _where(r: Rescored) -> str:
     return f"{r.case.suite}/{r.case.id} {r.model} (attempt {r.attempt + 1})"
 
 
-def rescore_judge_status(outcome: RescoreOutcome) -> JudgeStatus:
+def rescore_judge_status(outcome: TapesRescored) -> JudgeStatus:
     """The judge status of a rescore: from the verdicts it reused (or could not)."""
     return judge_status(r.judgement for r in outcome.rescored)
 
 
-def print_report(outcome: RescoreOutcome, floors: Floors = DEFAULT_FLOORS) -> None:
+def print_report(outcome: TapesRescored, floors: Floors = DEFAULT_FLOORS) -> None:
     """Every changed verdict, the per-suite summary, then the judge.
 
     Each judged attempt gets a ``judge`` line with its check (the reused

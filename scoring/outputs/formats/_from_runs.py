@@ -14,10 +14,10 @@ from collections.abc import Iterable, Sequence
 
 from ...results._records import AttemptResult, Verdict
 from ...run._ab import ABOutcome
-from ...run._jobs import JobResult
+from ...run._finished import Attempt
 from ...run._live import LiveOutcome
 from ...run._replay import ReplayOutcome
-from ...run._rescore import RescoreRunOutcome
+from ...run._rescore import RescoreOutcome
 from ...verdicts._ab import CaseVerdict
 from ...verdicts._compare import Comparison, MoveKind
 from ...verdicts._gate import GateState
@@ -81,7 +81,7 @@ def _group(
     return tuple(out)
 
 
-def _replay_line(r: JobResult) -> AttemptLine:
+def _replay_line(r: Attempt) -> AttemptLine:
     d = r.decision
     assert d is not None
     if d.change is Change.REGRESSION:
@@ -95,7 +95,7 @@ def _replay_line(r: JobResult) -> AttemptLine:
         detail = d.harness.summary
     else:
         detail = d.detail
-    return AttemptLine(attempt=r.job.attempt, kind=REPLAY_KINDS[d.change], detail=detail)
+    return AttemptLine(attempt=r.attempt, kind=REPLAY_KINDS[d.change], detail=detail)
 
 
 def from_replay(outcome: ReplayOutcome) -> RunResults:
@@ -103,20 +103,17 @@ def from_replay(outcome: ReplayOutcome) -> RunResults:
     done = [r for r in outcome.pool.results if r.decision is not None]
     rows = [
         Row(
-            suite=r.job.case.suite,
-            case_id=r.job.case.id,
-            model=r.job.model,
-            attempt=r.job.attempt,
+            suite=r.case.suite,
+            case_id=r.case.id,
+            model=r.model,
+            attempt=r.attempt,
             decision=r.decision,
         )
         for r in done
         if r.decision is not None
     ]
     cases = _group(
-        (
-            ((r.job.case.suite, r.job.case.id, r.job.model), _replay_line(r), r.duration, "")
-            for r in done
-        ),
+        (((r.case.suite, r.case.id, r.model), _replay_line(r), r.duration, "") for r in done),
         outcome.run_id,
     )
     if outcome.ran:
@@ -187,7 +184,7 @@ def from_live(outcome: LiveOutcome, exit_code: int) -> RunResults:
     )
 
 
-def from_rescore(done: RescoreRunOutcome) -> RunResults:
+def from_rescore(done: RescoreOutcome) -> RunResults:
     """A rescore: today's verdicts; a recorded pass that fails now is a regression."""
     lines = []
     for r in done.rescore.rescored:

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from ...results._record_json import record_to_json
 from ...run._ab import ABOutcome
-from ...run._jobs import JobResult
+from ...run._finished import Attempt
 from ...run._live import LiveOutcome
 from ...run._replay import ReplayOutcome
-from ...run._rescore import RescoreRunOutcome
+from ...run._rescore import RescoreOutcome
 from ...verdicts._compare import Comparison, PairedTest, RunSide
 from ...verdicts._replaycheck import HarnessChange
 from ._results import CaseResult, RunResults
@@ -78,15 +78,15 @@ def _harness(h: HarnessChange) -> Json:
     }
 
 
-def _change(r: JobResult) -> Json:
+def _change(r: Attempt) -> Json:
     d = r.decision
     assert d is not None
     h = d.harness
     return {
-        "suite": r.job.case.suite,
-        "case": r.job.case.id,
-        "model": r.job.model,
-        "attempt": r.job.attempt,
+        "suite": r.case.suite,
+        "case": r.case.id,
+        "model": r.model,
+        "attempt": r.attempt,
         "change": d.change.value,
         "rescored": {"passed": d.rescored.passed, "reason": d.rescored.reason},
         "replayed": (
@@ -164,8 +164,8 @@ def live_json(outcome: LiveOutcome, results: RunResults) -> Json:
     }
 
 
-def rescore_json(outcome: RescoreRunOutcome, results: RunResults) -> Json:
-    """``evaltape rescore --json``: a ``RescoreRunOutcome``."""
+def rescore_json(outcome: RescoreOutcome, results: RunResults) -> Json:
+    """``evaltape rescore --json``: a ``RescoreOutcome``."""
     return {
         **results_json(results),
         "record_path": str(outcome.record_path),

@@ -13,30 +13,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import attrs
-
 from evaltape.recorder import TapeError, discard_journal
 
 from .._budget import Budget
+from .._finished import Attempt, PoolOutcome
 from .._jobs import Job, JobEnv, JobResult
 from .._stop import StopKind
 from ..attempt._attempt import Computed, write_job
 from ._executor import ExecutorFactory, Guard, thread_executor
-
-
-@attrs.frozen(kw_only=True)
-class PoolOutcome:
-    """What ``run_pool`` did."""
-
-    results: tuple[JobResult, ...]
-    """Finished jobs, in the order they finished."""
-    stopped: StopKind | None
-    """Why the run stopped early, None if every job ran."""
-    reason: str
-    """The stop's one-line reason."""
-    not_started: int = 0
-    """Jobs never started because the budget was spent (the run is not stopped by it)."""
-
 
 STOP_SIGNALS: dict[signal.Signals, str] = {
     signal.SIGINT: "Ctrl-C",
@@ -116,7 +100,7 @@ def run_pool(
     run: running attempts then end once their agents stop (their new model calls
     are refused), and a second signal stops waiting.
     """
-    results: list[JobResult] = []
+    results: list[Attempt] = []
     started = clock()
     pool = executor(env, max(1, concurrency), Guard(env=env, budget=budget))
     for job in jobs:
@@ -141,7 +125,7 @@ def run_pool(
                     result = write_job(computed)
                     # The run keeps the attempt, not its session: only the outputs made
                     # as it finishes (``on_result``: export, cassettes) read the session.
-                    results.append(attrs.evolve(result, session=None))
+                    results.append(result.finished())
                     on_result(result)
                     _superseded(computed, result)
                 if time_limit is not None and clock() - started > time_limit:

@@ -143,9 +143,8 @@ def _caught_by(outcome: ReplayOutcome) -> tuple[str, ...]:
     lines = []
     for r in outcome.pool.results:
         if r.decision is not None and r.decision.change in CAUGHT:
-            j = r.job
             lines.append(
-                f"{j.case.suite}/{j.case.id} {j.model} (attempt {j.attempt + 1}): "
+                f"{r.case.suite}/{r.case.id} {r.model} (attempt {r.attempt + 1}): "
                 f"{r.decision.change.value}"
             )
     return tuple(sorted(lines))  # attempts finish in any order; the report does not

@@ -170,7 +170,7 @@ class Skipped:
 
 
 @attrs.frozen(kw_only=True)
-class RescoreOutcome:
+class TapesRescored:
     """What a rescore found."""
 
     rescored: tuple[Rescored, ...]

@@ -26,9 +26,9 @@ from ...results._records import (
 from ._exec import InProcess, Landed, RescoreItem, Rescorer
 from ._rescore import (
     Rescored,
-    RescoreOutcome,
     Skipped,
     TapeBudgets,
+    TapesRescored,
     locate_tape,
     stream_packed,
 )
@@ -48,7 +48,7 @@ def rescore_run(
     on_result: Callable[[Rescored], None] = lambda r: None,
     floors: Floors = DEFAULT_FLOORS,
     rescorer: Callable[[Scorer, Floors], Rescorer] | None = None,
-) -> RescoreOutcome:
+) -> TapesRescored:
     """Rescore the sessions ``record``'s attempts point to, against their recorded verdicts.
 
     ``cases`` holds every case loaded today, by id; attempts whose case is not
@@ -121,7 +121,7 @@ def rescore_run(
     finally:
         scoring.close()
     ordered = [outcomes[i] for i in sorted(outcomes)]
-    return RescoreOutcome(
+    return TapesRescored(
         rescored=tuple(o for o in ordered if isinstance(o, Rescored)),
         skipped=tuple(o for o in ordered if isinstance(o, Skipped)),
         notes=tuple(notes),

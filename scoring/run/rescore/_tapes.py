@@ -25,9 +25,9 @@ from ._exec import InProcess, Landed, RescoreItem, RescorerFactory
 from ._rescore import (
     Flip,
     Rescored,
-    RescoreOutcome,
     Skipped,
     TapeBudgets,
+    TapesRescored,
     stream_packed,
     tape_label,
 )
@@ -69,8 +69,7 @@ def rescore_tapes(
     latest: bool = False,
     on_result: Callable[[Rescored], None] = lambda r: None,
     floors: Floors = DEFAULT_FLOORS,
-    rescorer: RescorerFactory | None = None,
-) -> RescoreOutcome:
+) -> TapesRescored:
     """Rescore every complete live session of ``tapes`` whose case exists today.
 
     A session whose case no longer exists is skipped with a line; one whose
@@ -80,8 +79,37 @@ def rescore_tapes(
     the session headers first).  Tapes are read one session at a time, so
     memory stays bounded however many sessions they hold.  Judged cases
     reuse recorded verdicts against ``floors`` (``rescore_session``).
-    ``rescorer`` says where sessions are scored (default: here, one at a time).
+    Sessions are scored here, one at a time (``run_rescore`` uses every core).
     """
+    return rescore_on(
+        None,
+        tapes,
+        cases,
+        scorer,
+        cassettes=cassettes,
+        results=results,
+        selected=selected,
+        latest=latest,
+        on_result=on_result,
+        floors=floors,
+    )
+
+
+def rescore_on(
+    rescorer: RescorerFactory | None,
+    tapes: Sequence[Path],
+    cases: Mapping[str, Case],
+    scorer: Scorer,
+    *,
+    cassettes: Path,
+    results: Path,
+    selected: Callable[[str], bool] = lambda case_id: True,
+    latest: bool = False,
+    on_result: Callable[[Rescored], None] = lambda r: None,
+    floors: Floors = DEFAULT_FLOORS,
+) -> TapesRescored:
+    """``rescore_tapes``, its sessions scored where ``rescorer`` says (None: here, one
+    at a time; a process pool or Ray: in batches of sessions sent still compressed)."""
     notes: list[str] = []
     originals = _Originals(results)
     skipped: list[Skipped] = []
@@ -127,7 +155,7 @@ def rescore_tapes(
         scoring.flush()
     finally:
         scoring.close()
-    return RescoreOutcome(rescored=tuple(done), skipped=tuple(skipped), notes=tuple(notes))
+    return TapesRescored(rescored=tuple(done), skipped=tuple(skipped), notes=tuple(notes))
 
 
 def _newest(tapes: Sequence[Path]) -> dict[Path, set[str]]:
@@ -178,7 +206,7 @@ class SuiteSummary:
     """Attempts of the suite that could not be rescored."""
 
 
-def summarize(outcome: RescoreOutcome) -> tuple[SuiteSummary, ...]:
+def summarize(outcome: TapesRescored) -> tuple[SuiteSummary, ...]:
     """Per-suite totals, suites in first-seen order."""
     rows: dict[str, list[Rescored]] = {}
     skipped: dict[str, int] = {}
@@ -207,7 +235,7 @@ def summarize(outcome: RescoreOutcome) -> tuple[SuiteSummary, ...]:
     return tuple(out)
 
 
-def flips(outcome: RescoreOutcome) -> tuple[Rescored, ...]:
+def flips(outcome: TapesRescored) -> tuple[Rescored, ...]:
     """Attempts whose verdict changed, pass->fail first, then fail->pass, then others."""
     order = (Flip.PASS_TO_FAIL, Flip.FAIL_TO_PASS, Flip.CHANGED)
     return tuple(r for kind in order for r in outcome.rescored if r.flip is kind)
