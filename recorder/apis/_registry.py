@@ -23,6 +23,8 @@ APIS: Final[tuple[ApiSpec, ...]] = (_anthropic.SPEC, _openai_chat.SPEC, _openai_
 so ``api_by_shape`` must ask it first."""
 
 _BY_NAME: Final = {api.name: api for api in APIS}
+_BY_SUFFIX: Final = tuple((api.path_suffix, api.name) for api in APIS)
+"""Each API's path suffix and name, unpacked once: every exchange's URL is looked up."""
 
 DEFAULT_PROVIDER: Final = "openai"
 """The provider a request goes to when no API claims it for its own (OpenAI-style)."""
@@ -46,7 +48,10 @@ def api_of_path(path: str) -> str | None:
     path = path.rstrip("/")
     if "/threads/" in path:
         return None
-    return next((api.name for api in APIS if api.serves(path)), None)
+    for suffix, name in _BY_SUFFIX:
+        if path.endswith(suffix):
+            return name
+    return None
 
 
 def api_by_shape(body: dict[str, Any], headers: Headers) -> str | None:

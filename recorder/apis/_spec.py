@@ -98,7 +98,7 @@ class ApiSpec:
     name: str
     """The API's name as calls and the matcher give it (``openai.chat``)."""
     path_suffix: str
-    """What a URL path of the API ends with (``/chat/completions``)."""
+    """What a URL path of the API ends with, trailing ``/`` aside (``/chat/completions``)."""
     provider: str
     """Whose upstream the proxy sends its requests to (``openai``, ``anthropic``)."""
     conversation_keys: tuple[str, ...]
@@ -116,10 +116,6 @@ class ApiSpec:
     claims_request: Callable[[str, Mapping[str, str]], bool] = _never
     """Whether a request (path; headers lower-cased) goes to this API's provider
     whatever its path says."""
-
-    def serves(self, path: str) -> bool:
-        """Whether a URL path (trailing ``/`` removed) is one of this API's."""
-        return path.endswith(self.path_suffix)
 
     def normalise(self, body: dict[str, Any]) -> dict[str, Any]:
         """The semantic form of a parsed request body, as matching compares it."""
