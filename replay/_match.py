@@ -3,8 +3,9 @@
 A request is reduced to its meaning before it is compared: method, URL path,
 sorted query, the headers that can change an answer, and the body parsed as
 JSON with key order ignored.  Per API, a few fields are dropped or folded
-because they never change what the model is asked (each is listed in
-``DROPPED`` with the reason).  Host and scheme are ignored, so a tape
+because they never change what the model is asked: each API's module in
+``recorder/apis`` lists them (``ApiSpec.dropped``, with the reason) and folds
+them (``ApiSpec.normalise``).  Host and scheme are ignored, so a tape
 recorded against one base URL replays under any other.
 ``first_difference`` names the first JSON path where two requests differ;
 ``_matcher.Matcher`` uses both to hand recorded exchanges out.
@@ -22,7 +23,7 @@ from urllib.parse import SplitResult, parse_qsl, urlsplit
 import attrs
 
 from evaltape.recorder import Exchange
-from evaltape.recorder._shared import api_of_path
+from evaltape.recorder._shared import api_named, api_of_path, without_defaults
 
 IGNORED_HEADERS = frozenset(
     {
@@ -51,28 +52,6 @@ tape anyway), transport details, client identity and trace propagation."""
 
 IGNORED_HEADER_PREFIXES = ("x-stainless-",)
 """SDK telemetry headers (OS, runtime, retry count, timeout) vary per machine."""
-
-DROPPED: dict[str, dict[str, str]] = {
-    "openai.chat": {
-        "user": "end-user id for abuse monitoring; often a per-run id",
-        "safety_identifier": "end-user id for abuse monitoring",
-        "prompt_cache_key": "cache routing hint; does not change the answer",
-        "metadata": "free-form tags for dashboards; often carries run ids",
-    },
-    "openai.responses": {
-        "user": "end-user id for abuse monitoring; often a per-run id",
-        "safety_identifier": "end-user id for abuse monitoring",
-        "prompt_cache_key": "cache routing hint; does not change the answer",
-        "metadata": "free-form tags for dashboards; often carries run ids",
-    },
-    "anthropic.messages": {
-        "metadata": "holds only user_id, an abuse-monitoring id",
-    },
-}
-"""Top-level body fields each API ignores for matching, with the reason."""
-
-DEFAULT_FALSE = ("stream",)
-"""Fields whose ``false`` equals their absence in every supported API."""
 
 _REDACTED = re.compile(r"redacted", re.IGNORECASE)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
@@ -106,55 +85,16 @@ def _canonical_numbers(value: Any) -> Any:
     return value
 
 
-def _fold_text(content: Any, part_type: str) -> Any:
-    """A content list holding one plain text part means the same as its string."""
-    if (
-        isinstance(content, list)
-        and len(content) == 1
-        and isinstance(content[0], dict)
-        and set(content[0]) == {"type", "text"}
-        and content[0]["type"] == part_type
-        and isinstance(content[0]["text"], str)
-    ):
-        return content[0]["text"]
-    return content
-
-
-def _fold_messages(messages: Any, key: str, part_type: str) -> Any:
-    if not isinstance(messages, list):
-        return messages
-    out = []
-    for message in messages:
-        if isinstance(message, dict) and key in message:
-            message = {**message, key: _fold_text(message[key], part_type)}
-        out.append(message)
-    return out
-
-
 def normalize_body(api: str, body: Any) -> Any:
-    """The semantic form of a parsed JSON body for ``api`` (see module docs).
+    """The semantic form of a parsed JSON body for ``api`` (see module docs): the API's
+    own ``ApiSpec.normalise``, or only defaults dropped for an API evaltape does not know.
 
-    ``body`` comes from ``parse_json``; other parsed values get their
-    integral floats turned into ints here.
+    ``body`` comes from ``parse_json``, which made integral floats ints.
     """
     if not isinstance(body, dict) or api == "json":
         return body
-    dropped = DROPPED.get(api, {})
-    out = {
-        k: v
-        for k, v in body.items()
-        if v is not None and k not in dropped and not (k in DEFAULT_FALSE and v is False)
-    }
-    if api == "openai.chat":
-        out["messages"] = _fold_messages(out.get("messages"), "content", "text")
-    elif api == "openai.responses":
-        if "input" in out:
-            out["input"] = _fold_messages(out["input"], "content", "input_text")
-    elif api == "anthropic.messages":
-        out["messages"] = _fold_messages(out.get("messages"), "content", "text")
-        if "system" in out:
-            out["system"] = _fold_text(out["system"], "text")
-    return {k: v for k, v in out.items() if v is not None}
+    spec = api_named(api)
+    return spec.normalise(body) if spec is not None else without_defaults(body)
 
 
 @attrs.frozen(kw_only=True)

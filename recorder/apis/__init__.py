@@ -40,7 +40,7 @@ from ._model import (
     request_pending,
     set_request,
 )
-from ._paths import api_of_path
+from ._registry import api_by_shape, api_of_path
 from .reuse._session import BodyParser, Memo
 
 _Request: TypeAlias = tuple[
@@ -78,15 +78,6 @@ _ADAPTERS: dict[str, _Adapter] = {
     )
     for module in (_openai_chat, _openai_responses, _anthropic)
 }
-
-
-def _api_by_shape(body: dict[str, Any], anthropic_header: bool) -> str | None:
-    """For proxies and cloud endpoints with their own paths (Vertex ``:rawPredict``...)."""
-    if not isinstance(body.get("messages"), list):
-        return None
-    if anthropic_header or "anthropic_version" in body:
-        return _anthropic.API
-    return _openai_chat.API if isinstance(body.get("model"), str) else None
 
 
 def assemble(exchange: Exchange) -> Assembled | None:
@@ -157,7 +148,7 @@ class CallDecoder:
         if api is None:
             if not isinstance(body, dict):
                 return None
-            api = _api_by_shape(body, bool(header(request.headers, "anthropic-version")))
+            api = api_by_shape(body, request.headers)
             if api is None:
                 return None
         adapter = _ADAPTERS[api]

@@ -10,11 +10,13 @@ the provider and are not.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from itertools import chain
 from typing import Any, Final
 
 import attrs
 
+from .._events import Headers
 from . import _fast_streams as fast
 from ._bodies import (
     SseStream,
@@ -28,6 +30,7 @@ from ._bodies import (
     text,
     usd,
 )
+from ._encoding import header
 from ._model import (
     NO_USAGE,
     Message,
@@ -38,10 +41,11 @@ from ._model import (
     reported_usage,
     tool_call,
 )
-from ._paths import ANTHROPIC_MESSAGES
+from ._spec import ApiSpec, Item, call_item, fold_messages, fold_text, text_of
 from .reuse._session import Memo
 
-API: Final = ANTHROPIC_MESSAGES
+API: Final = "anthropic.messages"
+"""Anthropic Messages (``POST .../messages``)."""
 CONVERSATION: Final = "messages"
 """The request's array of conversation items."""
 
@@ -355,3 +359,87 @@ def _from_events(
             return None
     problem = "" if stopped else "stream cut short: it ended before message_stop"
     return _streamed(call, message, usage, (blocks, texts, thoughts, partial), stop, problem)
+
+
+# -- recognising, matching and the conversation view ------------------------------------
+
+PATHS: Final = ("/v1/messages", "/v1/complete")
+"""Path prefixes only Anthropic serves (``/v1/complete``: its legacy Text Completions)."""
+DROPPED: Final = {"metadata": "holds only user_id, an abuse-monitoring id"}
+"""Top-level body fields matching ignores, with the reason."""
+
+
+def _fold(body: dict[str, Any]) -> dict[str, Any]:
+    out = {**body, "messages": fold_messages(body.get("messages"), "content", "text")}
+    if "system" in out:
+        out["system"] = fold_text(out["system"], "text")
+    return out
+
+
+def _message_items(i: int, m: Any) -> list[Item]:
+    """Each ``tool_result`` block is an item of its own, as ``read_request`` reads it."""
+    path = f"messages[{i}]"
+    if not isinstance(m, dict) or not isinstance(m.get("content"), list):
+        role = str(m.get("role", "")) if isinstance(m, dict) else "invalid"
+        content = m.get("content") if isinstance(m, dict) else None
+        return [Item(path=path, role=role, text=text_of(content), raw=m)]
+    role, blocks = str(m.get("role", "")), m["content"]
+    out: list[Item] = []
+    rest: list[Any] = []
+    calls: list[ToolCall] = []
+    for j, block in enumerate(blocks):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "tool_result" and isinstance(block, dict):
+            text = text_of(block.get("content"))
+            call_id = str(block.get("tool_use_id", ""))
+            item = Item(
+                path=f"{path}.content[{j}]", role="tool", text=text, call_id=call_id, raw=block
+            )
+            out.append(item)
+            continue
+        if kind == "tool_use" and isinstance(block, dict):
+            calls.append(call_item(block.get("id"), block.get("name"), block.get("input", {})))
+        rest.append(block)
+    if rest or not out:
+        raw = m if not out else {**m, "content": rest}
+        out.append(Item(path=path, role=role, text=text_of(rest), calls=tuple(calls), raw=raw))
+    return out
+
+
+def _conversation(body: dict[str, Any]) -> list[Item]:
+    """``system`` leads as a system item."""
+    items: list[Item] = []
+    if "system" in body:
+        value = body["system"]
+        items.append(Item(path="system", role="system", text=text_of(value), raw=value))
+    messages = body.get("messages")
+    for i, m in enumerate(messages if isinstance(messages, list) else []):
+        items.extend(_message_items(i, m))
+    return items
+
+
+def _claims_body(body: dict[str, Any], headers: Headers) -> bool:
+    """A list of messages with Anthropic's version in a header or the body (Vertex)."""
+    if not isinstance(body.get("messages"), list):
+        return False
+    return bool(header(headers, "anthropic-version")) or "anthropic_version" in body
+
+
+def _claims_request(path: str, headers: Mapping[str, str]) -> bool:
+    """An ``anthropic-version`` header (every Anthropic SDK sends one) or a path only
+    Anthropic serves."""
+    return "anthropic-version" in headers or path.startswith(PATHS)
+
+
+SPEC: Final = ApiSpec(
+    name=API,
+    path_suffix="/messages",
+    provider="anthropic",
+    conversation_keys=("system", "messages"),
+    dropped=DROPPED,
+    fold=_fold,
+    conversation=_conversation,
+    claims_body=_claims_body,
+    claims_request=_claims_request,
+)
+"""Anthropic Messages as the registry lists it."""

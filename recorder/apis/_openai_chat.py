@@ -13,6 +13,7 @@ from typing import Any, Final
 
 import attrs
 
+from .._events import Headers
 from . import _fast_streams as fast
 from ._bodies import (
     SseStream,
@@ -36,10 +37,11 @@ from ._model import (
     reported_usage,
     tool_call,
 )
-from ._paths import OPENAI_CHAT
+from ._spec import ApiSpec, Item, call_item, fold_messages, text_of
 from .reuse._session import Memo
 
-API: Final = OPENAI_CHAT
+API: Final = "openai.chat"
+"""OpenAI Chat Completions (``POST .../chat/completions``)."""
 CONVERSATION: Final = "messages"
 """The request's array of conversation items."""
 
@@ -368,3 +370,65 @@ def _from_chunks(
         usage=usage,
         error=problem,
     )
+
+
+# -- recognising, matching and the conversation view ------------------------------------
+
+DROPPED: Final = {
+    "user": "end-user id for abuse monitoring; often a per-run id",
+    "safety_identifier": "end-user id for abuse monitoring",
+    "prompt_cache_key": "cache routing hint; does not change the answer",
+    "metadata": "free-form tags for dashboards; often carries run ids",
+}
+"""Top-level body fields matching ignores, with the reason."""
+
+
+def _fold(body: dict[str, Any]) -> dict[str, Any]:
+    return {**body, "messages": fold_messages(body.get("messages"), "content", "text")}
+
+
+def _item(path: str, m: Any) -> Item:
+    if not isinstance(m, dict):
+        return Item(path=path, role="invalid", raw=m)
+    role = str(m.get("role", ""))
+    content = text_of(m.get("content"))
+    if role in ("tool", "function"):
+        call_id = m.get("tool_call_id") or m.get("name") or ""
+        return Item(path=path, role="tool", text=content, call_id=str(call_id), raw=m)
+    calls: list[ToolCall] = []
+    for c in m.get("tool_calls") or []:
+        if isinstance(c, dict):
+            fn = c.get("function") or c.get("custom") or {}
+            fn = fn if isinstance(fn, dict) else {}
+            args = fn.get("arguments", fn.get("input"))
+            calls.append(call_item(c.get("id"), fn.get("name"), args))
+    legacy = m.get("function_call")
+    if isinstance(legacy, dict) and not calls:
+        calls.append(call_item(legacy.get("name"), legacy.get("name"), legacy.get("arguments")))
+    return Item(path=path, role=role, text=content, calls=tuple(calls), raw=m)
+
+
+def _conversation(body: dict[str, Any]) -> list[Item]:
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return [] if messages is None else [Item(path="messages", role="invalid", raw=messages)]
+    return [_item(f"messages[{i}]", m) for i, m in enumerate(messages)]
+
+
+def _claims_body(body: dict[str, Any], headers: Headers) -> bool:
+    """A list of messages and a model name (the registry asks Anthropic's first: its
+    bodies can have both)."""
+    return isinstance(body.get("messages"), list) and isinstance(body.get("model"), str)
+
+
+SPEC: Final = ApiSpec(
+    name=API,
+    path_suffix="/chat/completions",
+    provider="openai",
+    conversation_keys=("messages",),
+    dropped=DROPPED,
+    fold=_fold,
+    conversation=_conversation,
+    claims_body=_claims_body,
+)
+"""OpenAI Chat Completions as the registry lists it."""

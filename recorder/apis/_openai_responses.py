@@ -36,10 +36,11 @@ from ._model import (
     reported_usage,
     tool_call,
 )
-from ._paths import OPENAI_RESPONSES
+from ._spec import ApiSpec, Item, call_item, fold_messages, text_of
 from .reuse._session import Memo
 
-API: Final = OPENAI_RESPONSES
+API: Final = "openai.responses"
+"""OpenAI Responses (``POST .../responses``)."""
 CONVERSATION: Final = "input"
 """The request's array of conversation items."""
 _TEXT_PARTS = ("input_text", "output_text", "text")
@@ -265,3 +266,63 @@ def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> Mo
         usage=_usage(final.get("usage")),
         error=problem or _failure(final),
     )
+
+
+# -- recognising, matching and the conversation view ------------------------------------
+
+DROPPED: Final = {
+    "user": "end-user id for abuse monitoring; often a per-run id",
+    "safety_identifier": "end-user id for abuse monitoring",
+    "prompt_cache_key": "cache routing hint; does not change the answer",
+    "metadata": "free-form tags for dashboards; often carries run ids",
+}
+"""Top-level body fields matching ignores, with the reason."""
+
+
+def _fold(body: dict[str, Any]) -> dict[str, Any]:
+    if "input" not in body:
+        return body
+    return {**body, "input": fold_messages(body["input"], "content", "input_text")}
+
+
+def _entry(path: str, entry: Any) -> Item:
+    if not isinstance(entry, dict):
+        return Item(path=path, role="invalid", raw=entry)
+    kind = entry.get("type", "message")
+    if kind in ("function_call", "custom_tool_call"):
+        args = entry.get("arguments", entry.get("input"))
+        call = call_item(entry.get("call_id"), entry.get("name"), args)
+        return Item(path=path, role="assistant", calls=(call,), raw=entry)
+    if kind in ("function_call_output", "custom_tool_call_output"):
+        output = text_of(entry.get("output"))
+        call_id = str(entry.get("call_id", ""))
+        return Item(path=path, role="tool", text=output, call_id=call_id, raw=entry)
+    if kind == "message":
+        role, content = str(entry.get("role", "")), text_of(entry.get("content"))
+        return Item(path=path, role=role, text=content, raw=entry)
+    return Item(path=path, role=str(kind), raw=entry)
+
+
+def _conversation(body: dict[str, Any]) -> list[Item]:
+    """``instructions`` lead as a system item, as ``read_request`` reads them."""
+    items: list[Item] = []
+    if "instructions" in body:
+        value = body["instructions"]
+        items.append(Item(path="instructions", role="system", text=text_of(value), raw=value))
+    entries = body.get("input")
+    if isinstance(entries, str):
+        return [*items, Item(path="input", role="user", text=entries, raw=entries)]
+    entries = entries if isinstance(entries, list) else []
+    return [*items, *(_entry(f"input[{i}]", entry) for i, entry in enumerate(entries))]
+
+
+SPEC: Final = ApiSpec(
+    name=API,
+    path_suffix="/responses",
+    provider="openai",
+    conversation_keys=("instructions", "input"),
+    dropped=DROPPED,
+    fold=_fold,
+    conversation=_conversation,
+)
+"""OpenAI Responses as the registry lists it."""

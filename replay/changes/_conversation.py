@@ -14,6 +14,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
+from evaltape.recorder._shared import Item
+
 from .._match import first_difference_in
 from ._model import ChangeKind, Finding
 from ._text import (
@@ -25,7 +27,6 @@ from ._text import (
     value_changes,
     value_diff,
 )
-from ._view import Item
 
 _PROMPT_ROLES = ("system", "developer")
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from evaltape.recorder._shared import ApiSpec, api_named
+
 from .._match import first_difference_in, normalize_body, parse_json
 from ._conversation import compare_items
 from ._model import ChangeKind, Classification, Finding
@@ -24,7 +26,7 @@ from ._text import (
     value_changes,
     value_diff,
 )
-from ._view import CONVERSATION_KEYS, TOOL_KEYS, View, view_of
+from ._view import TOOL_KEYS, View, view_of
 
 MESSAGE_KEYS = ("messages", "input", "contents", "prompt", "system", "instructions")
 """Top-level fields of an unknown API that are taken to hold the conversation."""
@@ -102,7 +104,7 @@ def _anywhere(recorded: Any, sent: Any, kind: ChangeKind, aspect: str) -> Findin
     )
 
 
-def _known(api: str, recorded: dict[str, Any], sent: dict[str, Any]) -> list[Finding]:
+def _known(api: ApiSpec, recorded: dict[str, Any], sent: dict[str, Any]) -> list[Finding]:
     before, after = view_of(api, recorded), view_of(api, sent)
     findings = [
         *compare_items(before.items, after.items),
@@ -115,7 +117,7 @@ def _known(api: str, recorded: dict[str, Any], sent: dict[str, Any]) -> list[Fin
     tools = [k for k in TOOL_KEYS if recorded.get(k) != sent.get(k)]
     if tools:
         return [_anywhere(recorded.get(tools[0]), sent.get(tools[0]), *_TOOLS_ORDER)]
-    keys = CONVERSATION_KEYS[api]
+    keys = api.conversation_keys
     return [_anywhere({k: recorded.get(k) for k in keys}, {k: sent.get(k) for k in keys}, *_CONV)]
 
 
@@ -166,6 +168,7 @@ def classify(api: str, recorded: bytes | Any, sent: bytes | Any) -> Classificati
         return Classification.of([_not_json(before, after)])
     if before == after:
         return Classification.of([])
-    if api in CONVERSATION_KEYS and isinstance(before, dict) and isinstance(after, dict):
-        return Classification.of(_known(api, before, after))
+    spec = api_named(api)
+    if spec is not None and isinstance(before, dict) and isinstance(after, dict):
+        return Classification.of(_known(spec, before, after))
     return Classification.of(_unknown(before, after))

@@ -15,6 +15,8 @@ import json
 import re
 from typing import Any
 
+from evaltape.recorder._shared import canonical_json
+
 MAX_DIFF_LINES = 12
 """Lines of a diff shown; the rest are counted in a last line."""
 MAX_LINE = 160
@@ -36,9 +38,7 @@ _TOKEN = re.compile(r"\w+|[^\w\s]")
 
 def canonical(value: Any) -> str:
     """Compact JSON with sorted keys: equal values give equal texts."""
-    if value is MISSING:
-        return "<absent>"
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "<absent>" if value is MISSING else canonical_json(value)
 
 
 MAX_ARGUMENTS = 120

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from evaltape.recorder._shared import is_anthropic
+from evaltape.recorder._shared import provider_of
 
 from ._limits import TOKEN_HEADER
 
@@ -20,9 +20,10 @@ ANTHROPIC_UPSTREAM = "https://api.anthropic.com"
 class Upstreams:
     """Where requests go live, by API.
 
-    A request is Anthropic's when it carries an ``anthropic-version`` header
-    (every Anthropic SDK sends one) or its path starts with ``/v1/messages``
-    or ``/v1/complete``; every other request is OpenAI-style.  The request's
+    A request is Anthropic's when the API table says so (``provider_of``: an
+    ``anthropic-version`` header, which every Anthropic SDK sends, or a path
+    starting with ``/v1/messages`` or ``/v1/complete``); every other request is
+    OpenAI-style.  The request's
     path and query are appended to the chosen base URL's path.
     """
 
@@ -38,9 +39,7 @@ class Upstreams:
 
     def base_for(self, path: str, headers: Mapping[str, str]) -> str:
         """The base URL a request with this path and (lower-cased) headers goes to."""
-        if is_anthropic(path, headers):
-            return self.anthropic
-        return self.openai
+        return self.anthropic if provider_of(path, headers) == "anthropic" else self.openai
 
     def url_for(self, target: str, headers: Mapping[str, str]) -> str:
         """The upstream URL of a request target (``/v1/chat/completions?x=1``)."""
