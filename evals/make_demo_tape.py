@@ -23,9 +23,9 @@ from evaltape.recorder import (
     SessionStarted,
     Source,
     WorkspaceSnapshot,
-    new_session_id,
     open_session,
 )
+from evaltape.recorder.tape import new_session_id
 
 URL = "http://127.0.0.1:8080/v1/chat/completions"
 

@@ -1,7 +1,13 @@
-"""evaltape.recorder: the event log.  Everything that produces and reads tapes."""
+"""evaltape.recorder: the event log.  Everything that produces and reads tapes.
+
+The root holds the facts a tape records, the Session view derived from them,
+reading tapes and recording.  Writing sessions, journals and the format's errors
+are in ``evaltape.recorder.tape``; redaction and scrubbing in
+``evaltape.recorder.redact``; the scripted provider in ``evaltape.recorder.script``.
+"""
 
 from ._clients import recording_client
-from ._errors import CorruptTape, NewerFormat, NotATape, RedactionError, TapeError
+from ._errors import TapeError
 from ._events import (
     Assembled,
     Chunk,
@@ -23,25 +29,17 @@ from ._events import (
     WorkspaceSnapshot,
 )
 from ._session import ROLE_HEADER, Failure, Session, ToolCallRecord, Turn, fold, role_of
-from ._transport import Appends, Flavor, RecordingTransport
+from ._transport import Flavor, RecordingTransport
 from ._version import VERSION
 from .apis import Message, ModelCall, ToolCall, Usage, decode_call
-from .redact._redactor import Redactor, default_redactor
-from .redact._rules import SecretRule, secret_values
-from .redact._scrub import Redacts, Scrubber, ScrubError, ScrubRule
-from .tape._buffer import SessionBuffer, append_session
-from .tape._journal import Journal, Sink, discard_journal, journal_path
-from .tape._notes import Note
-from .tape._reader import RecordedSession, SessionInfo, TapeReader, read_sessions
-from .tape._writer import SessionWriter, new_session_id, open_session
+from .tape._reader import RecordedSession, TapeReader, read_sessions
+from .tape._writer import open_session
 
 __all__ = [
     "ROLE_HEADER",
     "VERSION",
-    "Appends",
     "Assembled",
     "Chunk",
-    "CorruptTape",
     "Event",
     "Exchange",
     "FactKind",
@@ -49,33 +47,18 @@ __all__ = [
     "FileEntry",
     "Flavor",
     "HarnessEvent",
-    "Journal",
     "Message",
     "Mode",
     "ModelCall",
-    "NewerFormat",
-    "NotATape",
-    "Note",
     "RecordedSession",
     "RecordingTransport",
-    "RedactionError",
-    "Redactor",
-    "Redacts",
     "Request",
     "Response",
     "RunnerFact",
     "Scalar",
-    "ScrubError",
-    "ScrubRule",
-    "Scrubber",
-    "SecretRule",
     "Session",
-    "SessionBuffer",
     "SessionEnded",
-    "SessionInfo",
     "SessionStarted",
-    "SessionWriter",
-    "Sink",
     "Source",
     "Status",
     "TapeError",
@@ -86,16 +69,10 @@ __all__ = [
     "Turn",
     "Usage",
     "WorkspaceSnapshot",
-    "append_session",
     "decode_call",
-    "default_redactor",
-    "discard_journal",
     "fold",
-    "journal_path",
-    "new_session_id",
     "open_session",
     "read_sessions",
     "recording_client",
     "role_of",
-    "secret_values",
 ]

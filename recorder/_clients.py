@@ -12,8 +12,9 @@ import importlib
 import socket
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from ._transport import FLAVORS, Appends, RecordingTransport
+from ._transport import FLAVORS, RecordingTransport
 from .redact._scrub import Redacts
+from .tape._writer import Appends
 
 if TYPE_CHECKING:
     import httpx

@@ -20,7 +20,7 @@ import importlib
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from types import ModuleType
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 
@@ -38,19 +38,10 @@ from .apis import assemble
 from .redact._delta import SessionRedactor
 from .redact._redactor import Redactor, default_redactor
 from .redact._scrub import Redacts
+from .tape._writer import Appends
 
 FLAVORS = ("httpx", "httpx2")
 """The HTTP libraries whose transports can be wrapped."""
-
-
-class Appends(Protocol):
-    """What the transport needs from a session writer (``SessionWriter`` fits)."""
-
-    def append(self, event: Exchange) -> None:
-        """Record one event; must be safe to call from several threads."""
-
-    def now(self) -> float:
-        """Seconds since the session started."""
 
 
 @attrs.frozen(kw_only=True)
@@ -267,7 +258,7 @@ class RecordingTransport:
 
     ``real`` is the transport that talks to the network (sync, async, or an
     object offering both).  Each exchange is passed through ``redactor``
-    (default: ``recorder.default_redactor()``) and appended to ``writer``
+    (default: ``recorder.redact.default_redactor()``) and appended to ``writer``
     when its response stream ends, fails or is closed, even if the caller
     stops reading early.  ``clock`` (default ``writer.now``) gives the
     seconds since the session started; chunk offsets are relative to the

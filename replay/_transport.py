@@ -26,14 +26,12 @@ from evaltape.recorder import (
     Flavor,
     RecordedSession,
     RecordingTransport,
-    Redacts,
     Request,
     Response,
-    Scrubber,
-    default_redactor,
     role_of,
 )
 from evaltape.recorder._shared import Flavors, request_record
+from evaltape.recorder.redact import Redacts, Scrubber, default_redactor
 
 from ._errors import ReplayError
 from ._match import Divergence
@@ -113,8 +111,8 @@ class ReplayTransport:
     records the replayed exchanges, so its session is complete (record mode
     NEW_EPISODES).  Call ``finish()`` at the end to check that every
     recorded call was requested.  Requests are redacted by ``redactor``
-    (default: ``recorder.default_redactor()``) before matching, exactly as
-    they were before recording.  ``scrubber`` (a ``recorder.Scrubber``, which
+    (default: ``recorder.redact.default_redactor()``) before matching, exactly as
+    they were before recording.  ``scrubber`` (a ``recorder.redact.Scrubber``, which
     wraps its own redactor and then replaces ``redactor``) scrubs each request
     before matching, as the recording was scrubbed, and restores the workspace
     placeholder in the responses it serves.

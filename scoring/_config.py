@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from evaltape.recorder import ScrubError, ScrubRule
+from evaltape.recorder.redact import ScrubError, ScrubRule
 from evaltape.replay import Route, RouteError, parse_route
 
 from ._errors import ScoringError

@@ -21,7 +21,6 @@ import zstandard
 from evaltape.recorder import (
     Chunk,
     Exchange,
-    Redactor,
     Request,
     Response,
     SessionStarted,
@@ -30,6 +29,7 @@ from evaltape.recorder import (
     open_session,
     recording_client,
 )
+from evaltape.recorder.redact import Redactor
 from evaltape.recorder.tape._codec import to_plain
 from evaltape.recorder.tape._frames import FLAG_END, FLAG_START, file_header, frame
 from evaltape.recorder.tape._pack import Packer

@@ -34,12 +34,15 @@ DECISIONS = (
 CROSSING = {
     "evaltape.recorder",
     "evaltape.recorder._shared",
+    "evaltape.recorder.redact",
     "evaltape.recorder.script",
+    "evaltape.recorder.tape",
     "evaltape.replay",
     "evaltape.replay._shared",
 }
-"""What one package may import of another: its public root, its public ``script``
-room, or the ``_shared`` module that holds what the siblings use beyond the public API."""
+"""What one package may import of another: its public root, its public rooms (``script``,
+``tape``, ``redact``), or the ``_shared`` module that holds what the siblings use beyond
+the public API."""
 
 
 def _module_name(path: Path) -> str:

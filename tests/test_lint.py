@@ -18,9 +18,9 @@ from evaltape.recorder import (
     Response,
     SessionStarted,
     WorkspaceSnapshot,
-    default_redactor,
     open_session,
 )
+from evaltape.recorder.redact import default_redactor
 from evaltape.recorder.script import parse_script, write_script_tape
 
 pytestmark = pytest.mark.slow

@@ -27,10 +27,10 @@ from evaltape.recorder import (
     Status,
     TapeReader,
     WorkspaceSnapshot,
-    default_redactor,
     fold,
     open_session,
 )
+from evaltape.recorder.redact import default_redactor
 from evaltape.scoring import Case, Score, load_suites, score_session
 from evaltape.scoring.checks._outcome import informative_line, outcome_checks
 

@@ -20,14 +20,8 @@ import pytest
 from endless import left_running
 from fakeapi import FakeAPI, Reply
 
-from evaltape.recorder import (
-    Exchange,
-    RecordedSession,
-    SessionStarted,
-    TapeReader,
-    new_session_id,
-    open_session,
-)
+from evaltape.recorder import Exchange, RecordedSession, SessionStarted, TapeReader, open_session
+from evaltape.recorder.tape import new_session_id
 from evaltape.replay import Diverged, ReplayTransport, TapeProxy, Upstreams, run_program
 
 DEAD_URL = "http://127.0.0.1:9"

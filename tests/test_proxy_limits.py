@@ -14,13 +14,8 @@ import httpx
 import pytest
 from fakeapi import FakeAPI
 
-from evaltape.recorder import (
-    Exchange,
-    SessionStarted,
-    TapeReader,
-    new_session_id,
-    open_session,
-)
+from evaltape.recorder import Exchange, SessionStarted, TapeReader, open_session
+from evaltape.recorder.tape import new_session_id
 from evaltape.replay import TOKEN_HEADER, ProxyLimits, ReplayTransport, TapeProxy, Upstreams
 
 BODY = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'

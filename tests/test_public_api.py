@@ -22,6 +22,7 @@ PUBLIC = (
     "evaltape.recorder",
     "evaltape.recorder.redact",
     "evaltape.recorder.script",
+    "evaltape.recorder.tape",
     "evaltape.replay",
     "evaltape.scoring",
     "evaltape.scoring.cases",

@@ -21,7 +21,8 @@ import openai  # noqa: F401
 import pytest
 from fakeapi import FakeAPI
 
-from evaltape.recorder import Exchange, SessionStarted, TapeReader, new_session_id, open_session
+from evaltape.recorder import Exchange, SessionStarted, TapeReader, open_session
+from evaltape.recorder.tape import new_session_id
 
 pytest_plugins = ["pytester"]
 

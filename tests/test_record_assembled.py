@@ -16,7 +16,6 @@ from builders import CHAT_URL
 from evaltape.recorder import (
     Chunk,
     Exchange,
-    Redactor,
     SessionStarted,
     TapeReader,
     fold,
@@ -26,6 +25,7 @@ from evaltape.recorder import (
 from evaltape.recorder import apis as _apis
 from evaltape.recorder._events import with_assembled
 from evaltape.recorder._volatile import kept_headers, volatile
+from evaltape.recorder.redact import Redactor
 
 SID = "00000000000000e1"
 SECRET = "sk-proj-" + "Q" * 40

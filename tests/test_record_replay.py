@@ -22,12 +22,11 @@ from evaltape.recorder import (
     RecordedSession,
     RecordingTransport,
     SessionStarted,
-    SessionWriter,
     TapeReader,
-    new_session_id,
     open_session,
     recording_client,
 )
+from evaltape.recorder.tape import SessionWriter, new_session_id
 from evaltape.replay import (
     Diverged,
     Exhausted,

@@ -17,17 +17,8 @@ import pytest
 from builders import chat_exchange
 from click.testing import CliRunner, Result
 
-from evaltape.recorder import (
-    Event,
-    Journal,
-    SessionBuffer,
-    SessionEnded,
-    SessionStarted,
-    Status,
-    TapeReader,
-    append_session,
-    journal_path,
-)
+from evaltape.recorder import Event, SessionEnded, SessionStarted, Status, TapeReader
+from evaltape.recorder.tape import Journal, SessionBuffer, append_session, journal_path
 from evaltape.scoring import (
     AttemptResult,
     RecoverOutcome,

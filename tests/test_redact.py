@@ -10,17 +10,8 @@ from collections.abc import Callable
 import pytest
 from builders import exchange
 
-from evaltape.recorder import (
-    Chunk,
-    Exchange,
-    RedactionError,
-    Redactor,
-    Request,
-    Response,
-    SecretRule,
-    TransportError,
-    default_redactor,
-)
+from evaltape.recorder import Chunk, Exchange, Request, Response, TransportError
+from evaltape.recorder.redact import RedactionError, Redactor, SecretRule, default_redactor
 
 # Every secret kind the default rules know, as it would appear in a body.
 SECRETS = {

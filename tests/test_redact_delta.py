@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_redact_speed import NOISE, SECRETS
 
-from evaltape.recorder import Redactor, SecretRule
+from evaltape.recorder.redact import Redactor, SecretRule
 from evaltape.recorder.redact._delta import SessionRedactor, reach, rule_reach
 from evaltape.recorder.redact._rules import DEFAULT_RULES
 

@@ -19,9 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_redact_speed import NOISE, SECRETS
 
-from evaltape.recorder import (
-    default_redactor,
-)
+from evaltape.recorder.redact import default_redactor
 from evaltape.recorder.redact._delta import SessionRedactor
 from evaltape.recorder.redact._views import line_marks
 

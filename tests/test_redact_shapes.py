@@ -20,9 +20,8 @@ from evaltape.recorder import (
     SessionStarted,
     Status,
     WorkspaceSnapshot,
-    default_redactor,
-    secret_values,
 )
+from evaltape.recorder.redact import default_redactor, secret_values
 
 KEY = "sk-proj-" + "a1B2c3D4e5F6g7H8i9J0" * 2
 REDACTOR = default_redactor()

@@ -13,7 +13,7 @@ import random
 import attrs
 import pytest
 
-from evaltape.recorder import Redactor
+from evaltape.recorder.redact import Redactor
 from evaltape.recorder.redact._rules import DEFAULT_RULES
 
 SECRETS = [

@@ -24,13 +24,13 @@ from endless import Endless
 from evaltape.recorder import (
     HarnessEvent,
     SessionStarted,
-    SessionWriter,
     TapeReader,
     fold,
     open_session,
     recording_client,
 )
 from evaltape.recorder.script import ScriptFlavor, load_script, write_script_tape
+from evaltape.recorder.tape import SessionWriter
 from evaltape.replay import ReplayTransport, replay_client
 from evaltape.scoring import Task, answer_headlessly
 

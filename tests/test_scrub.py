@@ -19,17 +19,14 @@ from evaltape.recorder import (
     Exchange,
     RecordedSession,
     Request,
-    Scrubber,
-    ScrubError,
-    ScrubRule,
     SessionStarted,
     TapeReader,
-    default_redactor,
-    new_session_id,
     open_session,
     recording_client,
 )
 from evaltape.recorder._shared import WORKSPACE_PLACEHOLDER, workspace_spellings
+from evaltape.recorder.redact import Scrubber, ScrubError, ScrubRule, default_redactor
+from evaltape.recorder.tape import new_session_id
 from evaltape.replay import Diverged, ReplayTransport, replay_client
 
 CHAT = "http://127.0.0.1:9/v1/chat/completions"

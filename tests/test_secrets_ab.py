@@ -26,15 +26,8 @@ import pytest
 from fakeapi import FakeAPI, Reply, ToolUse
 from test_secrets_everywhere import _files, _tape_text
 
-from evaltape.recorder import (
-    Chunk,
-    Exchange,
-    Request,
-    Response,
-    TapeReader,
-    default_redactor,
-    fold,
-)
+from evaltape.recorder import Chunk, Exchange, Request, Response, TapeReader, fold
+from evaltape.recorder.redact import default_redactor
 from evaltape.scoring.outputs.console._terminal import fail, masked_console
 from evaltape.scoring.verdicts._ab import parse_variant
 

@@ -18,20 +18,22 @@ from evaltape.recorder import (
     Event,
     FileEntry,
     HarnessEvent,
-    Journal,
-    SessionBuffer,
     SessionEnded,
     SessionStarted,
     Status,
     TapeError,
     TapeReader,
     WorkspaceSnapshot,
-    append_session,
-    discard_journal,
-    journal_path,
     open_session,
 )
 from evaltape.recorder._shared import journal_tape
+from evaltape.recorder.tape import (
+    Journal,
+    SessionBuffer,
+    append_session,
+    discard_journal,
+    journal_path,
+)
 from evaltape.recorder.tape._frames import FRAME_HEADER_SIZE, MAX_WINDOW, parse_frame_header, walk
 
 HEADER = SessionStarted(session_id="00000000000000aa", started_at=1e9, case_id="c1")

@@ -10,13 +10,8 @@ from pathlib import Path
 import pytest
 from builders import exchange
 
-from evaltape.recorder import (
-    SessionStarted,
-    Status,
-    TapeReader,
-    new_session_id,
-    open_session,
-)
+from evaltape.recorder import SessionStarted, Status, TapeReader, open_session
+from evaltape.recorder.tape import new_session_id
 
 
 def test_written_session_reads_back_identically(tmp_path: Path) -> None:

@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 
 from evaltape.recorder import (
     Chunk,
-    CorruptTape,
     Exchange,
     Request,
     Response,
@@ -28,6 +27,7 @@ from evaltape.recorder import (
     TapeReader,
     open_session,
 )
+from evaltape.recorder.tape import CorruptTape
 from evaltape.recorder.tape._codec import to_plain
 from evaltape.recorder.tape._pack import Packer, Unpacker
 

@@ -24,7 +24,6 @@ from builders import exchange
 
 from evaltape.recorder import (
     Assembled,
-    CorruptTape,
     Event,
     Exchange,
     FileEntry,
@@ -40,6 +39,7 @@ from evaltape.recorder import (
 from evaltape.recorder._events import FactKind, with_assembled
 from evaltape.recorder._shared import to_plain
 from evaltape.recorder._version import WRITER
+from evaltape.recorder.tape import CorruptTape
 from evaltape.recorder.tape._frames import FLAG_START, MAX_EVENT_BYTES, file_header, frame
 
 

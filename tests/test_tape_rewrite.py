@@ -11,15 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from evaltape.recorder import (
-    HarnessEvent,
-    SessionStarted,
-    TapeError,
-    TapeReader,
-    new_session_id,
-    open_session,
-)
+from evaltape.recorder import HarnessEvent, SessionStarted, TapeError, TapeReader, open_session
 from evaltape.recorder._shared import rewrite_tape
+from evaltape.recorder.tape import new_session_id
 
 
 def _write(path: Path, case: str, n: int) -> str:

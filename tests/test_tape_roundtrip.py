@@ -24,18 +24,16 @@ from strategies import SessionPlan, record, session_plans
 from evaltape.recorder import (
     Exchange,
     HarnessEvent,
-    NewerFormat,
-    NotATape,
     Request,
     Response,
     SessionStarted,
     Status,
     TapeError,
     TapeReader,
-    new_session_id,
     open_session,
 )
 from evaltape.recorder._shared import to_plain
+from evaltape.recorder.tape import NewerFormat, NotATape, new_session_id
 from evaltape.recorder.tape._frames import FLAG_END, FLAG_START, MAGIC, frame
 from evaltape.recorder.tape._pack import Packer
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from evaltape.recorder import CorruptTape, HarnessEvent, SessionStarted, TapeReader, open_session
+from evaltape.recorder import HarnessEvent, SessionStarted, TapeReader, open_session
 from evaltape.recorder._shared import rewrite_tape
+from evaltape.recorder.tape import CorruptTape
 from evaltape.recorder.tape._buffer import SessionBuffer, append_session
 from evaltape.recorder.tape._frames import MAGIC, short_frame
 

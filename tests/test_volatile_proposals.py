@@ -12,7 +12,7 @@ import datetime
 import json
 import re
 
-from evaltape.recorder import ScrubRule
+from evaltape.recorder.redact import ScrubRule
 from evaltape.replay._shared import FirstRequests, propose_scrub_rules
 
 NOON = datetime.datetime(2026, 12, 3, 12, 0, tzinfo=datetime.UTC).timestamp()

@@ -43,17 +43,16 @@ from evals.perf.bench_sdk_transport import (  # noqa: E402
     sessions_per_timing,
 )
 from evals.perf.bench_transport import Traffic, drive, mock_transport  # noqa: E402
-from evaltape.recorder import (  # noqa: E402
-    Exchange,
+from evaltape.recorder import Exchange, SessionStarted  # noqa: E402
+from evaltape.recorder._transport import RecordingTransport  # noqa: E402
+from evaltape.recorder.redact import default_redactor  # noqa: E402
+from evaltape.recorder.tape import (  # noqa: E402
     Journal,
     SessionBuffer,
-    SessionStarted,
     append_session,
-    default_redactor,
     discard_journal,
     journal_path,
 )
-from evaltape.recorder._transport import RecordingTransport  # noqa: E402
 from evaltape.recorder.tape._journal import JOURNAL_LEVEL, JOURNAL_WINDOW_LOG  # noqa: E402
 from evaltape.recorder.tape._table_budget import TABLES  # noqa: E402
 from evaltape.recorder.tape._writer import stream_params  # noqa: E402

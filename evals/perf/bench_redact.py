@@ -28,7 +28,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from evals.perf._report import kb, machine, replace_section
-from evaltape.recorder import default_redactor
+from evaltape.recorder.redact import default_redactor
 
 HEADING = "## Redaction on large bodies"
 DOC = Path(__file__).resolve().parents[2] / "docs" / "performance.md"

@@ -39,15 +39,9 @@ if str(ROOT) not in sys.path:  # run as a script: make ``evals.perf`` importable
 from evals.perf._report import machine, publish  # noqa: E402
 from evals.perf.bench_transport import Traffic, drive, mock_transport  # noqa: E402
 from evals.perf.sdk_traffic import ModelServer, record_session  # noqa: E402
-from evaltape.recorder import (  # noqa: E402
-    Exchange,
-    Redactor,
-    SessionStarted,
-    TapeReader,
-    default_redactor,
-    open_session,
-)
+from evaltape.recorder import Exchange, SessionStarted, TapeReader, open_session  # noqa: E402
 from evaltape.recorder._transport import RecordingTransport  # noqa: E402
+from evaltape.recorder.redact import Redactor, default_redactor  # noqa: E402
 from evaltape.recorder.redact._delta import SessionRedactor  # noqa: E402
 from evaltape.replay import ReplayTransport  # noqa: E402
 

@@ -54,9 +54,9 @@ from evaltape.recorder import (  # noqa: E402
     RecordingTransport,
     Response,
     SessionStarted,
-    new_session_id,
     open_session,
 )
+from evaltape.recorder.tape import new_session_id  # noqa: E402
 from evaltape.replay import ReplayTransport  # noqa: E402
 
 HEADING = "## Record and replay overhead"

@@ -35,14 +35,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from evaltape.recorder import (
-    Mode,
-    SessionStarted,
-    SessionWriter,
-    Source,
-    open_session,
-    recording_client,
-)
+from evaltape.recorder import Mode, SessionStarted, Source, open_session, recording_client
+from evaltape.recorder.tape import SessionWriter
 
 APIS = ("openai", "anthropic")
 OPENAI_MODEL = "gpt-4.1-2025-04-14"

@@ -4,6 +4,7 @@ redactor, scrubbing.
 The redactor, its rules and findings, and scrubbing are public here.
 """
 
+from .._errors import RedactionError
 from ._redactor import Located, Redactor, default_redactor
 from ._rules import SecretRule, secret_values
 from ._scan import Finding
@@ -12,6 +13,7 @@ from ._scrub import Redacts, Scrubber, ScrubError, ScrubRule
 __all__ = [
     "Finding",
     "Located",
+    "RedactionError",
     "Redactor",
     "Redacts",
     "ScrubError",

@@ -19,11 +19,12 @@ import time
 import weakref
 from collections.abc import Callable
 from types import TracebackType
+from typing import Protocol
 
 import zstandard
 
 from .._errors import CorruptTape, NewerFormat, NotATape, TapeError
-from .._events import Event, SessionEnded, SessionStarted, Status
+from .._events import Event, Exchange, SessionEnded, SessionStarted, Status
 from .._version import WRITER
 from . import _table_budget
 from ._codec import to_plain
@@ -58,6 +59,16 @@ in the same tables.  zstd's optimal parser (btultra) would make it about 1.3% sm
 again, but costs about 8 times level 9 a turn and, with its tables out of the cache,
 grows faster than the turns (evals/perf/bench_size_sdk.py, bench_sdk_transport.py;
 docs/performance.md, What is left)."""
+
+
+class Appends(Protocol):
+    """What the recording transport needs from a session writer (``SessionWriter`` fits)."""
+
+    def append(self, event: Exchange) -> None:
+        """Record one event; must be safe to call from several threads."""
+
+    def now(self) -> float:
+        """Seconds since the session started."""
 
 
 def stream_params(level: int | None, table_log: int) -> zstandard.ZstdCompressionParameters:

@@ -27,8 +27,10 @@ from typing import Any, Protocol
 
 import httpx
 
-from evaltape.recorder import Appends, Event, RecordedSession, RecordingTransport, Redacts
+from evaltape.recorder import Event, RecordedSession, RecordingTransport
 from evaltape.recorder._shared import SDK_CONNECT_TIMEOUT, SDK_TIMEOUT, real_transport
+from evaltape.recorder.redact import Redacts
+from evaltape.recorder.tape import Appends
 
 from .._errors import ReplayError
 from .._transport import ReplayTransport

@@ -16,15 +16,14 @@ from evaltape.recorder import (
     RecordedSession,
     RecordingTransport,
     SessionStarted,
-    SessionWriter,
     Source,
     Status,
     TapeError,
     TapeReader,
-    new_session_id,
     open_session,
 )
 from evaltape.recorder._shared import http_module, real_transport, sdk_client_options
+from evaltape.recorder.tape import SessionWriter, new_session_id
 
 from .._errors import ReplayError
 from .._miss_response import MissResponses

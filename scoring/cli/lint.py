@@ -1,6 +1,6 @@
 """``evaltape lint``: refuse tapes, run records and history that hold secret-shaped strings.
 
-Detection is the recorder's redaction rules (``recorder.Redactor``), so lint
+Detection is the recorder's redaction rules (``recorder.redact.Redactor``), so lint
 flags exactly what recording would have masked.  Exit codes: 0 clean, 1 a
 secret was found, 2 a tape could not be read (fully or at all).
 """
@@ -13,8 +13,10 @@ from pathlib import Path
 
 import click
 
-from evaltape.recorder import Note, Redactor, TapeError, TapeReader, default_redactor
+from evaltape.recorder import TapeError, TapeReader
 from evaltape.recorder._shared import MAX_TAPE_BYTES, secret_preview
+from evaltape.recorder.redact import Redactor, default_redactor
+from evaltape.recorder.tape import Note
 
 from .._config import Config
 from ..outputs.console._live import render_volatile

@@ -9,8 +9,9 @@ from typing import Any
 
 import click
 
-from evaltape.recorder import Event, Note, TapeReader
+from evaltape.recorder import Event, TapeReader
 from evaltape.recorder._shared import MAX_TAPE_BYTES, CallDecoder, to_plain
+from evaltape.recorder.tape import Note
 
 from ..outputs.console._terminal import printable
 from ._boundary import boundary

@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from evaltape.recorder import Redactor, default_redactor
+from evaltape.recorder.redact import Redactor, default_redactor
 
 from ._record_files import record_path, write_record
 from ._record_json import Fields

@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from evaltape.recorder import Redactor, default_redactor
+from evaltape.recorder.redact import Redactor, default_redactor
 
 from ._record_json import record_from_json, record_to_json
 from ._records import RUNS_DIR, RecordError, RunRecord

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import attrs
 
-from evaltape.recorder import Redactor, Source, Usage
+from evaltape.recorder import Source, Usage
+from evaltape.recorder.redact import Redactor
 
 from .._config import Config
 from ..cases._cases import Suite

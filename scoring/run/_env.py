@@ -11,7 +11,8 @@ from pathlib import Path
 import attrs
 import httpx
 
-from evaltape.recorder import VERSION, Source, default_redactor, secret_values
+from evaltape.recorder import VERSION, Source
+from evaltape.recorder.redact import default_redactor, secret_values
 
 from .._config import Config
 from .._network import network_transport

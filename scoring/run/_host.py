@@ -21,7 +21,7 @@ from typing import Protocol
 import attrs
 import httpx
 
-from evaltape.recorder import Redactor, default_redactor, secret_values
+from evaltape.recorder.redact import Redactor, default_redactor, secret_values
 
 from .._network import network_transport
 from ..results._records import AttemptResult

@@ -15,18 +15,9 @@ from pathlib import Path
 import attrs
 import httpx
 
-from evaltape.recorder import (
-    Exchange,
-    RecordedSession,
-    Redactor,
-    ScrubRule,
-    Session,
-    Source,
-    Status,
-    Usage,
-    default_redactor,
-)
+from evaltape.recorder import Exchange, RecordedSession, Session, Source, Status, Usage
 from evaltape.recorder._shared import PackedSession
+from evaltape.recorder.redact import Redactor, ScrubRule, default_redactor
 from evaltape.replay import Route
 
 from ..cases._cases import Case

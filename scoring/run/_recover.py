@@ -29,16 +29,15 @@ import attrs
 from evaltape.recorder import (
     Event,
     RecordedSession,
-    SessionBuffer,
     SessionEnded,
     SessionStarted,
     Status,
     TapeError,
     TapeReader,
-    append_session,
     fold,
 )
 from evaltape.recorder._shared import journal_tape
+from evaltape.recorder.tape import SessionBuffer, append_session
 
 from ..results._health import crash_reason, pid_alive
 from ..results._history import RunLog

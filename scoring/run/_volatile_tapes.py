@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from evaltape.recorder import Exchange, Mode, ScrubRule, TapeError, TapeReader, role_of
+from evaltape.recorder import Exchange, Mode, TapeError, TapeReader, role_of
+from evaltape.recorder.redact import ScrubRule
 from evaltape.replay._shared import FirstRequests, ScrubProposal, propose_scrub_rules
 
 

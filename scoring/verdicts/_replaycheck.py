@@ -30,16 +30,9 @@ from pathlib import Path
 
 import attrs
 
-from evaltape.recorder import (
-    Mode,
-    Note,
-    RecordedSession,
-    SessionEnded,
-    Status,
-    TapeError,
-    TapeReader,
-)
+from evaltape.recorder import Mode, RecordedSession, SessionEnded, Status, TapeError, TapeReader
 from evaltape.recorder._shared import PackedSession, packed_sessions, unpack_session
+from evaltape.recorder.tape import Note
 
 from ..cases._cases import Case, Suite
 from ..checks._score import Score

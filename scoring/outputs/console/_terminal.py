@@ -12,7 +12,7 @@ from typing import NoReturn, TextIO, cast
 
 import click
 
-from evaltape.recorder import Redactor, default_redactor, secret_values
+from evaltape.recorder.redact import Redactor, default_redactor, secret_values
 
 EXIT_REFUSED = 2
 """Bad input, found before anything ran (also: refused credentials)."""

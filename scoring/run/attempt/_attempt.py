@@ -25,22 +25,24 @@ import attrs
 
 from evaltape.recorder import (
     FactKind,
-    Journal,
     Mode,
     RunnerFact,
     Scalar,
-    Scrubber,
-    SessionBuffer,
     SessionStarted,
-    Sink,
     Status,
     TapeError,
-    append_session,
     fold,
+)
+from evaltape.recorder._shared import given_values, workspace_spellings
+from evaltape.recorder.redact import Scrubber
+from evaltape.recorder.tape import (
+    Journal,
+    SessionBuffer,
+    Sink,
+    append_session,
     journal_path,
     new_session_id,
 )
-from evaltape.recorder._shared import given_values, workspace_spellings
 from evaltape.replay import ReplayTransport
 
 from ..._network import RetryingTransport

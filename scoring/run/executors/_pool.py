@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from evaltape.recorder import TapeError, discard_journal
+from evaltape.recorder import TapeError
+from evaltape.recorder.tape import discard_journal
 
 from .._budget import Budget
 from .._finished import Attempt, PoolOutcome

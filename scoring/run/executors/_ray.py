@@ -38,8 +38,9 @@ import attrs
 import ray
 import ray.exceptions
 
-from evaltape.recorder import Journal, SessionStarted, Sink, TapeError, journal_path
+from evaltape.recorder import SessionStarted, TapeError
 from evaltape.recorder._shared import unpack_session
+from evaltape.recorder.tape import Journal, Sink, journal_path
 
 from .._env import shipped_env, worker_env
 from .._jobs import Job, JobEnv, error_result

@@ -17,8 +17,9 @@ from typing import Protocol
 
 import attrs
 
-from evaltape.recorder import Note, fold
+from evaltape.recorder import fold
 from evaltape.recorder._shared import PackedSession, TapeBudget, unpack_session
+from evaltape.recorder.tape import Note
 
 from ...cases._cases import Case
 from ...checks._score import Scorer

@@ -26,7 +26,6 @@ from pathlib import Path
 import attrs
 
 from evaltape.recorder import (
-    Note,
     RecordedSession,
     Session,
     SessionEnded,
@@ -43,6 +42,7 @@ from evaltape.recorder._shared import (
     packed_sessions,
     unpack_session,
 )
+from evaltape.recorder.tape import Note
 
 from ...cases._cases import Case
 from ...checks._score import Score, Scorer
