@@ -15,6 +15,8 @@ from itertools import accumulate, chain
 from operator import add, le
 from typing import Any
 
+from .._events import Chunk
+
 Columns = tuple[list[int], list[int], list[int]]
 
 SNAP = 4
@@ -64,6 +66,12 @@ def encode_chunks(body: bytes, sizes: list[int]) -> tuple[bytes, Columns]:
     return b"".join(parts), (pre, suf, mid)
 
 
+_EXACT = 2**53
+"""Counts below this are exact as floats."""
+_new = object.__new__
+_set_at = Chunk.__dict__["at"].__set__
+_set_data = Chunk.__dict__["data"].__set__
+
 _LIST = frozenset({list})
 _INT = frozenset({int})
 
@@ -109,6 +117,27 @@ class StoredChunks:
         if pre and (pre[0] or suf[0] or not all(map(le, map(add, pre[1:], suf[1:]), self.sizes))):
             raise ValueError("a chunk refers past the end of the chunk before it")
         self._body: bytes | None = None
+
+    def chunks(self) -> tuple[Chunk, ...]:
+        """The chunks themselves (``steps``: each one's time in whole milliseconds since
+        the one before), built when a reader first asks for them."""
+        body = self.body()
+        chunks = []
+        start = 0
+        for size, now in zip(self.sizes, accumulate(self.steps), strict=True):
+            end = start + size
+            if -_EXACT < now < _EXACT:
+                # The usual case, without the rounding converter (a quarter of reading
+                # a tape): n / 1000 for an int n below 2**53 is already the float the
+                # converter's rounding gives.
+                chunk = _new(Chunk)
+                _set_at(chunk, now / 1000)
+                _set_data(chunk, body[start:end])
+                chunks.append(chunk)
+            else:
+                chunks.append(Chunk(at=now / 1000, data=body[start:end]))
+            start = end
+        return tuple(chunks)
 
     def body(self) -> bytes:
         """The chunks' bytes, joined in order (built once)."""
