@@ -249,7 +249,8 @@ class Response:
         default=None, init=False, eq=False, hash=False, repr=False
     )
     """For a response read from a tape before its chunks were asked for: what gives the
-    joined body and what builds the chunks (see ``_codec``); None once they exist."""
+    joined body and what builds the chunks (see ``tape._compact.exchange_of``); None once
+    they exist."""
 
     def __getattr__(self, name: str) -> object:
         # Only reached when a slot is unset: ``chunks`` of a tape-read response.

@@ -176,7 +176,7 @@ _new = object.__new__
 
 
 def exchange_of(parts: Parts) -> Exchange:
-    """The exchange of checked parts (``CompactDecoder.checked``): a request body stored
+    """The exchange of checked parts (``_typed.CompactDecoder.parts``): a request body stored
     as a delta is built when first read, a response's chunks when first asked for."""
     at, duration, (method, url, headers, body), response, error = parts
     built = _new(Request)
