@@ -11,9 +11,8 @@ The encoding is byte-exact.  See docs/format.md, "Compact exchanges".
 
 from __future__ import annotations
 
-from itertools import accumulate, chain
+from itertools import accumulate
 from operator import add, le
-from typing import Any
 
 from .._events import Chunk
 
@@ -72,15 +71,6 @@ _new = object.__new__
 _set_at = Chunk.__dict__["at"].__set__
 _set_data = Chunk.__dict__["data"].__set__
 
-_LIST = frozenset({list})
-_INT = frozenset({int})
-
-
-def _ints(value: Any, what: str) -> list[int]:
-    if type(value) is not list or (value and set(map(type, value)) != _INT):
-        raise ValueError(f"compact exchange: {what} is not a list of ints")
-    return value
-
 
 class StoredChunks:
     """The columns of a stored response, checked (no chunk copies more than the chunk
@@ -89,23 +79,14 @@ class StoredChunks:
     message never asks)."""
 
     def __init__(
-        self, new: bytes, pre: Any, suf: Any, mid: Any, steps: Any, *, typed: bool = False
+        self, new: bytes, pre: list[int], suf: list[int], mid: list[int], steps: list[int]
     ) -> None:
-        """``typed``: the four columns are known to be lists of ints, and the first three
-        to hold no negative length (a typed decode)."""
+        """The columns as the typed decode gives them (``_typed.py``): lists of ints, the
+        first three holding no negative length."""
         self._new = new
-        columns = (pre, suf, mid, steps)
-        # The usual: four lists of ints, checked in one pass; else the first bad one named.
-        if not typed and not (
-            set(map(type, columns)) == _LIST and set(map(type, chain(*columns))) <= _INT
-        ):
-            for value, what in zip(columns, ("'pre'", "'suf'", "'mid'", "'steps'"), strict=True):
-                _ints(value, what)
         self._pre, self._suf, self._mid, self.steps = pre, suf, mid, steps
         if not len(self._pre) == len(self._suf) == len(self._mid) == len(self.steps):
             raise ValueError("compact exchange: the chunk columns differ in length")
-        if not typed and self._pre and min(min(self._pre), min(self._suf), min(self._mid)) < 0:
-            raise ValueError("compact exchange: a chunk column holds a negative length")
         if sum(self._mid) != len(new):
             raise ValueError("the chunks' new bytes do not add up to the stored bytes")
         self.size = sum(self._pre) + sum(self._suf) + len(new)

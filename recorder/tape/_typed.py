@@ -191,7 +191,7 @@ class CompactDecoder:
         size = packed + body_size - len(middle) + text
         response = None
         if r is not None:
-            chunks = StoredChunks(r.new, r.pre, r.suf, r.mid, r.steps, typed=True)
+            chunks = StoredChunks(r.new, r.pre, r.suf, r.mid, r.steps)
             r_headers, text = self.headers.pairs(r.headers, chunks.size)
             size += chunks.size - len(r.new) + text
             made = None if r.assembled is None else r.assembled.value()
