@@ -196,7 +196,7 @@ def exchange_of(parts: Parts) -> Exchange:
         _RESPONSE_SLOTS["headers"](answer, r_headers)
         _RESPONSE_SLOTS["streamed"](answer, streamed)
         _RESPONSE_SLOTS["assembled"](answer, assembled)
-        _RESPONSE_SLOTS["_packed"](answer, (chunks.body, chunks.chunks))
+        _RESPONSE_SLOTS["_packed"](answer, chunks)
     exchange = _new(Exchange)
     _SET_AT(exchange, at)
     _SET_DURATION(exchange, duration)
