@@ -197,6 +197,18 @@ class LazyBody(Protocol):
         ...
 
 
+class PackedChunks(Protocol):
+    """A response's chunks as a tape stores them, built when first asked for."""
+
+    def body(self) -> bytes:
+        """The chunks' bytes, joined."""
+        ...
+
+    def chunks(self) -> tuple[Chunk, ...]:
+        """The chunks."""
+        ...
+
+
 @attrs.frozen(kw_only=True)
 class Request:
     """An HTTP request as sent, secrets already redacted."""
@@ -245,22 +257,23 @@ class Response:
     (``with_assembled``); None when it was not.  Derived from the chunks, so not part of
     equality, and not an argument: a copy (``attrs.evolve``) holds none, so a copy with
     other chunks can never carry the message of these."""
-    _packed: tuple[Callable[[], bytes], Callable[[], tuple[Chunk, ...]]] | None = attrs.field(
+    _packed: PackedChunks | None = attrs.field(
         default=None, init=False, eq=False, hash=False, repr=False
     )
-    """For a response read from a tape before its chunks were asked for: what gives the
-    joined body and what builds the chunks (see ``_codec``); None once they exist."""
+    """For a response read from a tape before its chunks were asked for: its stored chunks
+    (``tape._chunks.StoredChunks``), which give the joined body and build the chunks;
+    None once they exist."""
 
     def __getattr__(self, name: str) -> object:
         # Only reached when a slot is unset: ``chunks`` of a tape-read response.
-        return _built_once(self, name, "chunks", "_packed", lambda packed: packed[1]())
+        return _built_once(self, name, "chunks", "_packed", lambda packed: packed.chunks())
 
     @property
     def body(self) -> bytes:
         """The whole raw body (joined chunks)."""
         packed = self._packed
         if packed is not None:
-            return packed[0]()
+            return packed.body()
         return b"".join(c.data for c in self.chunks)
 
 

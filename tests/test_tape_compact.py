@@ -13,7 +13,7 @@ from typing import Any
 
 import msgpack
 import pytest
-from builders import OldPacker, stored_tape
+from builders import OldPacker, exchange, stored_tape
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +25,7 @@ from evaltape.recorder import (
     SessionStarted,
     TapeError,
     TapeReader,
+    TransportError,
     open_session,
 )
 from evaltape.recorder.tape import CorruptTape
@@ -317,3 +318,51 @@ def test_a_header_list_read_before_reads_the_same_and_equal_keys_of_other_types_
     assert table.pairs([True, True], 3)[0] == (("content-length", "3"),) * 2
     with pytest.raises(ValueError, match="not an index"):
         table.pairs([1.0, True], 7)
+
+
+def _older_traffic() -> list[Exchange]:
+    """Streamed turns whose requests grow (stored as deltas), headers repeated and new,
+    a plain JSON answer and a call that failed on the wire part-way through its stream."""
+    turns = []
+    for n in range(4):
+        said = b",".join(b'{"n":%d,"text":"%s"}' % (i, b"w" * 200) for i in range(n + 1))
+        body = b'{"messages":[%s]}' % said
+        turns.append(
+            exchange(
+                "http://127.0.0.1:9/v1/chat/completions",
+                body,
+                request_headers=(("content-type", "application/json"), ("x-turn", str(n))),
+                at=0.25 * n,
+                headers=(("content-type", "text/event-stream"), ("x-id", f"r{n}")),
+                chunks=[b'data: {"t":"%d"}\n\n' % i for i in range(n + 3)],
+            )
+        )
+    turns.append(exchange("http://127.0.0.1:9/v1/chat/completions", {"n": 9}, {"ok": True}))
+    cut = exchange("http://127.0.0.1:9/v1/chat/completions", b"{}", chunks=[b"data: 1\n\n"])
+    error = TransportError(type="ReadError", message="reset", after_chunks=1, after_bytes=9)
+    turns.append(
+        Exchange(at=2.0, duration=0.5, request=cut.request, response=cut.response, error=error)
+    )
+    return turns
+
+
+@pytest.mark.parametrize("kind", ["exchange", "exchange2", "exchange3"])
+def test_an_older_writers_exchanges_read_back_as_written_through_the_one_decode(
+    tmp_path: Path, kind: str
+) -> None:
+    """Formats 1.0 (plain maps), 1.1 and 1.2-2.0 are read through ``upgrade`` by the same
+    decoder as today's exchanges, and give the exchanges their writer was handed."""
+    path = tmp_path / f"{kind}.tape"
+    sent = _older_traffic()
+    with open_session(
+        path, SessionStarted(session_id=SID, started_at=0.0), clock=lambda: 9.0
+    ) as tape:
+        tape._packer = OldPacker(kind)  # type: ignore[assignment]
+        for event in sent:
+            tape.append(event)
+    (session,) = TapeReader(path).sessions()
+    assert session.complete
+    assert list(session.events[1:-1]) == sent
+    assert [
+        e.response.body for e in session.events[1:-1] if isinstance(e, Exchange) and e.response
+    ] == [e.response.body for e in sent if e.response]

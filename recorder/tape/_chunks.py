@@ -11,9 +11,10 @@ The encoding is byte-exact.  See docs/format.md, "Compact exchanges".
 
 from __future__ import annotations
 
-from itertools import accumulate, chain
+from itertools import accumulate
 from operator import add, le
-from typing import Any
+
+from .._events import Chunk
 
 Columns = tuple[list[int], list[int], list[int]]
 
@@ -64,14 +65,11 @@ def encode_chunks(body: bytes, sizes: list[int]) -> tuple[bytes, Columns]:
     return b"".join(parts), (pre, suf, mid)
 
 
-_LIST = frozenset({list})
-_INT = frozenset({int})
-
-
-def _ints(value: Any, what: str) -> list[int]:
-    if type(value) is not list or (value and set(map(type, value)) != _INT):
-        raise ValueError(f"compact exchange: {what} is not a list of ints")
-    return value
+_EXACT = 2**53
+"""Counts below this are exact as floats."""
+_new = object.__new__
+_set_at = Chunk.__dict__["at"].__set__
+_set_data = Chunk.__dict__["data"].__set__
 
 
 class StoredChunks:
@@ -81,23 +79,14 @@ class StoredChunks:
     message never asks)."""
 
     def __init__(
-        self, new: bytes, pre: Any, suf: Any, mid: Any, steps: Any, *, typed: bool = False
+        self, new: bytes, pre: list[int], suf: list[int], mid: list[int], steps: list[int]
     ) -> None:
-        """``typed``: the four columns are known to be lists of ints, and the first three
-        to hold no negative length (a typed decode)."""
+        """The columns as the typed decode gives them (``_typed.py``): lists of ints, the
+        first three holding no negative length."""
         self._new = new
-        columns = (pre, suf, mid, steps)
-        # The usual: four lists of ints, checked in one pass; else the first bad one named.
-        if not typed and not (
-            set(map(type, columns)) == _LIST and set(map(type, chain(*columns))) <= _INT
-        ):
-            for value, what in zip(columns, ("'pre'", "'suf'", "'mid'", "'steps'"), strict=True):
-                _ints(value, what)
         self._pre, self._suf, self._mid, self.steps = pre, suf, mid, steps
         if not len(self._pre) == len(self._suf) == len(self._mid) == len(self.steps):
             raise ValueError("compact exchange: the chunk columns differ in length")
-        if not typed and self._pre and min(min(self._pre), min(self._suf), min(self._mid)) < 0:
-            raise ValueError("compact exchange: a chunk column holds a negative length")
         if sum(self._mid) != len(new):
             raise ValueError("the chunks' new bytes do not add up to the stored bytes")
         self.size = sum(self._pre) + sum(self._suf) + len(new)
@@ -109,6 +98,27 @@ class StoredChunks:
         if pre and (pre[0] or suf[0] or not all(map(le, map(add, pre[1:], suf[1:]), self.sizes))):
             raise ValueError("a chunk refers past the end of the chunk before it")
         self._body: bytes | None = None
+
+    def chunks(self) -> tuple[Chunk, ...]:
+        """The chunks themselves (``steps``: each one's time in whole milliseconds since
+        the one before), built when a reader first asks for them."""
+        body = self.body()
+        chunks = []
+        start = 0
+        for size, now in zip(self.sizes, accumulate(self.steps), strict=True):
+            end = start + size
+            if -_EXACT < now < _EXACT:
+                # The usual case, without the rounding converter (a quarter of reading
+                # a tape): n / 1000 for an int n below 2**53 is already the float the
+                # converter's rounding gives.
+                chunk = _new(Chunk)
+                _set_at(chunk, now / 1000)
+                _set_data(chunk, body[start:end])
+                chunks.append(chunk)
+            else:
+                chunks.append(Chunk(at=now / 1000, data=body[start:end]))
+            start = end
+        return tuple(chunks)
 
     def body(self) -> bytes:
         """The chunks' bytes, joined in order (built once)."""

@@ -4,7 +4,9 @@ The plain form holds only msgpack-native types (str, int, float, bool, None,
 bytes, list, dict), keyed by a ``k`` type tag.  Dicts written by an older
 schema are brought up to date by the plain functions in ``UPGRADES`` before
 they are turned into events.  Unknown keys are ignored so that a newer minor
-version may add optional fields.
+version may add optional fields.  An exchange's plain map is what the writer
+hands to its compact encoder (``_compact.py``); a reader decodes exchanges from
+their stored form, never from this map.
 """
 
 from __future__ import annotations
@@ -14,30 +16,28 @@ from typing import Any
 
 from .._errors import TapeError
 from .._events import (
+    Assembled,
+    Chunk,
     Event,
     Exchange,
     FactKind,
     FileEntry,
     HarnessEvent,
     Mode,
+    Request,
+    Response,
     RunnerFact,
+    Scalar,
     SessionEnded,
     SessionStarted,
     Source,
     Status,
+    TransportError,
     WorkspaceSnapshot,
 )
-from ._plain_exchange import (
-    _error_from,
-    _error_to,
-    _exact_headers,
-    _headers,
-    _request_from,
-    _request_to,
-    _response_from,
-    _response_to,
-)
-from ._plain_fields import _NUMBER, Plain, _get, _map, _pairs, _rows
+
+Plain = dict[str, Any]
+"""An event's plain form: msgpack-native values keyed by field name."""
 
 SCHEMA_VERSION = 1
 """Version of the plain event schema written today."""
@@ -53,8 +53,38 @@ class UnknownEventKind(TapeError):
     """A plain event carries a ``k`` tag this version does not know."""
 
 
+_MISSING: Any = object()
+_NUMBER = (int, float)
+_SCALAR = (str, int, float, bool, type(None))
+
+
+def _get(d: Plain, key: str, types: type | tuple[type, ...], default: Any = _MISSING) -> Any:
+    """``d[key]`` checked against ``types``; ``default`` when absent, if given."""
+    value = d.get(key, default)
+    if value is _MISSING:
+        raise ValueError(f"missing field {key!r}")
+    if not isinstance(value, types) and value is not default:
+        raise TypeError(f"field {key!r} holds {type(value).__name__}")
+    return value
+
+
+def _pairs(d: Plain, key: str) -> tuple[tuple[str, Scalar], ...]:
+    out: list[tuple[str, Scalar]] = []
+    for row in _get(d, key, list, []):
+        if type(row) is not list or len(row) != 2:
+            raise TypeError(f"field {key!r} holds an item that is not [key, value]")
+        k, v = row
+        if type(k) is not str or not isinstance(v, _SCALAR):
+            raise TypeError(f"field {key!r} holds an item that is not [str, scalar]")
+        out.append((k, v))
+    return tuple(out)
+
+
 def _files(d: Plain) -> tuple[FileEntry, ...]:
-    rows = _rows(d, "files", 3)
+    rows: list[Any] = _get(d, "files", list, [])
+    for row in rows:
+        if type(row) is not list or len(row) != 3:
+            raise TypeError("field 'files' holds a row that is not a list of 3")
     seen: set[str] = set()
     for path, mode, data in rows:
         if type(path) is not str or type(mode) is not int or type(data) is not bytes:
@@ -84,6 +114,62 @@ def _strings(d: Plain, key: str) -> tuple[str, ...]:
     if not all(type(x) is str for x in items):
         raise TypeError(f"field {key!r} holds something other than strings")
     return tuple(items)
+
+
+def _request_to(r: Request) -> Plain:
+    return {
+        "method": r.method,
+        "url": r.url,
+        "headers": [list(h) for h in r.headers],
+        "body": r.body,
+    }
+
+
+def _response_to(r: Response) -> Plain:
+    plain = {
+        "status": r.status,
+        "headers": [list(h) for h in r.headers],
+        # Chunk bytes joined, then their sizes and their times as integer
+        # microsecond steps (``_compact.CompactEncoder`` stores them as columns).
+        "body": b"".join([c.data for c in r.chunks]),
+        "sizes": [len(c.data) for c in r.chunks],
+        "steps_us": _steps_us(r.chunks),
+        "streamed": r.streamed,
+    }
+    if r.assembled is not None:
+        plain["assembled"] = assembled_plain(r.assembled)
+    return plain
+
+
+def assembled_plain(a: Assembled) -> list[Any]:
+    """An assembled message as stored: ``[version, model, response_id, output_text,
+    thinking, finish_reason, tool_calls, usage, error]``, ``tool_calls`` a list of
+    ``[id, name, arguments]``, ``usage`` nil or ``[input, output, cache_read,
+    cache_write, reasoning, cost]``."""
+    return [
+        *(a.version, a.model, a.response_id, a.output_text, a.thinking, a.finish_reason),
+        [list(c) for c in a.tool_calls],
+        None if a.usage is None else list(a.usage),
+        a.error,
+    ]
+
+
+def _steps_us(chunks: tuple[Chunk, ...]) -> list[int]:
+    steps, last = [], 0
+    for c in chunks:
+        now = round(c.at * 1_000_000)
+        steps.append(now - last)
+        last = now
+    return steps
+
+
+def _error_to(e: TransportError) -> Plain:
+    return {
+        "type": e.type,
+        "message": e.message,
+        "after_chunks": e.after_chunks,
+        "after_bytes": e.after_bytes,
+    }
 
 
 def to_plain(event: Event) -> Plain:
@@ -153,11 +239,9 @@ def upgrade(plain: Plain, schema: int) -> Plain:
     return plain
 
 
-def from_plain(plain: Plain, *, exact_types: bool = False) -> Event:
-    """Turn a plain dict back into an event.
-
-    ``exact_types`` says the dict came straight from msgpack (arrays as lists,
-    strings exactly ``str``), as a reader's do, so headers are checked in C.
+def from_plain(plain: Plain) -> Event:
+    """Turn a plain dict back into an event other than an exchange (a reader decodes
+    those from their stored form, ``_pack.Unpacker.unpack_event``).
 
     Raises ``UnknownEventKind`` for a tag this version does not know and
     ``TapeError`` for a dict that is missing fields or has wrong types.
@@ -167,18 +251,7 @@ def from_plain(plain: Plain, *, exact_types: bool = False) -> Event:
     kind = plain.get("k")
     if type(kind) is not str:
         raise TapeError("malformed event: no 'k' kind tag")
-    headers = _exact_headers if exact_types else _headers
     try:
-        if kind == Exchange.kind:
-            response = _get(plain, "response", dict, None)
-            error = _get(plain, "error", dict, None)
-            return Exchange(
-                at=_get(plain, "at", _NUMBER),
-                duration=_get(plain, "duration", _NUMBER),
-                request=_request_from(_map(plain, "request"), headers),
-                response=None if response is None else _response_from(response, headers),
-                error=None if error is None else _error_from(error),
-            )
         if kind == SessionStarted.kind:
             return SessionStarted(
                 session_id=_get(plain, "session_id", str),

@@ -1,8 +1,8 @@
 """The compact stored form of an exchange (event kind ``exchange4``).
 
-The plain ``exchange`` map (``_codec.py``, ``_plain_exchange.py``) stays what every other part of
-evaltape sees; this module turns it into a smaller stored map and back (and a
-reader's stored map straight into its ``Exchange``, ``exchange_of``):
+The plain ``exchange`` map (``_codec.py``) is what a writer hands over; this
+module turns it into a smaller stored map, and a reader's stored map into its
+``Exchange``:
 
     {"k": "exchange4", "x": [at, duration, q, r, error]}
     q = [method, url, headers, body, base]
@@ -16,9 +16,9 @@ relative to the one before (``_chunks.py``), their times as whole milliseconds
 since the chunk before, and ``assembled`` is the streamed message as the recorder
 assembled it (``Response.assembled``).  ``at`` and ``duration`` are whole
 microseconds as ints (floats, seconds, for a time that is not).  The stored maps
-of formats 1.1 and 1.2 (``exchange2``, ``exchange3``) are read through
-``upgrade``, the one function that knows them.  See docs/format.md, "Compact
-exchanges".
+of formats 1.0 to 2.0 (``exchange``, ``exchange2``, ``exchange3``) are read
+through ``upgrade``, the one function that knows them, into the ``x`` a reader
+decodes (``_typed.py``).  See docs/format.md, "Compact exchanges".
 """
 
 from __future__ import annotations
@@ -28,31 +28,25 @@ from collections.abc import Callable
 from itertools import accumulate
 from typing import Any
 
-from .._errors import TapeError
-from .._events import Assembled, Exchange, Request, Response
+from .._events import Assembled, Exchange, Request, Response, TransportError
 from ._chunks import StoredChunks, encode_chunks
-from ._delta import DeltaBody, DeltaDecoder, DeltaEncoder, bytes_of
+from ._codec import Plain
+from ._delta import DeltaBody, DeltaEncoder
 from ._headers import Headers, HeaderTable
-from ._plain_exchange import (
-    _EXACT,
-    _RESPONSE_SLOTS,
-    _build_chunks,
-    _error_from,
-    _new,
-    assembled_from,
-    assembled_plain,
-)
-from ._plain_fields import _NUMBER, Plain
 
 KIND = "exchange4"
 """The stored kind tag of a compact exchange as this writer stores it."""
-KINDS = frozenset({KIND, "exchange3", "exchange2"})
-"""The kinds a reader reads as compact exchanges (``exchange3``: format 1.2 to 2.0,
-``exchange2``: format 1.1), the older two through ``upgrade``."""
+KINDS = frozenset({KIND, "exchange3", "exchange2", "exchange"})
+"""The kinds a reader reads as exchanges (``exchange3``: formats 1.2 to 2.0,
+``exchange2``: format 1.1, ``exchange``: format 1.0), the older three through
+``upgrade``."""
+
+_EXACT = 2**53
+"""Counts below this are exact as floats."""
 
 
 def stored_time(seconds: Any) -> Any:
-    """A time as ``exchange3`` stores it: whole microseconds as an int when ``seconds``
+    """A time as ``exchange4`` stores it: whole microseconds as an int when ``seconds``
     is a float that many microseconds give back exactly (as every time the recorder
     rounds), else ``seconds`` as it is."""
     if type(seconds) is float and -_EXACT < seconds * 1_000_000 < _EXACT:
@@ -63,14 +57,9 @@ def stored_time(seconds: Any) -> Any:
     return seconds
 
 
-def _seconds(stored: Any) -> Any:
-    """The time an ``exchange3`` slot holds: an int counts microseconds."""
+def seconds(stored: int | float) -> float:
+    """The time an ``exchange4`` slot holds: an int counts microseconds."""
     return stored / 1_000_000 if type(stored) is int else stored
-
-
-_Answer = tuple[Any, Headers, Any, StoredChunks, list[int], Assembled | None]
-"""A response's parts: status, headers, streamed, its chunks' columns (which build the
-body), chunk steps in milliseconds, the assembled message."""
 
 
 def _milliseconds(steps_us: Any) -> Any:
@@ -86,24 +75,90 @@ def _milliseconds(steps_us: Any) -> Any:
     return out
 
 
-def upgrade(stored: Plain) -> Any:
-    """The ``x`` of an ``exchange4`` standing for a stored ``exchange3`` or ``exchange2``
-    map (times in seconds for ``exchange2``, chunk steps in microseconds for both, no
-    assembled message); malformed slots are passed on as they are, for the checks."""
+def upgrade(stored: Plain, base_length: Callable[[int], int]) -> Any:
+    """The ``x`` of an ``exchange4`` standing for a stored ``exchange3``, ``exchange2``
+    or ``exchange`` map (times in seconds for ``exchange2`` and ``exchange``, chunk
+    steps in microseconds and no assembled message before ``exchange4``, the plain
+    parts for ``exchange``); ``base_length(back)`` is the length of the request body
+    ``back`` bodies ago, which a format 1.0 delta counts its prefix from.  Malformed
+    slots are passed on as they are, for the typed decode to refuse; a format 1.0
+    map's are checked here, worded as its reader worded them."""
+    if stored["k"] == "exchange":
+        return _plain_x(stored, base_length)
     x = stored.get("x")
     if type(x) is not list or len(x) != 5:
         return x
     at, duration, q, r, error = x
     if stored["k"] == "exchange2":  # seconds, an int too
-        at, duration = (
-            stored_time(float(t)) if type(t) is int else stored_time(t) for t in (at, duration)
-        )
+        at, duration = (_time(t) for t in (at, duration))
     if r is not None:
-        r = [*_list(r, 8, "'r'")[:7], _milliseconds(r[7]), None]
+        if type(r) is not list or len(r) != 8:
+            raise ValueError("compact exchange: 'r' is not a list of 8")
+        r = [*r[:7], _milliseconds(r[7]), None]
     return [at, duration, q, r, error]
 
 
-Parts = tuple[Any, Any, tuple[Any, Any, Headers, bytes | DeltaBody], _Answer | None, Any]
+def _time(seconds: Any) -> Any:
+    """A time in seconds (an int too) as ``exchange4`` stores it."""
+    return stored_time(float(seconds) if type(seconds) is int else seconds)
+
+
+def _plain_x(stored: Plain, base_length: Callable[[int], int]) -> list[Any]:
+    """``upgrade`` of a format 1.0 exchange: the plain map, with a request-body delta
+    ``[back, prefix, suffix]``, headers as pairs, the response's chunks joined."""
+    q = _part(stored, "request")
+    if q is None:
+        raise ValueError("missing field 'request'")
+    ref = q.get("base")
+    if ref is not None:
+        if not (type(ref) is list and len(ref) == 3 and all(type(n) is int for n in ref)):
+            raise ValueError("request body delta is not [back, prefix, suffix]")
+        back, prefix, suffix = ref
+        ref = [back, base_length(back) - prefix - suffix, suffix]  # the prefix as a skip
+    x_q = [q.get("method"), q.get("url"), _plain_headers(q), q.get("body"), ref]
+    r = _part(stored, "response")
+    x_r = None
+    if r is not None:
+        sizes, steps = r.get("sizes", []), r.get("steps_us", [])
+        if type(sizes) is not list or type(steps) is not list or len(sizes) != len(steps):
+            raise ValueError("fields 'sizes' and 'steps_us' differ in length")
+        no_copies = [0] * len(sizes)
+        x_r = [
+            *(r.get("status"), _plain_headers(r), r.get("streamed", False), r.get("body", b"")),
+            *(no_copies, no_copies, sizes, _milliseconds(steps), r.get("assembled")),
+        ]
+    times = (_time(stored.get(key)) for key in ("at", "duration"))
+    return [*times, x_q, x_r, stored.get("error")]
+
+
+def _part(stored: Plain, key: str) -> Plain | None:
+    part = stored.get(key)
+    if part is not None and type(part) is not dict:
+        raise TypeError(f"field {key!r} holds {type(part).__name__}")
+    return part
+
+
+def _plain_headers(d: Plain) -> list[list[str]]:
+    """A format 1.0 header list, checked: pairs of str (which the header table reads as
+    pairs of their own)."""
+    rows = d.get("headers", [])
+    if type(rows) is not list:
+        raise TypeError(f"field 'headers' holds {type(rows).__name__}")
+    for row in rows:
+        if type(row) is not list or len(row) != 2:
+            raise TypeError("field 'headers' holds an item that is not [name, value]")
+        if type(row[0]) is not str or type(row[1]) is not str:
+            raise TypeError("field 'headers' holds an item that is not [str, str]")
+    return rows
+
+
+Parts = tuple[
+    float,
+    float,
+    tuple[str, str, Headers, bytes | DeltaBody],
+    tuple[int, Headers, bool, StoredChunks, Assembled | None] | None,
+    TransportError | None,
+]
 """What ``exchange_of`` takes: at, duration, request parts, response parts, error."""
 
 
@@ -113,72 +168,41 @@ _SET_METHOD, _SET_URL, _SET_HEADERS, _SET_BODY, _SET_LAZY = (
 _SET_AT, _SET_DURATION, _SET_REQUEST, _SET_RESPONSE, _SET_ERROR = (
     Exchange.__dict__[n].__set__ for n in ("at", "duration", "request", "response", "error")
 )
+_RESPONSE_SLOTS = {
+    name: Response.__dict__[name].__set__
+    for name in ("status", "headers", "streamed", "assembled", "_packed")
+}
+_new = object.__new__
 
 
-def exchange_of(
-    at: Any,
-    duration: Any,
-    request: tuple[Any, Any, Headers, bytes | DeltaBody],
-    response: _Answer | None,
-    error: Any,
-) -> Exchange:
-    """The exchange of parts a reader has already checked (headers as pairs of str, bodies
-    as bytes, or a request body as the ``DeltaBody`` its ``Request.body`` is built from
-    when first read, chunk columns and steps as ints adding up), checking the rest as
-    ``from_plain`` does, with its wording.  ``response`` is ``(status, headers, streamed,
-    body, stored columns, steps in milliseconds, assembled)``; its chunks are built only
-    when asked for, as
-    ``from_plain`` builds them."""
-    try:
-        if not isinstance(at, _NUMBER):
-            raise TypeError(f"field 'at' holds {type(at).__name__}")
-        if not isinstance(duration, _NUMBER):
-            raise TypeError(f"field 'duration' holds {type(duration).__name__}")
-        method, url, headers, body = request
-        for key, value in (("method", method), ("url", url)):
-            if not isinstance(value, str):
-                raise TypeError(f"field {key!r} holds {type(value).__name__}")
-        if error is not None and not isinstance(error, dict):
-            raise TypeError(f"field 'error' holds {type(error).__name__}")
-        failure = None if error is None else _error_from(error)
-        built = _new(Request)
-        _SET_METHOD(built, method)
-        _SET_URL(built, url)
-        _SET_HEADERS(built, headers)
-        if type(body) is bytes:
-            _SET_BODY(built, body)
-            _SET_LAZY(built, None)
-        else:  # a delta, built when first asked for
-            _SET_LAZY(built, body)
-        answer = None
-        if response is not None:
-            status, r_headers, streamed, stored, steps, assembled = response
-            if not isinstance(status, int):
-                raise TypeError(f"field 'status' holds {type(status).__name__}")
-            if not isinstance(streamed, bool):
-                raise TypeError(f"field 'streamed' holds {type(streamed).__name__}")
-            answer = _new(Response)
-            _RESPONSE_SLOTS["status"](answer, status)
-            _RESPONSE_SLOTS["headers"](answer, r_headers)
-            _RESPONSE_SLOTS["streamed"](answer, streamed)
-            _RESPONSE_SLOTS["assembled"](answer, assembled)
-            _RESPONSE_SLOTS["_packed"](
-                answer,
-                (
-                    stored.body,
-                    lambda: _build_chunks(
-                        stored.body(), list(accumulate(stored.sizes)), list(accumulate(steps))
-                    ),
-                ),
-            )
-    except (TypeError, ValueError) as exc:
-        raise TapeError(f"malformed 'exchange' event: {exc}") from exc
+def exchange_of(parts: Parts) -> Exchange:
+    """The exchange of checked parts (``_typed.CompactDecoder.parts``): a request body stored
+    as a delta is built when first read, a response's chunks when first asked for."""
+    at, duration, (method, url, headers, body), response, error = parts
+    built = _new(Request)
+    _SET_METHOD(built, method)
+    _SET_URL(built, url)
+    _SET_HEADERS(built, headers)
+    if type(body) is bytes:
+        _SET_BODY(built, body)
+        _SET_LAZY(built, None)
+    else:  # a delta, built when first asked for
+        _SET_LAZY(built, body)
+    answer = None
+    if response is not None:
+        status, r_headers, streamed, chunks, assembled = response
+        answer = _new(Response)
+        _RESPONSE_SLOTS["status"](answer, status)
+        _RESPONSE_SLOTS["headers"](answer, r_headers)
+        _RESPONSE_SLOTS["streamed"](answer, streamed)
+        _RESPONSE_SLOTS["assembled"](answer, assembled)
+        _RESPONSE_SLOTS["_packed"](answer, chunks)
     exchange = _new(Exchange)
     _SET_AT(exchange, at)
     _SET_DURATION(exchange, duration)
     _SET_REQUEST(exchange, built)
     _SET_RESPONSE(exchange, answer)
-    _SET_ERROR(exchange, failure)
+    _SET_ERROR(exchange, error)
     return exchange
 
 
@@ -216,114 +240,3 @@ class CompactEncoder:
         at, duration = stored_time(plain["at"]), stored_time(plain["duration"])
         x = [at, duration, stored_q, stored_r, plain["error"]]
         return {"k": KIND, "x": x}, extra
-
-
-def _list(value: Any, width: int, what: str) -> list[Any]:
-    if type(value) is not list or len(value) != width:
-        raise ValueError(f"compact exchange: {what} is not a list of {width}")
-    return value
-
-
-class CompactDecoder:
-    """Reader side: stored map -> exchange, mirroring ``CompactEncoder``."""
-
-    def __init__(self) -> None:
-        self.headers = HeaderTable()
-
-    def decode(
-        self, stored: Plain, packed: int, delta: DeltaDecoder, charge: Callable[[int], None]
-    ) -> Plain:
-        """The plain exchange map of a stored one that packed to ``packed`` bytes;
-        ``charge(n)`` is called with its decoded size before any body is rebuilt.
-        ``ValueError`` for anything malformed."""
-        at, duration, q, r, error = self._parts(stored, packed, delta, charge)
-        method, url, headers, body = q
-        request = {"method": method, "url": url, "headers": [list(h) for h in headers]}
-        request["body"] = bytes_of(body)
-        response = None
-        if r is not None:
-            status, r_headers, streamed, columns, steps, assembled = r
-            response = {
-                "status": status,
-                "headers": [list(h) for h in r_headers],
-                "streamed": streamed,
-                "body": columns.body(),
-                "sizes": columns.sizes,
-                "steps_us": [step * 1000 for step in steps],
-            }
-            if assembled is not None:
-                response["assembled"] = assembled_plain(assembled)
-        return {
-            "k": "exchange",
-            "at": at,
-            "duration": duration,
-            "request": request,
-            "response": response,
-            "error": error,
-        }
-
-    def exchange(
-        self, stored: Plain, packed: int, delta: DeltaDecoder, charge: Callable[[int], None]
-    ) -> Exchange:
-        """``decode``'s exchange built as the event (what ``from_plain`` would make of
-        it), without the plain map between; ``ValueError`` or ``TapeError`` if malformed."""
-        return exchange_of(*self._parts(stored, packed, delta, charge))
-
-    def _parts(
-        self, stored: Plain, packed: int, delta: DeltaDecoder, charge: Callable[[int], None]
-    ) -> Parts:
-        x = stored.get("x") if stored["k"] == KIND else upgrade(stored)
-        at, duration, q, r, error = _list(x, 5, "'x'")
-        at, duration = _seconds(at), _seconds(duration)
-        method, url, q_headers, middle, ref = _list(q, 5, "'q'")
-        if type(middle) is not bytes:
-            raise ValueError("compact exchange: the request body is not bytes")
-        if ref is not None and not (
-            type(ref) is list and len(ref) >= 3 and all(type(x) is int for x in ref)
-        ):
-            raise ValueError("compact exchange: the body delta is not a list of ints")
-        answer = None
-        if r is not None:
-            status, r_headers, streamed, new, pre, suf, mid, steps, made = _list(r, 9, "'r'")
-            if type(new) is not bytes:
-                raise ValueError("compact exchange: the chunks' new bytes are not bytes")
-            assembled = None if made is None else assembled_from(made)
-            answer = (status, r_headers, streamed, new, pre, suf, mid, steps, assembled)
-        query = (method, url, q_headers, middle, ref)
-        return self.checked(at, duration, query, answer, error, packed, delta, charge)
-
-    def checked(
-        self,
-        at: Any,
-        duration: Any,
-        query: tuple[Any, Any, Any, bytes, list[int] | None],
-        answer: tuple[Any, Any, Any, bytes, Any, Any, Any, Any, Assembled | None] | None,
-        error: Any,
-        packed: int,
-        delta: DeltaDecoder,
-        charge: Callable[[int], None],
-        *,
-        typed: bool = False,
-    ) -> Parts:
-        """``_parts`` of a stored exchange whose shape is checked (the times in seconds,
-        the request body and the new bytes as bytes, the delta as a list of at least 3
-        ints): what its header table, delta and chunk columns say.  ``typed``: the
-        columns are known to be lists of ints, the lengths among them not negative."""
-        method, url, q_headers, middle, ref = query
-        if ref is not None:
-            ref[1] = delta.base_length(ref[0]) - ref[1] - ref[2]
-        body_size = delta.size(ref, middle)
-        headers, text = self.headers.pairs(q_headers, body_size)
-        size = packed + body_size - len(middle) + text
-        chunks = None
-        if answer is not None:
-            status, r_headers, streamed, new, pre, suf, mid, steps, assembled = answer
-            chunks = StoredChunks(new, pre, suf, mid, steps, typed=typed)
-            r_pairs, text = self.headers.pairs(r_headers, chunks.size)
-            size += chunks.size - len(new) + text
-        charge(size)
-        request = (method, url, headers, delta.decode_lazy(ref, middle))
-        if chunks is None:
-            return at, duration, request, None, error
-        response = (status, r_pairs, streamed, chunks, chunks.steps, assembled)
-        return at, duration, request, response, error

@@ -1,25 +1,23 @@
-"""Plain dict <-> msgpack bytes, with the delta stage for request bodies.
+"""Plain dict -> msgpack bytes -> event, with the delta stage for request bodies.
 
 One ``Packer``/``Unpacker`` pair per session: both keep the few recent request
-bodies that deltas refer to (see ``_delta.py``).
+bodies that deltas refer to (see ``_delta.py``).  An exchange of any stored kind
+is read the one way ``_typed.py`` reads it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import msgpack
 
 from .._events import Exchange
-from ._compact import KINDS, CompactDecoder, CompactEncoder, exchange_of
+from ._codec import Plain, to_plain
+from ._compact import KINDS, CompactEncoder, exchange_of
 from ._delta import DeltaDecoder, DeltaEncoder
 from ._frames import MAX_EVENT_BYTES
 from ._limits import END_RESERVE, DecodeBudget, compress_bound
-from ._plain_fields import Plain
-from ._typed import typed_parts
-
-T = TypeVar("T")
+from ._typed import PREFIX, CompactDecoder, stored_exchange
 
 
 class Packer:
@@ -79,28 +77,26 @@ class Unpacker:
         self._compact = CompactDecoder()
 
     def unpack(self, data: bytes) -> Plain:
-        """Unpack one event; raises ``ValueError`` for anything but a valid map."""
-        return self._unpack(data, self._compact.decode)
+        """``unpack_event``'s event as a plain map (an exchange's as ``to_plain`` makes it)."""
+        event = self.unpack_event(data)
+        return to_plain(event) if isinstance(event, Exchange) else event
 
     def unpack_event(self, data: bytes) -> Plain | Exchange:
-        """``unpack``, except that a compact exchange comes as the ``Exchange`` that
-        ``from_plain`` would make of its plain map (``TapeError`` where it would raise)."""
-        try:  # the usual exchange, its shape checked as it is decoded
-            parts = typed_parts(data, self._compact, self._delta, self._budget.charge)
-        except (TypeError, IndexError) as exc:  # (as ``_unpack``)
+        """Unpack one event: an exchange (of any stored kind) as its ``Exchange``, any
+        other event as its plain map.  ``ValueError`` for anything but a valid map,
+        ``TapeError`` for a malformed exchange."""
+        loaded = None
+        if not data.startswith(PREFIX):  # (the usual exchange is decoded from the frame)
+            loaded = self._load(data)
+            kind = loaded.get("k")
+            if not (type(kind) is str and kind in KINDS):
+                return self._plain(loaded, data)
+        x = stored_exchange(data, loaded, self._delta.base_length)
+        try:
+            parts = self._compact.parts(x, len(data), self._delta, self._budget.charge)
+        except (TypeError, IndexError) as exc:  # a shape the checks did not foresee
             raise ValueError(f"malformed compact exchange ({exc})") from exc
-        if parts is not None:
-            return exchange_of(*parts)
-        return self._unpack(data, self._compact.exchange)
-
-    def _unpack(self, data: bytes, compact: Callable[..., T]) -> Plain | T:
-        plain = self._load(data)
-        if type(kind := plain.get("k")) is str and kind in KINDS:
-            try:
-                return compact(plain, len(data), self._delta, self._budget.charge)
-            except (TypeError, IndexError) as exc:  # a shape the checks did not foresee
-                raise ValueError(f"malformed compact exchange ({exc})") from exc
-        return self._plain(plain, data)
+        return exchange_of(parts)
 
     @staticmethod
     def _load(data: bytes) -> Plain:
@@ -113,7 +109,9 @@ class Unpacker:
         return plain
 
     def _plain(self, plain: Plain, data: bytes) -> Plain:
-        """A map that is not a compact exchange, its request body rebuilt from its delta."""
+        """A map that is not an exchange; one carrying a request map (an event a newer
+        minor version may add) has its body rebuilt from its delta, as the packer
+        delta-encodes any such map, so that later deltas refer to the bodies they mean."""
         request = plain.get("request")
         if request is not None:
             if not isinstance(request, dict):

@@ -24,6 +24,7 @@ from .._events import Event, Exchange, SessionEnded, SessionStarted
 from ._codec import (
     SCHEMA_OF_MAJOR,
     SCHEMA_VERSION,
+    Plain,
     UnknownEventKind,
     from_plain,
     upgrade,
@@ -46,7 +47,6 @@ from ._frames import (
 from ._limits import DecodeBudget, TapeBudget
 from ._notes import Note, NoteLog
 from ._pack import Unpacker
-from ._plain_fields import Plain
 
 MAX_OPEN_SESSIONS = 1024
 """Unfinished sessions a reader tracks at once (bounds memory on hostile input)."""
@@ -251,23 +251,18 @@ class TapeReader:
         frame raises."""
         assert self.header is not None
         schema = SCHEMA_OF_MAJOR.get(self.header.major, SCHEMA_VERSION)
-        old_schema = schema if schema < SCHEMA_VERSION else 0
         dobj = self._dctx.decompressobj()
         blocks = ZstdBlocks()
         unpacker = Unpacker(DecodeBudget(tape=self._tape))
         for offset, fh, payload in frames:
             try:
                 raw = _decompress(dobj, blocks, payload, fh.raw_len)
-                if old_schema:
-                    plain: Plain = upgrade(unpacker.unpack(raw), old_schema)
-                    event: Event | str = from_plain(plain)
+                unpacked = unpacker.unpack_event(raw)
+                if isinstance(unpacked, Exchange):
+                    event: Event | str = unpacked
                 else:
-                    unpacked = unpacker.unpack_event(raw)
-                    if isinstance(unpacked, Exchange):
-                        event = unpacked
-                    else:
-                        plain = unpacked
-                        event = from_plain(plain, exact_types=True)
+                    plain: Plain = upgrade(unpacked, schema)
+                    event = from_plain(plain)
             except UnknownEventKind:
                 event = str(plain["k"])
             except OverBudget as exc:
