@@ -335,14 +335,15 @@ def frames(
     block, start = b"", offset  # bytes of the file from ``start`` on
     while offset < size:
         found = good_frame(block, offset - start, size - offset, before if short else None)
-        if isinstance(found, int) and 0 < found <= SCAN_BLOCK:  # it runs past the block
+        if type(found) is int and 0 < found <= SCAN_BLOCK:  # it runs past the block
             f.seek(offset)
             block, start = f.read(min(SCAN_BLOCK, size - offset)), offset
             found = good_frame(block, 0, size - offset, before if short else None)
-        if not isinstance(found, int):
-            yield offset, *found
-            offset += found[0].head + found[0].comp_len
-            before = found[0]
+        if type(found) is tuple:
+            good, payload = found
+            yield offset, good, payload
+            offset += good.head + good.comp_len
+            before = good
             continue
         # Not a good frame (or one larger than a block): check it again, piece by piece,
         # to say what is wrong and where reading resumes.

@@ -211,6 +211,9 @@ def frame_crc(header_bytes: bytes, payload: bytes | memoryview) -> int:
     return zlib.crc32(payload, zlib.crc32(header_bytes[len(SYNC) : _FRAME.size]))
 
 
+_new_header = tuple.__new__  # FrameHeader(...) without its keyword-taking __new__
+
+
 def good_frame(
     data: bytes, at: int, room: int, before: FrameHeader | None
 ) -> tuple[FrameHeader, bytes] | int:
@@ -239,7 +242,7 @@ def good_frame(
         if zlib.crc32(payload, zlib.crc32(data[at + 4 : at + _SHORT.size])) != crc:
             return 0
         fields = (flags, before.session, before.seq + 1, low | high << 16, comp_len, crc)
-        return FrameHeader._make((*fields, SHORT_HEADER_SIZE)), payload
+        return _new_header(FrameHeader, (*fields, SHORT_HEADER_SIZE)), payload
     if at + FRAME_HEADER_SIZE > end or not data.startswith(SYNC, at):
         return 0
     fields = _FRAME_AFTER_SYNC.unpack_from(data, at + 4)
@@ -253,7 +256,7 @@ def good_frame(
     payload = data[start:stop]
     if zlib.crc32(payload, zlib.crc32(data[at + 4 : at + _FRAME.size])) != crc:
         return 0
-    return FrameHeader._make((*fields, FRAME_HEADER_SIZE)), payload
+    return _new_header(FrameHeader, (*fields, FRAME_HEADER_SIZE)), payload
 
 
 def walk(data: bytes) -> Iterator[tuple[int, int, FrameHeader]]:
