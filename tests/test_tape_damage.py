@@ -40,7 +40,13 @@ from evaltape.recorder import (
 from evaltape.recorder._events import FactKind, with_assembled
 from evaltape.recorder._shared import to_plain
 from evaltape.recorder._version import WRITER
-from evaltape.recorder.tape._frames import FLAG_START, MAX_EVENT_BYTES, file_header, frame
+from evaltape.recorder.tape._frames import (
+    FLAG_START,
+    MAX_EVENT_BYTES,
+    FrameHeader,
+    file_header,
+    frame,
+)
 
 
 @attrs.frozen
@@ -280,6 +286,28 @@ def test_reading_in_blocks_says_what_checking_each_frame_on_its_own_says(
             monkeypatch.setattr(_frame_scan, "SCAN_BLOCK", block)
             said.append(_read_all(path))
         assert said[1:] == said[:1] * 3
+
+
+def test_a_packed_session_pickles_to_the_same_session_damage_and_all(
+    large: Written, tmp_path: Path
+) -> None:
+    """Sessions travel to scoring processes pickled, still compressed: what arrives is
+    what was read, frame for frame, and decodes to the same events."""
+    import pickle
+
+    from evaltape.recorder._shared import packed_sessions, unpack_session
+
+    data = bytearray(large.data)
+    data[large.starts[next(iter(large.sessions))][3] + 30] ^= 0x10  # one session broken
+    path = tmp_path / "packed.tape"
+    path.write_bytes(bytes(data))
+    packs = list(packed_sessions(TapeReader(path, strict=False)))
+    assert {p.broken != "" for p in packs} == {True, False}
+    assert {p.ended for p in packs} == {True, False}
+    arrived = pickle.loads(pickle.dumps(packs))
+    assert arrived == packs
+    assert all(type(f[1]) is FrameHeader for p in arrived for f in p.frames)
+    assert [unpack_session(p) for p in arrived] == [unpack_session(p) for p in packs]
 
 
 # -- writers that stopped mid-write ----------------------------------------------
