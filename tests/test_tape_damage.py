@@ -40,13 +40,7 @@ from evaltape.recorder import (
 from evaltape.recorder._events import FactKind, with_assembled
 from evaltape.recorder._shared import to_plain
 from evaltape.recorder._version import WRITER
-from evaltape.recorder.tape._frames import (
-    FLAG_START,
-    MAX_EVENT_BYTES,
-    FrameHeader,
-    file_header,
-    frame,
-)
+from evaltape.recorder.tape._frames import FLAG_START, MAX_EVENT_BYTES, file_header, frame
 
 
 @attrs.frozen
@@ -296,6 +290,7 @@ def test_a_packed_session_pickles_to_the_same_session_damage_and_all(
     import pickle
 
     from evaltape.recorder._shared import packed_sessions, unpack_session
+    from evaltape.recorder.tape._frames import FrameHeader
 
     data = bytearray(large.data)
     data[large.starts[next(iter(large.sessions))][3] + 30] ^= 0x10  # one session broken
