@@ -252,6 +252,59 @@ def test_flipped_bytes_in_a_larger_tape(large: Written, tmp_path: Path) -> None:
         )
 
 
+def _read_all(path: Path) -> tuple[object, ...]:
+    """Everything a non-strict reader of ``path`` says: sessions, listing and notes."""
+    reader = TapeReader(path, strict=False)
+    sessions = [(s.session_id, s.events, s.complete, s.problem) for s in reader.sessions()]
+    return sessions, reader.scan(), [(n.kind, n.offset, n.message) for n in reader.notes]
+
+
+def test_reading_in_blocks_says_what_checking_each_frame_on_its_own_says(
+    large: Written, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Frames are checked in blocks read at once, and a frame the block cannot hold, or
+    one that is not good, on its own: the blocks' size never changes what is read."""
+    from evaltape.recorder.tape import _frame_scan
+
+    rng = random.Random(5)
+    variants = [large.data, large.data[: len(large.data) - 7]]
+    for _ in range(12):
+        data = bytearray(large.data)
+        data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        variants.append(bytes(data))
+    path = tmp_path / "blocks.tape"
+    for data in variants:
+        path.write_bytes(data)
+        said = []
+        for block in (0, 61, 4096, _frame_scan.SCAN_BLOCK):  # 0: every frame on its own
+            monkeypatch.setattr(_frame_scan, "SCAN_BLOCK", block)
+            said.append(_read_all(path))
+        assert said[1:] == said[:1] * 3
+
+
+def test_a_packed_session_pickles_to_the_same_session_damage_and_all(
+    large: Written, tmp_path: Path
+) -> None:
+    """Sessions travel to scoring processes pickled, still compressed: what arrives is
+    what was read, frame for frame, and decodes to the same events."""
+    import pickle
+
+    from evaltape.recorder._shared import packed_sessions, unpack_session
+    from evaltape.recorder.tape._frames import FrameHeader
+
+    data = bytearray(large.data)
+    data[large.starts[next(iter(large.sessions))][3] + 30] ^= 0x10  # one session broken
+    path = tmp_path / "packed.tape"
+    path.write_bytes(bytes(data))
+    packs = list(packed_sessions(TapeReader(path, strict=False)))
+    assert {p.broken != "" for p in packs} == {True, False}
+    assert {p.ended for p in packs} == {True, False}
+    arrived = pickle.loads(pickle.dumps(packs))
+    assert arrived == packs
+    assert all(type(f[1]) is FrameHeader for p in arrived for f in p.frames)
+    assert [unpack_session(p) for p in arrived] == [unpack_session(p) for p in packs]
+
+
 # -- writers that stopped mid-write ----------------------------------------------
 
 

@@ -30,6 +30,7 @@ from ._frames import (
     FrameHeader,
     file_header_size,
     frame_crc,
+    good_frame,
     parse_file_header,
     parse_frame_header,
     parse_short_header,
@@ -44,6 +45,12 @@ _READ = 1 << 16
 Suspects = dict[tuple[bytes, int], int]
 """(session, seq) named by refused frame headers -> the frame's offset."""
 
+
+SCAN_BLOCK = 1 << 20
+"""Bytes of a tape ``frames`` reads at a time and checks frame after frame in memory
+(``good_frame``); a frame that is not good, or larger than a block, is checked again on
+its own.  A block is read only from a frame that runs past the end of the one before, so
+reading stays linear in the file's size."""
 
 READ_BUFFER = 256 * 1024
 """Bytes a reader of frames asks the file for at a time: its frames are read one after
@@ -325,8 +332,22 @@ def frames(
     short = header.major >= SHORT_FRAMES_SINCE
     offset = header.size
     before: FrameHeader | None = None  # the good frame that ends at ``offset``
-    f.seek(offset)
+    block, start = b"", offset  # bytes of the file from ``start`` on
     while offset < size:
+        found = good_frame(block, offset - start, size - offset, before if short else None)
+        if type(found) is int and 0 < found <= SCAN_BLOCK:  # it runs past the block
+            f.seek(offset)
+            block, start = f.read(min(SCAN_BLOCK, size - offset)), offset
+            found = good_frame(block, 0, size - offset, before if short else None)
+        if type(found) is tuple:
+            good, payload = found
+            yield offset, good, payload
+            offset += good.head + good.comp_len
+            before = good
+            continue
+        # Not a good frame (or one larger than a block): check it again, piece by piece,
+        # to say what is wrong and where reading resumes.
+        f.seek(offset)
         head = f.read(FRAME_HEADER_SIZE)
         fh, hsize, payload, bad = _check(f, offset, size, head, before, short)
         if not bad:
@@ -366,4 +387,3 @@ def frames(
             return
         offset = nxt
         before = None
-        f.seek(offset)

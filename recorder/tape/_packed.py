@@ -17,6 +17,7 @@ what a tape decodes to, from the counts that come back.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import attrs
 import zstandard
@@ -56,6 +57,37 @@ class PackedSession:
     def stored_bytes(self) -> int:
         """Compressed payload bytes it carries."""
         return sum(len(payload) for _, _, payload in self.frames)
+
+    def __reduce__(self) -> tuple[Callable[..., PackedSession], tuple[Any, ...]]:
+        """Pickled with each frame as a plain tuple: a session is sent to another process
+        this way, and pickling its frames' named tuples (each through Python-level code)
+        cost the sending process more than reading them."""
+        frames = tuple([(at, *fh, payload) for at, fh, payload in self.frames])
+        fields = (self.session_id, self.header, self.tape, self.file, self.ended, self.broken)
+        return _unpickled, (*fields, self.offset, frames)
+
+
+def _unpickled(
+    session_id: str,
+    header: SessionStarted,
+    tape: str,
+    file: FileHeader,
+    ended: bool,
+    broken: str,
+    offset: int,
+    frames: tuple[tuple[Any, ...], ...],
+) -> PackedSession:
+    """The ``PackedSession`` that ``PackedSession.__reduce__`` pickled."""
+    return PackedSession(
+        session_id=session_id,
+        header=header,
+        tape=tape,
+        file=file,
+        frames=tuple([(f[0], FrameHeader._make(f[1:-1]), f[-1]) for f in frames]),
+        ended=ended,
+        broken=broken,
+        offset=offset,
+    )
 
 
 def packed_sessions(reader: TapeReader) -> Iterator[PackedSession]:

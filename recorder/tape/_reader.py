@@ -191,11 +191,12 @@ class TapeReader:
         dropped: set[bytes] = set()  # sessions refused or without a readable start
         suspects: Suspects = {}
         with open_tape(self.path, READ_BUFFER) as f:
-            for offset, fh, payload in frames(f, self.header, self._log, suspects):
+            for frame in frames(f, self.header, self._log, suspects):
+                offset, fh, _ = frame
                 key = fh.session
-                sid = key.hex()
                 pending = open_.get(key)
                 if fh.flags & FLAG_START:
+                    sid = key.hex()
                     if pending is not None or key in ended or key in dropped or fh.seq != 0:
                         self._log.corrupt(f"session {sid} starts twice", offset, sid)
                         continue
@@ -207,6 +208,7 @@ class TapeReader:
                         continue
                     pending = open_[key] = _Pending(offset)
                 elif pending is None:
+                    sid = key.hex()
                     if key in ended:
                         self._log.corrupt(
                             f"frame {fh.seq} of session {sid} follows its end", offset, sid
@@ -221,7 +223,7 @@ class TapeReader:
                 if not pending.broken:
                     if fh.seq == pending.next_seq:
                         pending.next_seq += 1
-                        pending.frames.append((offset, fh, payload))
+                        pending.frames.append(frame)
                     else:
                         pending.broken = self._gap(suspects, key, pending.next_seq, offset)
                 if fh.flags & FLAG_END:
