@@ -32,8 +32,14 @@ from agents.chat_server import ChatServer
 from endless import Endless
 from fakeapi import FakeAPI
 
+from evaltape.scoring.run.executors._choose import ray_environment
+
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Ray reads these when first imported, by whichever test imports it first: no usage
+    # statistics, and every Ray process of every test on 127.0.0.1.
+    for key, value in ray_environment(None).items():
+        os.environ.setdefault(key, value)
     config.addinivalue_line(
         "markers", "chat_server(**settings): settings of the ``server`` fixture's ChatServer"
     )
