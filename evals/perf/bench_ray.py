@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -70,7 +71,7 @@ def timed_cpu(work: Callable[[], Any]) -> tuple[float, float, Any]:
     return time.perf_counter() - wall, time.process_time() - cpu, value
 
 
-def rescore_rows(folder: Path, sessions: int, address: str) -> dict[str, float]:
+def rescore_rows(folder: Path, sessions: int, address: str, reps: int) -> dict[str, Any]:
     from evaltape.scoring.run.executors._process_rescore import ProcessRescorer
     from evaltape.scoring.run.executors._ray_rescore import BATCH, RayRescorer
 
@@ -90,21 +91,41 @@ def rescore_rows(folder: Path, sessions: int, address: str) -> dict[str, float]:
     def in_pool(scorer: Any, floors: Any) -> ProcessRescorer:
         return ProcessRescorer(scorer, floors, processes=WORKERS)
 
-    here_s, here_cpu, here = timed_cpu(lambda: rescore_tapes(tapes, cases, **options))
-    pool_s, pool_cpu, pooled = timed_cpu(lambda: rescore_on(in_pool, tapes, cases, **options))
-    ray_s, ray_cpu, there = timed_cpu(lambda: rescore_on(on_ray, tapes, cases, **options))
-    if there != here or pooled != here:
-        raise SystemExit("rescore on Ray or in processes differs from rescore in this process")
-    n = len(here.rescored)
+    runs: dict[str, list[tuple[float, float]]] = {"threads": [], "pool": [], "ray": []}
+    n = 0
+    for _ in range(reps):  # interleaved, so a slow minute of the machine hits all three
+        here_s, here_cpu, here = timed_cpu(lambda: rescore_tapes(tapes, cases, **options))
+        pool_s, pool_cpu, pooled = timed_cpu(lambda: rescore_on(in_pool, tapes, cases, **options))
+        ray_s, ray_cpu, there = timed_cpu(lambda: rescore_on(on_ray, tapes, cases, **options))
+        if there != here or pooled != here:
+            raise SystemExit("rescore on Ray or in processes differs from rescore in this process")
+        n = len(here.rescored)
+        runs["threads"].append((here_s, here_cpu))
+        runs["pool"].append((pool_s, pool_cpu))
+        runs["ray"].append((ray_s, ray_cpu))
+
+    def wall(kind: str) -> float:
+        return statistics.median(s for s, _ in runs[kind])
+
+    def cpu_ms(kind: str) -> float:
+        return statistics.median(c for _, c in runs[kind]) / n * 1000
+
+    def spread(kind: str) -> str:
+        ratios = [t[0] / o[0] for t, o in zip(runs["threads"], runs[kind], strict=True)]
+        return f"{min(ratios):.2f}-{max(ratios):.2f}x"
+
     return {
         "sessions": n,
+        "reps": reps,
         "write_s": written,
-        "threads_s": here_s,
-        "threads_cpu_ms": here_cpu / n * 1000,
-        "pool_s": pool_s,
-        "pool_cpu_ms": pool_cpu / n * 1000,
-        "ray_s": ray_s,
-        "ray_cpu_ms": ray_cpu / n * 1000,
+        "threads_s": wall("threads"),
+        "threads_cpu_ms": cpu_ms("threads"),
+        "pool_s": wall("pool"),
+        "pool_cpu_ms": cpu_ms("pool"),
+        "pool_spread": spread("pool"),
+        "ray_s": wall("ray"),
+        "ray_cpu_ms": cpu_ms("ray"),
+        "ray_spread": spread("ray"),
         "tasks": made[0].tasks,
         "batch": BATCH,
         "tape_kb": sum(t.stat().st_size for t in tapes) / n / 1024,
@@ -191,7 +212,7 @@ def section(args: argparse.Namespace) -> str:
         with tempfile.TemporaryDirectory() as tmp:
             replay = replay_rows(Path(tmp) / "replay", args.cases, address)
         with tempfile.TemporaryDirectory() as tmp:
-            rescore = rescore_rows(Path(tmp), args.sessions, address)
+            rescore = rescore_rows(Path(tmp), args.sessions, address, args.reps)
     finally:
         ray.shutdown()
     load_after = os.getloadavg()
@@ -211,9 +232,15 @@ def section(args: argparse.Namespace) -> str:
     worker_total = big * work_ms / 1000 / workers
     projected = max(driver_total, worker_total)
     bound = "the driver" if driver_total >= worker_total else "the workers"
+    ceiling_pool = WORKERS * work_ms / (work_ms + r["pool_cpu_ms"])
+    ceiling_ray = WORKERS * work_ms / (work_ms + r["ray_cpu_ms"])
+    pool_row = (
+        f"| {WORKERS} processes (`auto`, batches of 64) | {r['pool_s']:.1f} s "
+        f"| **{pool_ratio:.2f}x** | {r['pool_spread']} |"
+    )
     ray_row = (
         f"| Ray, {WORKERS} workers ({r['tasks']} tasks of {r['batch']}) "
-        f"| {r['ray_s']:.1f} s | **{ray_ratio:.2f}x** |"
+        f"| {r['ray_s']:.1f} s | **{ray_ratio:.2f}x** | {r['ray_spread']} |"
     )
     return f"""{HEADING}
 
@@ -227,18 +254,24 @@ to processes and to Ray still compressed, as the tape stores them
 ({r["tape_kb"]:.1f} KB each here), and are decoded where they are scored.
 
 ```sh
-python evals/perf/bench_ray.py --sessions {args.sessions} --cases {args.cases}
+python evals/perf/bench_ray.py --sessions {args.sessions} --cases {args.cases} --reps {args.reps}
 ```
 
 Machine: {machine()}; ray {ray.__version__}.  Load average {load[0]:.1f} when
 the run started, {load_after[0]:.1f} when it ended, on 2 cores; the ratios,
-measured back to back, are the figures to read.
+measured back to back, are the figures to read.  The rescore was run {r["reps"]} times,
+the three ways interleaved in each run; the table gives medians, and the last column the
+lowest and highest ratio of the runs.
 
-| rescore {r["sessions"]:,} 25-turn sessions | seconds | ratio to threads |
-|---|---:|---:|
-| threads (this process) | {r["threads_s"]:.1f} s | 1.00x |
-| {WORKERS} processes (`auto`, batches of 64) | {r["pool_s"]:.1f} s | **{pool_ratio:.2f}x** |
+| rescore {r["sessions"]:,} 25-turn sessions | seconds | ratio to threads | runs |
+|---|---:|---:|---:|
+| threads (this process) | {r["threads_s"]:.1f} s | 1.00x | |
+{pool_row}
 {ray_row}
+
+On {WORKERS} cores the workers share the CPUs with the reading process, so a ratio
+cannot pass {WORKERS} x work / (work + reading CPU): {ceiling_pool:.2f}x for the processes
+and {ceiling_ray:.2f}x for Ray here (Ray's own processes take their share on top).
 
 | the reading process's CPU per session | ms |
 |---|---:|
@@ -274,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=4_000, help="sessions to rescore")
     parser.add_argument("--cases", type=int, default=100, help="cases in the replayed suite")
+    parser.add_argument("--reps", type=int, default=3, help="interleaved rescore runs (medians)")
     parser.add_argument("--no-doc", action="store_true", help="print, do not update the doc")
     args = parser.parse_args(argv)
     text = section(args)
