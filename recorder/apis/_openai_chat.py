@@ -37,7 +37,7 @@ from ._model import (
     reported_usage,
     tool_call,
 )
-from ._spec import ApiSpec, Item, call_item, fold_messages, text_of
+from ._spec import OPENAI_DROPPED, ApiSpec, Item, call_item, fold_messages, text_of
 from .reuse._session import Memo
 
 API: Final = "openai.chat"
@@ -374,13 +374,8 @@ def _from_chunks(
 
 # -- recognising, matching and the conversation view ------------------------------------
 
-DROPPED: Final = {
-    "user": "end-user id for abuse monitoring; often a per-run id",
-    "safety_identifier": "end-user id for abuse monitoring",
-    "prompt_cache_key": "cache routing hint; does not change the answer",
-    "metadata": "free-form tags for dashboards; often carries run ids",
-}
-"""Top-level body fields matching ignores, with the reason."""
+DROPPED: Final = OPENAI_DROPPED
+"""Top-level body fields matching ignores, with the reason (OpenAI's two APIs share them)."""
 
 
 def _fold(body: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,14 @@ from ._model import ToolCall
 
 DEFAULT_FALSE: Final = ("stream",)
 """Fields whose ``false`` equals their absence in every supported API."""
+OPENAI_DROPPED: Final = {
+    "user": "end-user id for abuse monitoring; often a per-run id",
+    "safety_identifier": "end-user id for abuse monitoring",
+    "prompt_cache_key": "cache routing hint; does not change the answer",
+    "metadata": "free-form tags for dashboards; often carries run ids",
+}
+"""Top-level body fields OpenAI's Chat Completions and Responses APIs both take and matching
+ignores, with the reason."""
 _TEXT_PARTS: Final = ("text", "input_text", "output_text")
 _INDEX: Final = re.compile(r"^\w+\[(\d+)\]")
 
