@@ -374,9 +374,6 @@ def _from_chunks(
 
 # -- recognising, matching and the conversation view ------------------------------------
 
-DROPPED: Final = OPENAI_DROPPED
-"""Top-level body fields matching ignores, with the reason (OpenAI's two APIs share them)."""
-
 
 def _fold(body: dict[str, Any]) -> dict[str, Any]:
     return {**body, "messages": fold_messages(body.get("messages"), "content", "text")}
@@ -421,7 +418,7 @@ SPEC: Final = ApiSpec(
     path_suffix="/chat/completions",
     provider="openai",
     conversation_keys=("messages",),
-    dropped=DROPPED,
+    dropped=OPENAI_DROPPED,
     fold=_fold,
     conversation=_conversation,
     claims_body=_claims_body,

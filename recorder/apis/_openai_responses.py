@@ -270,9 +270,6 @@ def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> Mo
 
 # -- recognising, matching and the conversation view ------------------------------------
 
-DROPPED: Final = OPENAI_DROPPED
-"""Top-level body fields matching ignores, with the reason (OpenAI's two APIs share them)."""
-
 
 def _fold(body: dict[str, Any]) -> dict[str, Any]:
     if "input" not in body:
@@ -316,7 +313,7 @@ SPEC: Final = ApiSpec(
     path_suffix="/responses",
     provider="openai",
     conversation_keys=("instructions", "input"),
-    dropped=DROPPED,
+    dropped=OPENAI_DROPPED,
     fold=_fold,
     conversation=_conversation,
 )
