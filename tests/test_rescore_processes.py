@@ -2,8 +2,9 @@
 
 The shipped cassettes (168 recorded sessions of the reference agent, with judged,
 coding and trajectory cases) are rescored in this process and in a pool of two
-processes, in batches small enough that every batch goes to the pool; the
-results must be the same, in the same order.
+processes, in batches small enough that every batch goes to the pool, with the
+tapes sent whole and with their sessions sent one by one; the results must be
+the same, in the same order.  So must a damaged tape's lines and notes.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from evaltape.scoring.run.executors._process_rescore import ProcessRescorer
 from evaltape.scoring.run.rescore._exec import Rescorer
 from evaltape.scoring.run.rescore._rescore import TapesRescored
 from evaltape.scoring.run.rescore._tapes import rescore_on, rescore_tapes
+from evaltape.scoring.run.rescore._whole import WHOLE_TAPE_BYTES
 from evaltape.scoring.sandbox import Sandbox
 from evaltape.scoring.verdicts._replaycheck import find_tapes
 
@@ -33,26 +35,33 @@ pytestmark = pytest.mark.slow
 
 
 class Pool:
-    """A rescorer factory that keeps the pool it made, to count its batches."""
+    """A rescorer factory that keeps the pool it made, to count its batches; tapes of up
+    to ``whole_limit`` bytes go whole (0: every session is read here and sent)."""
 
-    def __init__(self, batch: int) -> None:
+    def __init__(self, batch: int, whole_limit: int = 0) -> None:
         self.batch = batch
+        self.whole_limit = whole_limit
         self.made: list[ProcessRescorer] = []
 
     def __call__(self, scorer: Any, floors: Any) -> Rescorer:
-        made = ProcessRescorer(scorer, floors, processes=2, batch=self.batch)
+        made = ProcessRescorer(
+            scorer, floors, processes=2, batch=self.batch, whole_limit=self.whole_limit
+        )
         self.made.append(made)
         return made
 
 
-def test_the_shipped_cassettes_rescore_the_same_in_two_processes_as_in_one_thread() -> None:
+@pytest.mark.parametrize("whole", [False, True], ids=["sessions", "whole-tapes"])
+def test_the_shipped_cassettes_rescore_the_same_in_two_processes_as_in_one_thread(
+    whole: bool,
+) -> None:
     suites = load_suites([REPO / "evals"], rubrics_dir=REPO / "evals" / "rubrics")
     cases = {c.id: c for s in suites for c in s.cases}
     tapes = find_tapes(REPO / "cassettes")
     scorer = make_scorer(sandbox=Sandbox.find())
     where = {"cassettes": REPO / "cassettes", "results": REPO / ".evaltape" / "results"}
     here = rescore_tapes(tapes, cases, scorer, **where)
-    pool = Pool(batch=16)
+    pool = Pool(batch=1 if whole else 16, whole_limit=WHOLE_TAPE_BYTES if whole else 0)
     there = rescore_on(pool, tapes, cases, scorer, **where)
     assert len(here.rescored) == 168
     assert [r.attempt_result() for r in there.rescored] == [
@@ -60,7 +69,44 @@ def test_the_shipped_cassettes_rescore_the_same_in_two_processes_as_in_one_threa
     ]
     assert [r.judgement for r in there.rescored] == [r.judgement for r in here.rescored]
     assert (there.skipped, there.notes) == (here.skipped, here.notes)
-    assert pool.made[0].batches == 168 // 16 + 1  # every session went to the pool
+    if whole:  # every tape went to the pool as it is, one batch each
+        assert pool.made[0].tapes == pool.made[0].batches == len(tapes) > 1
+    else:  # every session went to the pool
+        assert pool.made[0].batches == 168 // 16 + 1 and pool.made[0].tapes == 0
+
+
+def test_a_damaged_tape_sent_whole_gives_the_lines_and_notes_reading_it_here_gives(
+    tmp_path: Path,
+) -> None:
+    cases = _suite_with_scorer(tmp_path, "damage_checks")
+    tape = tmp_path / "t.tape"
+    _tape(tape, 3)
+    gone = SessionStarted(
+        session_id="00000000000000aa", started_at=0.0, case_id="gone", model="m", mode=Mode.LIVE
+    )
+    with open_session(tape, gone, clock=lambda: 1.0) as writer:
+        writer.end(Status.COMPLETED)
+    _tape(tape, 2)  # two more sessions (their ids repeat: the reader says so)
+    data = bytearray(tape.read_bytes())
+    data[len(data) // 3] ^= 0xFF  # a corrupt frame in the first sessions
+    unended = SessionStarted(
+        session_id="00000000000000bb", started_at=0.0, case_id="c", model="m", mode=Mode.LIVE
+    )
+    tape.write_bytes(bytes(data))
+    with open_session(tape, unended, clock=lambda: 1.0) as writer:
+        writer.end(Status.COMPLETED)
+    tape.write_bytes(tape.read_bytes()[:-5])  # its end frame cut short: it has no end
+    where = {"cassettes": tmp_path, "results": tmp_path}
+    here = rescore_tapes([tape], cases, make_scorer(), **where)
+    pool = Pool(batch=1, whole_limit=WHOLE_TAPE_BYTES)
+    there = rescore_on(pool, [tape], cases, make_scorer(), **where)
+    assert pool.made[0].tapes == pool.made[0].batches == 1
+    assert here.notes and here.skipped and here.rescored  # the tape shows each kind
+    assert (there.rescored, there.skipped, there.notes) == (
+        here.rescored,
+        here.skipped,
+        here.notes,
+    )
 
 
 def _suite_with_scorer(tmp_path: Path, module: str) -> dict[str, Any]:

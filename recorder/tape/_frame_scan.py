@@ -7,6 +7,7 @@ and reading resumes at the next frame whose CRC checks.
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 import zlib
@@ -68,13 +69,30 @@ def open_tape(path: str, buffering: int = -1) -> BinaryIO:
         raise TapeError(f"{path}: cannot open: {exc.strerror}") from exc
 
 
-def read_file_header(log: NoteLog) -> FileHeader | None:
-    """The file header of ``log.path``; None for an empty file or one cut inside its header.
+def open_source(path: str, data: bytes | None, buffering: int = -1) -> BinaryIO:
+    """The tape to read: ``data`` when given (a tape sent as its bytes, named ``path`` in
+    notes), else the file at ``path`` (``open_tape``)."""
+    return io.BytesIO(data) if data is not None else open_tape(path, buffering)
+
+
+def size_of(f: BinaryIO) -> int:
+    """Bytes in the tape ``f`` reads (a file, or a tape's bytes)."""
+    if isinstance(f, io.BytesIO):  # its buffer would copy the bytes: ask where the end is
+        at = f.tell()
+        size = f.seek(0, io.SEEK_END)
+        f.seek(at)
+        return size
+    return os.fstat(f.fileno()).st_size
+
+
+def read_file_header(log: NoteLog, data: bytes | None = None) -> FileHeader | None:
+    """The file header of ``log.path`` (or of the tape ``data`` holds); None for an empty
+    file or one cut inside its header.
 
     Raises ``NotATape`` for another kind of file and ``NewerFormat`` for a
     newer major format; a damaged header is noted (``_salvage``).
     """
-    with open_tape(log.path) as f:
+    with open_source(log.path, data) as f:
         try:
             head = f.read(FILE_FIXED_SIZE)
         except OSError as exc:  # /proc/self/mem and the like open, then refuse to be read
@@ -86,7 +104,7 @@ def read_file_header(log: NoteLog) -> FileHeader | None:
         if damaged > (2 if len(head) >= len(MAGIC) else 0):
             raise NotATape(f"{log.path}: not an evaltape tape (bad magic)")
         if damaged:
-            return _salvage(log, f, "file header is damaged (bad magic)")
+            return _salvage(log, f, "file header is damaged (bad magic)", data)
         if len(head) < FILE_FIXED_SIZE:
             log.note("truncated", "file ends inside its header; it holds no events", 0)
             return None
@@ -94,10 +112,10 @@ def read_file_header(log: NoteLog) -> FileHeader | None:
         try:
             header = parse_file_header(head)
         except ValueError as exc:
-            return _salvage(log, f, str(exc))
+            return _salvage(log, f, str(exc), data)
         if header is None:
             if resync(f, len(MAGIC)) is not None:
-                return _salvage(log, f, "file header claims more bytes than it has")
+                return _salvage(log, f, "file header claims more bytes than it has", data)
             log.note("truncated", "file ends inside its header; it holds no events", 0)
             return None
     if header.major > FORMAT_MAJOR:
@@ -106,19 +124,22 @@ def read_file_header(log: NoteLog) -> FileHeader | None:
             f"{header.minor}); this evaltape reads format {FORMAT_MAJOR}.x; upgrade evaltape"
         )
     if header.major < 1:
-        return _salvage(log, None, f"file header names format {header.major}, which is none")
+        why = f"file header names format {header.major}, which is none"
+        return _salvage(log, None, why, data)
     return header
 
 
-def _salvage(log: NoteLog, f: BinaryIO | None, problem: str) -> FileHeader:
+def _salvage(
+    log: NoteLog, f: BinaryIO | None, problem: str, data: bytes | None = None
+) -> FileHeader:
     """A damaged file header: corrupt in strict mode, else read the frames
     after it as if it named this version's format."""
     log.corrupt(problem, 0)
     if f is None:
-        f = open_tape(log.path)
+        f = open_source(log.path, data)
     with f:
         first = resync(f, len(MAGIC))
-        size = os.fstat(f.fileno()).st_size
+        size = size_of(f)
     return FileHeader(
         major=FORMAT_MAJOR,
         minor=FORMAT_MINOR,
@@ -170,7 +191,7 @@ def resync(f: BinaryIO, start: int, budget: ScanBudget | None = None) -> int | N
     charged to ``budget`` (a fresh one for this file if None); None when no
     frame follows or the budget is spent.
     """
-    size = os.fstat(f.fileno()).st_size
+    size = size_of(f)
     if budget is None:
         budget = ScanBudget(size)
     pos = start
@@ -327,7 +348,7 @@ def frames(
     names goes into ``suspects`` so that the gap it leaves in its session is not
     reported a second time.
     """
-    size = os.fstat(f.fileno()).st_size
+    size = size_of(f)
     budget = ScanBudget(size)
     short = header.major >= SHORT_FRAMES_SINCE
     offset = header.size

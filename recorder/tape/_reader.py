@@ -33,7 +33,7 @@ from ._frame_scan import (
     READ_BUFFER,
     Suspects,
     frames,
-    open_tape,
+    open_source,
     read_file_header,
 )
 from ._frames import (
@@ -155,6 +155,9 @@ class TapeReader:
     ``tape_limit`` bounds the decoded bytes of all its sessions together (see
     ``MAX_TAPE_BYTES``): reading past it raises ``OverBudget`` naming the file,
     whatever ``strict`` says, since the tape is refused as a whole.
+
+    ``data``, when given, is the tape's bytes (sent from elsewhere): they are read
+    instead of the file, and notes still name ``path``.
     """
 
     def __init__(
@@ -164,14 +167,16 @@ class TapeReader:
         strict: bool = True,
         on_note: Callable[[Note], None] | None = None,
         tape_limit: int | None = None,
+        data: bytes | None = None,
     ) -> None:
         self.path = os.fspath(path)
+        self._data = data
         self._tape = TapeBudget(tape_limit) if tape_limit is not None else None
         self.strict = strict
         self._log = NoteLog(self.path, strict=strict, on_note=on_note)
         self.notes: list[Note] = self._log.notes
         self._dctx = zstandard.ZstdDecompressor(max_window_size=MAX_WINDOW)
-        self.header: FileHeader | None = read_file_header(self._log)
+        self.header: FileHeader | None = read_file_header(self._log, data)
         """The file header; None for an empty file or one cut inside its header."""
 
     # -- sessions ----------------------------------------------------------
@@ -190,7 +195,7 @@ class TapeReader:
         ended: set[bytes] = set()  # sessions whose end frame was read
         dropped: set[bytes] = set()  # sessions refused or without a readable start
         suspects: Suspects = {}
-        with open_tape(self.path, READ_BUFFER) as f:
+        with open_source(self.path, self._data, READ_BUFFER) as f:
             for frame in frames(f, self.header, self._log, suspects):
                 offset, fh, _ = frame
                 key = fh.session
@@ -337,7 +342,7 @@ class TapeReader:
             return []
         infos: dict[bytes, SessionInfo] = {}
         suspects: Suspects = {}
-        with open_tape(self.path, READ_BUFFER) as f:
+        with open_source(self.path, self._data, READ_BUFFER) as f:
             for offset, fh, payload in frames(f, self.header, self._log, suspects):
                 info = infos.get(fh.session)
                 if info is None:

@@ -1,7 +1,8 @@
 """Rescoring in batches elsewhere: the bookkeeping a process pool and Ray share.
 
 Sessions are sent ``batch`` at a time (a batch costs one task and one message,
-so scheduling costs little beside the scoring); at most ``limit`` batches are
+so scheduling costs little beside the scoring), a whole tape counting as the
+sessions its size suggests (``WholeTape.weight``); at most ``limit`` batches are
 in flight, which bounds the reading process's memory; callbacks are called in
 the order sessions were added.  A batch that fails (a scorer's bug, a lost
 worker) stops the rescore with ``RescoreFailed``, naming the cause in one line:
@@ -12,10 +13,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ..._errors import ScoringError
-from ..rescore._exec import Done, Landed, RescoreItem
+from ..rescore._whole import Unit
 
 Handle = TypeVar("Handle")
 
@@ -29,8 +30,8 @@ class Batches(Generic[Handle]):
 
     def __init__(
         self,
-        send: Callable[[Sequence[RescoreItem]], Handle],
-        land: Callable[[Handle], list[Landed]],
+        send: Callable[[Sequence[Unit]], Handle],
+        land: Callable[[Handle], Sequence[object]],
         *,
         batch: int,
         limit: int,
@@ -39,17 +40,20 @@ class Batches(Generic[Handle]):
         self._land_batch = land
         self._size = max(1, batch)
         self._limit = max(1, limit)
-        self._items: list[RescoreItem] = []
-        self._callbacks: list[Done] = []
-        self._flight: deque[tuple[Handle, list[Done]]] = deque()
+        self._items: list[Unit] = []
+        self._callbacks: list[Callable[[Any], None]] = []
+        self._weight = 0
+        self._flight: deque[tuple[Handle, list[Callable[[Any], None]]]] = deque()
         self.sent = 0
         """Batches sent so far."""
 
-    def add(self, item: RescoreItem, done: Done) -> None:
-        """Queue ``item``; a full batch is sent (landing the oldest when too many fly)."""
+    def add(self, item: Unit, done: Callable[[Any], None], weight: int = 1) -> None:
+        """Queue ``item`` (counting as ``weight`` sessions); a full batch is sent (landing
+        the oldest when too many fly).  ``done`` gets its outcome."""
         self._items.append(item)
         self._callbacks.append(done)
-        if len(self._items) >= self._size:
+        self._weight += weight
+        if self._weight >= self._size:
             self.send()
 
     def send(self) -> None:
@@ -61,7 +65,7 @@ class Batches(Generic[Handle]):
         handle = self._send_batch(self._items)
         self._flight.append((handle, self._callbacks))
         self.sent += 1
-        self._items, self._callbacks = [], []
+        self._items, self._callbacks, self._weight = [], [], 0
 
     def _land(self) -> None:
         handle, callbacks = self._flight.popleft()
@@ -74,8 +78,8 @@ class Batches(Generic[Handle]):
         while self._flight:
             self._land()
 
-    def take(self) -> tuple[list[RescoreItem], list[Done]]:
+    def take(self) -> tuple[list[Unit], list[Callable[[Any], None]]]:
         """The items queued and not yet sent, with their callbacks, taken out of the queue."""
         taken = (self._items, self._callbacks)
-        self._items, self._callbacks = [], []
+        self._items, self._callbacks, self._weight = [], [], 0
         return taken

@@ -2,50 +2,63 @@
 
 Folding and scoring a session is Python work that holds the GIL, so threads of
 one process score one session at a time whatever the machine has.  This
-rescorer sends ``BATCH`` sessions at a time, still compressed, to a pool of
-processes (one per core, started with ``spawn``: nothing of the reading
-process's threads or open files is inherited), which decode, fold and score
-them; the reading process only reads tapes.  A rescore of fewer than
-``BATCH`` sessions is scored in this process: starting the pool would cost
-more than it saves.
+rescorer sends whole tapes (their paths: the pool is on this machine) and the
+sessions of tapes too large to send whole, ``BATCH`` sessions at a time and
+still compressed, to a pool of processes (one per core, started with
+``spawn``: nothing of the reading process's threads or open files is
+inherited), which read, decode, fold and score them.  A rescore of fewer
+than ``BATCH`` sessions is scored in this process: starting the pool would
+cost more than it saves.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import pickle
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from ..._errors import ScoringError
 from ...checks._score import Scorer
 from ...judge._judgement import Floors
-from ..rescore._exec import Done, Landed, RescoreItem, Rescorer, RescorerFactory, rescore_items
+from ..rescore._exec import Done, RescoreItem, Rescorer, RescorerFactory
+from ..rescore._whole import WHOLE_TAPE_BYTES, TapeCases, TapeRead, Unit, WholeTape, score_units
 from ._batches import Batches, RescoreFailed
 
 BATCH = 64
 """Sessions per batch sent to a process."""
 
 
-def _score_batch(blob: bytes) -> list[Landed]:
+def _score_batch(blob: bytes) -> list[object]:
     """In a pool process: unpickle a batch (what cannot be unpickled here, such as a
     scorer this process cannot import, fails the batch, not the process) and score it."""
-    items, scorer, floors = pickle.loads(blob)
-    return rescore_items(items, scorer, floors)
+    units, cases, scorer, floors = pickle.loads(blob)
+    return list(score_units(units, cases, scorer, floors))
 
 
 class ProcessRescorer:
     """Scores sessions in batches in ``processes`` processes; calls back in order."""
 
     def __init__(
-        self, scorer: Scorer, floors: Floors, *, processes: int, batch: int = BATCH
+        self,
+        scorer: Scorer,
+        floors: Floors,
+        *,
+        processes: int,
+        batch: int = BATCH,
+        whole_limit: int = WHOLE_TAPE_BYTES,
     ) -> None:
+        self.whole_limit = whole_limit
+        """The largest tape sent whole (bytes); 0: every session is read here and sent."""
+        self.tapes = 0
+        """Tapes sent whole so far."""
         self._scorer = scorer
         self._floors = floors
         self._processes = max(1, processes)
         self._pool: ProcessPoolExecutor | None = None
-        self._batches: Batches[Future[list[Landed]]] = Batches(
+        self._cases: TapeCases | None = None
+        self._batches: Batches[Future[list[object]]] = Batches(
             self._send, self._land, batch=batch, limit=2 * self._processes
         )
 
@@ -54,15 +67,16 @@ class ProcessRescorer:
         """Batches sent to the pool so far."""
         return self._batches.sent
 
-    def _send(self, items: Sequence[RescoreItem]) -> Future[list[Landed]]:
+    def _send(self, items: Sequence[Unit]) -> Future[list[object]]:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
                 max_workers=self._processes, mp_context=multiprocessing.get_context("spawn")
             )
-        blob = pickle.dumps((list(items), self._scorer, self._floors))
+        cases = self._cases if any(isinstance(u, WholeTape) for u in items) else None
+        blob = pickle.dumps((list(items), cases, self._scorer, self._floors))
         return self._pool.submit(_score_batch, blob)
 
-    def _land(self, future: Future[list[Landed]]) -> list[Landed]:
+    def _land(self, future: Future[list[object]]) -> list[object]:
         try:
             return future.result()
         except ScoringError:
@@ -78,12 +92,18 @@ class ProcessRescorer:
         """Queue ``item``; a full batch is sent to the pool."""
         self._batches.add(item, done)
 
+    def add_tape(self, tape: WholeTape, cases: TapeCases, done: Callable[[TapeRead], None]) -> None:
+        """Queue ``tape`` whole (a process reads it from its path)."""
+        self._cases = cases
+        self.tapes += 1
+        self._batches.add(tape, done, tape.weight)
+
     def flush(self) -> None:
         """Score what is left (here, when the pool was never needed) and wait for every
         batch."""
         if self._pool is None:  # fewer than one batch: not worth a pool
             items, callbacks = self._batches.take()
-            landed = rescore_items(items, self._scorer, self._floors)
+            landed = score_units(items, self._cases, self._scorer, self._floors)
             for outcome, done in zip(landed, callbacks, strict=True):
                 done(outcome)
         self._batches.drain()

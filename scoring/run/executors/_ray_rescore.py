@@ -1,10 +1,12 @@
 """Rescoring on Ray: recorded sessions scored in batches, one Ray task per batch.
 
-Imported only for ``rescore --executor ray``.  The driver reads the tapes and
-sends ``BATCH`` sessions per task, still compressed as the tape stores them
-(with today's cases, rubrics included), so the driver never decodes a session
-and a task carries about the bytes the tape holds; the scorer and floors go
-once to the object store.  Workers decode, fold and score.  At most two
+Imported only for ``rescore --executor ray``.  The driver sends each tape of
+up to ``WHOLE_TAPE_BYTES`` whole, as the bytes of its file, so it reads none
+of its frames; a larger tape it reads, and sends its sessions still
+compressed as the tape stores them.  A task carries ``BATCH`` sessions'
+worth (a tape counting as its size suggests); today's cases (rubrics
+included), the scorer and the floors go once to the object store.  Workers
+read, decode, fold and score.  At most two
 batches per CPU of the cluster are in flight, which bounds the driver's
 memory; results come back in the order sessions were read.  Nothing is
 written on the workers.
@@ -12,15 +14,17 @@ written on the workers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import attrs
 import ray
 import ray.exceptions
 
 from ...checks._score import Scorer
 from ...judge._judgement import Floors
-from ..rescore._exec import Done, Landed, RescoreItem, Rescorer, RescorerFactory, rescore_items
+from ..rescore._exec import Done, RescoreItem, Rescorer, RescorerFactory
+from ..rescore._whole import WHOLE_TAPE_BYTES, TapeCases, TapeRead, Unit, WholeTape, score_units
 from ._batches import Batches, RescoreFailed
 from ._ray import ray_cause
 from ._ray_connect import start_ray, stop_ray
@@ -41,13 +45,19 @@ class RayRescorer:
         num_cpus: int,
         batch: int = BATCH,
         runtime_env: dict[str, Any] | None = None,
+        whole_limit: int = WHOLE_TAPE_BYTES,
     ) -> None:
+        self.whole_limit = whole_limit
+        """The largest tape sent whole (bytes); 0: every session is read here and sent."""
+        self.tapes = 0
+        """Tapes sent whole so far."""
         self._owns = start_ray(address, num_cpus, runtime_env)
         self._scorer = ray.put(scorer)
         self._floors = floors
         api: Any = ray  # typed or not, whichever ray is installed
         cpus = int(api.cluster_resources().get("CPU", 1))
-        self._task: Any = ray.remote(num_cpus=1, max_retries=0)(rescore_items)
+        self._cases: Any = None  # today's cases in the object store, once a tape is sent
+        self._task: Any = ray.remote(num_cpus=1, max_retries=0)(score_units)
         self._batches: Batches[Any] = Batches(
             self._send, self._land, batch=batch, limit=2 * max(1, cpus)
         )
@@ -57,12 +67,13 @@ class RayRescorer:
         """Tasks sent so far."""
         return self._batches.sent
 
-    def _send(self, items: Sequence[RescoreItem]) -> Any:
-        return self._task.remote(list(items), self._scorer, self._floors)
+    def _send(self, items: Sequence[Unit]) -> Any:
+        units = [_with_bytes(u) if isinstance(u, WholeTape) else u for u in items]
+        return self._task.remote(units, self._cases, self._scorer, self._floors)
 
-    def _land(self, ref: Any) -> list[Landed]:
+    def _land(self, ref: Any) -> list[object]:
         try:
-            landed: list[Landed] = ray.get(ref)
+            landed: list[object] = ray.get(ref)
         except ray.exceptions.RayError as exc:
             why = ray_cause(exc)
             raise RescoreFailed(f"rescore on Ray: a batch of sessions failed: {why}") from None
@@ -71,6 +82,13 @@ class RayRescorer:
     def add(self, item: RescoreItem, done: Done) -> None:
         """Queue ``item``; a full batch is sent."""
         self._batches.add(item, done)
+
+    def add_tape(self, tape: WholeTape, cases: TapeCases, done: Callable[[TapeRead], None]) -> None:
+        """Queue ``tape`` whole: its bytes go with the task that reads it."""
+        if self._cases is None:
+            self._cases = ray.put(cases)
+        self.tapes += 1
+        self._batches.add(tape, done, tape.weight)
 
     def flush(self) -> None:
         """Send the last batch and wait for every one."""
@@ -81,6 +99,15 @@ class RayRescorer:
         if self._owns:
             stop_ray()
             self._owns = False
+
+
+def _with_bytes(tape: WholeTape) -> WholeTape:
+    """``tape`` with its file's bytes (a worker may not see this machine's files); as it
+    is if it cannot be read now, so the worker says why it cannot read it."""
+    try:
+        return attrs.evolve(tape, data=tape.path.read_bytes())
+    except OSError:
+        return tape
 
 
 def ray_rescorer(

@@ -133,6 +133,12 @@ class Rescored:
         """The session's evidence is unreliable (verdict error)."""
         return self.verdict is Verdict.ERROR
 
+    def against(self, before: AttemptResult | None) -> Rescored:
+        """This attempt with ``before``, its result when it ran (None: not known), beside it."""
+        if before is None:
+            return self
+        return attrs.evolve(self, before=before.verdict, before_reason=before.reason)
+
     @property
     def flip(self) -> Flip | None:
         """The change against ``before``; None when there is no earlier verdict."""
@@ -223,11 +229,9 @@ def rescore_session(
         score=score,
         usage=session.usage,
         duration=session.duration,
-        before=before.verdict if before is not None else None,
-        before_reason=before.reason if before is not None else "",
         judgement=judgement,
         incomplete=end is not None and is_recovered(end),
-    )
+    ).against(before)
 
 
 # -- where tapes are ----------------------------------------------------------
@@ -330,14 +334,18 @@ def stream_packed(
     each: Callable[[PackedSession], None],
     notes: list[str],
     wanted: Callable[[str], bool] = lambda session_id: True,
+    data: bytes | None = None,
 ) -> str:
     """``stream_sessions`` without decoding: hand each ``wanted`` session of ``tape`` to
     ``each`` still compressed (whoever scores it decodes it); "" or why the tape cannot be
-    read.  What the sessions decode to is counted where they are decoded (``TapeBudgets``)."""
-    if not tape.is_file():
+    read.  What the sessions decode to is counted where they are decoded (``TapeBudgets``).
+    ``data``: the tape's bytes, read instead of the file (a tape sent from elsewhere)."""
+    if data is None and not tape.is_file():
         return f"{tape}: no such tape"
     try:
-        reader = TapeReader(tape, strict=False, on_note=_noting(notes), tape_limit=MAX_TAPE_BYTES)
+        reader = TapeReader(
+            tape, strict=False, on_note=_noting(notes), tape_limit=MAX_TAPE_BYTES, data=data
+        )
         for packed in packed_sessions(reader):
             if wanted(packed.session_id):
                 each(packed)

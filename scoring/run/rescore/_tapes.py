@@ -13,7 +13,7 @@ from pathlib import Path
 
 import attrs
 
-from evaltape.recorder import Mode, SessionStarted, TapeError, TapeReader
+from evaltape.recorder import Mode, TapeError, TapeReader
 from evaltape.recorder._shared import PackedSession
 
 from ...cases._cases import Case
@@ -28,8 +28,15 @@ from ._rescore import (
     Skipped,
     TapeBudgets,
     TapesRescored,
-    stream_packed,
     tape_label,
+)
+from ._whole import (
+    TakesWholeTapes,
+    TapeCases,
+    TapeRead,
+    WholeTape,
+    land_tape,
+    read_tape,
 )
 
 # -- rescoring tapes --------------------------------------------------------------
@@ -42,8 +49,9 @@ class _Originals:
         self.results = results
         self._runs: dict[str, dict[str, AttemptResult]] = {}
 
-    def find(self, header: SessionStarted) -> AttemptResult | None:
-        run_id = dict(header.metadata).get("run_id")
+    def find(self, run_id: object, session_id: str) -> AttemptResult | None:
+        """The result of session ``session_id`` in the record of run ``run_id`` (from the
+        session's metadata), if there is one."""
         if not isinstance(run_id, str) or not run_id or "/" in run_id or "\\" in run_id:
             return None
         if run_id not in self._runs:
@@ -55,7 +63,7 @@ class _Originals:
             self._runs[run_id] = (
                 {a.session_id: a for a in record.attempts if a.session_id} if record else {}
             )
-        return self._runs[run_id].get(header.session_id)
+        return self._runs[run_id].get(session_id)
 
 
 def rescore_tapes(
@@ -109,53 +117,78 @@ def rescore_on(
     floors: Floors = DEFAULT_FLOORS,
 ) -> TapesRescored:
     """``rescore_tapes``, its sessions scored where ``rescorer`` says (None: here, one
-    at a time; a process pool or Ray: in batches of sessions sent still compressed)."""
+    at a time; a process pool or Ray: whole tapes of up to its ``whole_limit`` sent as
+    they are, the sessions of larger ones in batches, still compressed)."""
     notes: list[str] = []
     originals = _Originals(results)
     skipped: list[Skipped] = []
     done: list[Rescored] = []
     keep = _newest(tapes) if latest else None
     scoring = rescorer(scorer, floors) if rescorer is not None else InProcess(scorer, floors)
-
+    whole = scoring if isinstance(scoring, TakesWholeTapes) else None
+    chosen = TapeCases(
+        cases=dict(cases), selected=frozenset(c.id for c in cases.values() if selected(c.id))
+    )
     budgets = TapeBudgets()
 
-    def landed(tape: Path, what: str, outcome: Landed) -> None:
+    def landed(tape: Path, what: str, outcome: Landed, run_id: object = None) -> None:
         budgets.charge(tape, outcome.decoded)
         notes.extend(outcome.notes)
         if outcome.rescored is None:
             skipped.append(Skipped(line=f"{what} has no end ({outcome.problem}); skipped"))
         else:
-            done.append(outcome.rescored)
-            on_result(outcome.rescored)
+            rescored = outcome.rescored
+            if run_id is not None:
+                rescored = rescored.against(originals.find(run_id, rescored.session_id))
+            done.append(rescored)
+            on_result(rescored)
+
+    def skip(line: str) -> None:
+        skipped.append(Skipped(line=line))
+
+    def read(tape: Path, got: TapeRead) -> None:
+        land_tape(got, notes, skip, functools.partial(landed, tape))
 
     try:
         for tape in tapes:
             label = tape_label(tape, cassettes=cassettes, results=results)
+            wanted = None if keep is None else frozenset(keep.get(tape, ()))
+            size = _whole_size(tape, whole.whole_limit) if whole is not None else None
+            if whole is not None and size is not None:
+                unit = WholeTape(path=tape, label=label, wanted=wanted, size=size)
+                whole.add_tape(unit, chosen, functools.partial(read, tape))
+                continue
 
-            def each(packed: PackedSession, tape: Path = tape, label: str = label) -> None:
+            def score(
+                packed: PackedSession, case: Case, what: str, tape: Path = tape, label: str = label
+            ) -> None:
                 header = packed.header
-                if header.mode is not Mode.LIVE:
-                    return
-                what = f"{tape}: session {packed.session_id} ({header.case_id})"
-                case = cases.get(header.case_id)
-                if not packed.ended or packed.broken:
-                    skipped.append(Skipped(line=f"{what} has no end; skipped"))
-                elif case is None:
-                    skipped.append(Skipped(line=f"{what}: the case no longer exists; skipped"))
-                elif selected(case.id):
-                    item = RescoreItem(
-                        case=case, packed=packed, tape=label, before=originals.find(header)
-                    )
-                    scoring.add(item, functools.partial(landed, tape, what))
+                before = originals.find(dict(header.metadata).get("run_id"), header.session_id)
+                item = RescoreItem(case=case, packed=packed, tape=label, before=before)
+                scoring.add(item, functools.partial(landed, tape, what))
 
-            wanted = (lambda sid: True) if keep is None else keep.get(tape, set()).__contains__
-            problem = stream_packed(tape, each, notes, wanted=wanted)
-            if problem:
-                notes.append(problem)
+            read_tape(
+                tape,
+                cases,
+                chosen.selected.__contains__,
+                (lambda sid: True) if wanted is None else wanted.__contains__,
+                notes,
+                skip,
+                score,
+            )
         scoring.flush()
     finally:
         scoring.close()
     return TapesRescored(rescored=tuple(done), skipped=tuple(skipped), notes=tuple(notes))
+
+
+def _whole_size(tape: Path, limit: int) -> int | None:
+    """``tape``'s size if it is a file of at most ``limit`` bytes, to send whole; else None."""
+    try:
+        size = tape.stat().st_size if tape.is_file() else None
+    except OSError:
+        return None
+    return size if size is not None and size <= limit else None
 
 
 def _newest(tapes: Sequence[Path]) -> dict[Path, set[str]]:
