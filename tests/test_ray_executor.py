@@ -244,11 +244,13 @@ def test_replay_of_the_shipped_cassettes_on_ray_gives_the_thread_pools_verdicts(
     assert on_ray == threads
 
 
+@pytest.mark.parametrize("whole", [False, True], ids=["sessions", "whole-tapes"])
 def test_rescore_in_batches_on_ray_gives_the_in_process_results_in_order(
-    ray_address: str,
+    ray_address: str, whole: bool
 ) -> None:
     from evaltape.scoring.run.executors._ray_rescore import RayRescorer
     from evaltape.scoring.run.rescore._tapes import rescore_on, rescore_tapes
+    from evaltape.scoring.run.rescore._whole import WHOLE_TAPE_BYTES
 
     config = load_config(ROOT)
     suites = load_suites([config.suites], rubrics_dir=config.rubrics)
@@ -257,7 +259,10 @@ def test_rescore_in_batches_on_ray_gives_the_in_process_results_in_order(
     made: list[RayRescorer] = []
 
     def batched(scorer: Any, floors: Any) -> RayRescorer:
-        made.append(RayRescorer(scorer, floors, address=ray_address, num_cpus=2, batch=7))
+        limit = WHOLE_TAPE_BYTES if whole else 0
+        made.append(
+            RayRescorer(scorer, floors, address=ray_address, num_cpus=2, batch=7, whole_limit=limit)
+        )
         return made[-1]
 
     options: dict[str, Any] = {
@@ -268,5 +273,8 @@ def test_rescore_in_batches_on_ray_gives_the_in_process_results_in_order(
     here = rescore_tapes(tapes, cases, **options)
     there = rescore_on(batched, tapes, cases, **options)
     assert len(there.rescored) == len(here.rescored) > 100
-    assert made[0].tasks == -(-len(here.rescored) // 7)  # batches of 7, not one task each
+    if whole:  # each tape went as it is, several small ones to a task
+        assert made[0].tapes == len(tapes) and 1 < made[0].tasks < len(tapes)
+    else:  # batches of 7 sessions, not one task each
+        assert made[0].tasks == -(-len(here.rescored) // 7) and made[0].tapes == 0
     assert there == here

@@ -4,8 +4,9 @@ Three measures, each run with the thread pool (this process) and with the Ray
 executor on a local Ray instance of 2 workers (``num_cpus=2``, 127.0.0.1):
 
 - rescore of ``--sessions`` (4,000) generated 25-turn sessions (``traffic.py``,
-  as ``bench_rescore.py`` writes them), also in a pool of 2 processes, sent in
-  batches still compressed; with the driver's CPU per session and a projection;
+  as ``bench_rescore.py`` writes them), also in a pool of 2 processes; whole
+  tapes, and sessions sent one by one still compressed (the way for tapes over
+  16 MiB); with the driver's CPU per session and a projection;
 - replay of a ``--cases`` x 3 (300-attempt) synthetic suite: a one-call
   Python agent recorded live against a 127.0.0.1 server, then replayed;
 - the per-task overhead: a Ray task that does nothing, and the replay's
@@ -74,6 +75,7 @@ def timed_cpu(work: Callable[[], Any]) -> tuple[float, float, Any]:
 def rescore_rows(folder: Path, sessions: int, address: str, reps: int) -> dict[str, Any]:
     from evaltape.scoring.run.executors._process_rescore import ProcessRescorer
     from evaltape.scoring.run.executors._ray_rescore import BATCH, RayRescorer
+    from evaltape.scoring.run.rescore._whole import WHOLE_TAPE_BYTES
 
     written, tapes = timed(lambda: write_tapes(folder / "cassettes", sessions))
     cases = {c.id: c for c in (make_case(i) for i in range(20))}
@@ -82,27 +84,41 @@ def rescore_rows(folder: Path, sessions: int, address: str, reps: int) -> dict[s
         "results": folder / "results",
         "scorer": make_scorer(),
     }
-    made: list[RayRescorer] = []
+    made: dict[int, list[RayRescorer]] = {WHOLE_TAPE_BYTES: [], 0: []}
 
-    def on_ray(scorer: Any, floors: Any) -> RayRescorer:
-        made.append(RayRescorer(scorer, floors, address=address, num_cpus=WORKERS))
-        return made[-1]
+    def on_ray(limit: int) -> Callable[[Any, Any], RayRescorer]:
+        def make(scorer: Any, floors: Any) -> RayRescorer:
+            rescorer = RayRescorer(
+                scorer, floors, address=address, num_cpus=WORKERS, whole_limit=limit
+            )
+            made[limit].append(rescorer)
+            return rescorer
 
-    def in_pool(scorer: Any, floors: Any) -> ProcessRescorer:
-        return ProcessRescorer(scorer, floors, processes=WORKERS)
+        return make
 
-    runs: dict[str, list[tuple[float, float]]] = {"threads": [], "pool": [], "ray": []}
+    def in_pool(limit: int) -> Callable[[Any, Any], ProcessRescorer]:
+        def make(scorer: Any, floors: Any) -> ProcessRescorer:
+            return ProcessRescorer(scorer, floors, processes=WORKERS, whole_limit=limit)
+
+        return make
+
+    ways: dict[str, Any] = {
+        "pool": in_pool(WHOLE_TAPE_BYTES),
+        "ray": on_ray(WHOLE_TAPE_BYTES),
+        "pool_sessions": in_pool(0),
+        "ray_sessions": on_ray(0),
+    }
+    runs: dict[str, list[tuple[float, float]]] = {k: [] for k in ("threads", *ways)}
     n = 0
-    for _ in range(reps):  # interleaved, so a slow minute of the machine hits all three
+    for _ in range(reps):  # interleaved, so a slow minute of the machine hits every way
         here_s, here_cpu, here = timed_cpu(lambda: rescore_tapes(tapes, cases, **options))
-        pool_s, pool_cpu, pooled = timed_cpu(lambda: rescore_on(in_pool, tapes, cases, **options))
-        ray_s, ray_cpu, there = timed_cpu(lambda: rescore_on(on_ray, tapes, cases, **options))
-        if there != here or pooled != here:
-            raise SystemExit("rescore on Ray or in processes differs from rescore in this process")
-        n = len(here.rescored)
         runs["threads"].append((here_s, here_cpu))
-        runs["pool"].append((pool_s, pool_cpu))
-        runs["ray"].append((ray_s, ray_cpu))
+        for kind, way in ways.items():
+            s, cpu, there = timed_cpu(lambda way=way: rescore_on(way, tapes, cases, **options))
+            if there != here:
+                raise SystemExit(f"rescore ({kind}) differs from rescore in this process")
+            runs[kind].append((s, cpu))
+        n = len(here.rescored)
 
     def wall(kind: str) -> float:
         return statistics.median(s for s, _ in runs[kind])
@@ -114,22 +130,22 @@ def rescore_rows(folder: Path, sessions: int, address: str, reps: int) -> dict[s
         ratios = [t[0] / o[0] for t, o in zip(runs["threads"], runs[kind], strict=True)]
         return f"{min(ratios):.2f}-{max(ratios):.2f}x"
 
-    return {
+    found: dict[str, Any] = {
         "sessions": n,
         "reps": reps,
         "write_s": written,
-        "threads_s": wall("threads"),
-        "threads_cpu_ms": cpu_ms("threads"),
-        "pool_s": wall("pool"),
-        "pool_cpu_ms": cpu_ms("pool"),
-        "pool_spread": spread("pool"),
-        "ray_s": wall("ray"),
-        "ray_cpu_ms": cpu_ms("ray"),
-        "ray_spread": spread("ray"),
-        "tasks": made[0].tasks,
+        "tapes": len(tapes),
+        "tape_mb": sum(t.stat().st_size for t in tapes) / len(tapes) / 2**20,
+        "tasks": made[WHOLE_TAPE_BYTES][0].tasks,
+        "session_tasks": made[0][0].tasks,
         "batch": BATCH,
         "tape_kb": sum(t.stat().st_size for t in tapes) / n / 1024,
     }
+    for kind in runs:
+        found[f"{kind}_s"] = wall(kind)
+        found[f"{kind}_cpu_ms"] = cpu_ms(kind)
+        found[f"{kind}_spread"] = spread(kind)
+    return found
 
 
 def _env(url: str) -> JobEnv:
@@ -217,8 +233,6 @@ def section(args: argparse.Namespace) -> str:
         ray.shutdown()
     load_after = os.getloadavg()
     r = rescore
-    ray_ratio = r["threads_s"] / r["ray_s"]
-    pool_ratio = r["threads_s"] / r["pool_s"]
     p_ratio = replay["threads_s"] / replay["ray_s"]
     q_ratio = replay["threads_s"] / replay["processes_s"]
     replay_head = (
@@ -234,24 +248,35 @@ def section(args: argparse.Namespace) -> str:
     bound = "the driver" if driver_total >= worker_total else "the workers"
     ceiling_pool = WORKERS * work_ms / (work_ms + r["pool_cpu_ms"])
     ceiling_ray = WORKERS * work_ms / (work_ms + r["ray_cpu_ms"])
-    pool_row = (
-        f"| {WORKERS} processes (`auto`, batches of 64) | {r['pool_s']:.1f} s "
-        f"| **{pool_ratio:.2f}x** | {r['pool_spread']} |"
-    )
-    ray_row = (
-        f"| Ray, {WORKERS} workers ({r['tasks']} tasks of {r['batch']}) "
-        f"| {r['ray_s']:.1f} s | **{ray_ratio:.2f}x** | {r['ray_spread']} |"
+    rows = [
+        (f"{WORKERS} processes (`auto`), whole tapes", "pool"),
+        (f"Ray, {WORKERS} workers, whole tapes ({r['tasks']} tasks)", "ray"),
+        (f"{WORKERS} processes, sessions one by one (batches of 64)", "pool_sessions"),
+        (
+            f"Ray, {WORKERS} workers, sessions one by one "
+            f"({r['session_tasks']} tasks of {r['batch']})",
+            "ray_sessions",
+        ),
+    ]
+    table = "\n".join(
+        f"| {label} | {r[kind + '_s']:.1f} s | **{r['threads_s'] / r[kind + '_s']:.2f}x** "
+        f"| {r[kind + '_spread']} |"
+        for label, kind in rows
     )
     return f"""{HEADING}
 
-Rescoring the same tapes three ways, side by side in one run: in this process
+Rescoring the same tapes several ways, side by side in one run: in this process
 (`--executor threads`), in a pool of {WORKERS} processes on this machine (`auto`,
 the default), and as Ray tasks on a local Ray instance of {WORKERS} workers
-(`num_cpus={WORKERS}`, 127.0.0.1); then a replay the same three ways.
+(`num_cpus={WORKERS}`, 127.0.0.1); then a replay three ways.
 Ratios are thread time / other time: above 1, the other is faster.  Results and
-verdicts are checked to be identical before a figure is reported.  Sessions go
-to processes and to Ray still compressed, as the tape stores them
-({r["tape_kb"]:.1f} KB each here), and are decoded where they are scored.
+verdicts are checked to be identical before a figure is reported.  A tape of up
+to 16 MiB goes to a process (its path) or to Ray (its bytes) whole, and is read,
+decoded, folded and scored there; the reading process reads none of its frames.
+A larger tape is read by the reading process and its sessions are sent one by
+one, still compressed, in batches: the *sessions one by one* rows measure that
+way on the same tapes.  Here {r["tapes"]} tapes of {r["tape_mb"]:.1f} MB
+({r["tape_kb"]:.1f} KB a session).
 
 ```sh
 python evals/perf/bench_ray.py --sessions {args.sessions} --cases {args.cases} --reps {args.reps}
@@ -260,29 +285,32 @@ python evals/perf/bench_ray.py --sessions {args.sessions} --cases {args.cases} -
 Machine: {machine()}; ray {ray.__version__}.  Load average {load[0]:.1f} when
 the run started, {load_after[0]:.1f} when it ended, on 2 cores; the ratios,
 measured back to back, are the figures to read.  The rescore was run {r["reps"]} times,
-the three ways interleaved in each run; the table gives medians, and the last column the
+every way interleaved in each run; the table gives medians, and the last column the
 lowest and highest ratio of the runs.
 
 | rescore {r["sessions"]:,} 25-turn sessions | seconds | ratio to threads | runs |
 |---|---:|---:|---:|
 | threads (this process) | {r["threads_s"]:.1f} s | 1.00x | |
-{pool_row}
-{ray_row}
+{table}
 
 On {WORKERS} cores the workers share the CPUs with the reading process, so a ratio
 cannot pass {WORKERS} x work / (work + reading CPU): {ceiling_pool:.2f}x for the processes
-and {ceiling_ray:.2f}x for Ray here (Ray's own processes take their share on top).
+and {ceiling_ray:.2f}x for Ray here, sending whole tapes (Ray's own processes take their
+share on top).
 
 | the reading process's CPU per session | ms |
 |---|---:|
 | threads: read, decode, fold and score it | {r["threads_cpu_ms"]:.2f} |
-| processes: read it and send it compressed | {r["pool_cpu_ms"]:.2f} |
-| Ray (the driver): read it and send it compressed | {r["ray_cpu_ms"]:.2f} |
+| processes, whole tapes: send the path, take the results | {r["pool_cpu_ms"]:.2f} |
+| Ray (the driver), whole tapes: send the bytes, take the results | {r["ray_cpu_ms"]:.2f} |
+| processes, sessions one by one: read, send, take the results | {r["pool_sessions_cpu_ms"]:.2f} |
+| Ray, sessions one by one: read, send, take the results | {r["ray_sessions_cpu_ms"]:.2f} |
 
-**Projection, 10^5 sessions on {workers} Ray workers.**  The driver's CPU per
+**Projection, 10^5 sessions on {workers} Ray workers** (in tapes of up to 16 MiB,
+so at least as many tapes as workers).  The driver's CPU per
 session ({r["ray_cpu_ms"]:.2f} ms) times 10^5 is {driver_total:.0f} s; one
 session's work on one core ({work_ms:.2f} ms) times 10^5 over {workers} workers is
-{worker_total:.0f} s.  The two overlap (the driver reads while the workers
+{worker_total:.0f} s.  The two overlap (the driver sends while the workers
 score), so the run takes about max({driver_total:.0f} s, {worker_total:.0f} s) =
 **{projected:.0f} s**, bound by {bound}, plus starting or joining the cluster.
 
