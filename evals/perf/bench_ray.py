@@ -296,7 +296,8 @@ lowest and highest ratio of the runs.
 On {WORKERS} cores the workers share the CPUs with the reading process, so a ratio
 cannot pass {WORKERS} x work / (work + reading CPU): {ceiling_pool:.2f}x for the processes
 and {ceiling_ray:.2f}x for Ray here, sending whole tapes (Ray's own processes take their
-share on top).
+share on top).  A single run's ratio above that bound means other work on this shared
+machine slowed that run's threads pass more than the rest.
 
 | the reading process's CPU per session | ms |
 |---|---:|
