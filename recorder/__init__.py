@@ -28,7 +28,16 @@ from ._events import (
     TransportError,
     WorkspaceSnapshot,
 )
-from ._session import ROLE_HEADER, Failure, Session, ToolCallRecord, Turn, fold, role_of
+from ._session import (
+    ROLE_HEADER,
+    Failure,
+    Session,
+    ToolCallRecord,
+    ToolResult,
+    Turn,
+    fold,
+    role_of,
+)
 from ._transport import Flavor, RecordingTransport
 from ._version import VERSION
 from .apis import Message, ModelCall, ToolCall, Usage, decode_call
@@ -65,6 +74,7 @@ __all__ = [
     "TapeReader",
     "ToolCall",
     "ToolCallRecord",
+    "ToolResult",
     "TransportError",
     "Turn",
     "Usage",

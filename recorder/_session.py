@@ -10,11 +10,13 @@ first appears (``CallDecoder``), so the fold is linear in the turns.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable, Iterable
 from typing import Literal, TypeAlias
 
 import attrs
+import msgspec
 
 from ._events import (
     Event,
@@ -33,7 +35,6 @@ from .apis._model import (
     ModelCall,
     ToolCall,
     Usage,
-    _setters,
     total_usage,
 )
 
@@ -66,9 +67,9 @@ def role_of(exchange: Exchange) -> str | None:
 _NAME = operator.itemgetter(0)
 
 
-@attrs.frozen(kw_only=True)
-class Turn:
-    """One model call of the session."""
+class Turn(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """One model call of the session (a frozen msgspec struct: ``msgspec.structs.replace``
+    makes a changed copy)."""
 
     index: int
     """Zero-based position among the session's model calls."""
@@ -78,7 +79,57 @@ class Turn:
     """What the exchange means as a model call."""
 
 
-@attrs.frozen(kw_only=True)
+class ToolResult:
+    """The result text a tool call got back, as a ``ToolCallRecord`` holds it: known when
+    the record is made, or for a record a fold made, found in the session's requests the
+    first time it is read (scoring tool calls by name and arguments never reads it).
+
+    The record itself never changes; this holder keeps what it found.  It equals,
+    hashes, prints and pickles as its text (or None) does.
+    """
+
+    __slots__ = ("_find", "_text")
+
+    def __init__(
+        self, text: str | None = None, find: Callable[[], str | None] | None = None
+    ) -> None:
+        self._text = text
+        self._find = find
+
+    @property
+    def text(self) -> str | None:
+        """The result's text; None if no later request carried one."""
+        find = self._find
+        if find is not None:  # two threads may both find it: the same text either way
+            self._text = find()
+            self._find = None
+        return self._text
+
+    @property
+    def found(self) -> bool:
+        """Whether the text is known (given, or found since)."""
+        return self._find is None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ToolResult):
+            return NotImplemented
+        return self.text == other.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return repr(self.text)
+
+    def __reduce__(self) -> tuple[type[ToolResult], tuple[str | None]]:
+        return ToolResult, (self.text,)
+
+
+def _as_result(value: str | ToolResult | None) -> ToolResult:
+    return value if isinstance(value, ToolResult) else ToolResult(value)
+
+
+@attrs.frozen(kw_only=True, repr=False)
 class ToolCallRecord:
     """A tool call the model made, and the result the agent sent back for it."""
 
@@ -86,39 +137,18 @@ class ToolCallRecord:
     """Index of the turn whose response asked for the call."""
     call: ToolCall
     """The call."""
-    result: str | None = None
-    """Text of the tool result a later request carried for this call's id; None if none did."""
-    _result: Callable[[ToolCallRecord], None] | None = attrs.field(
-        default=None, init=False, eq=False, hash=False, repr=False
-    )
-    """For a record a fold made: what finds ``result`` in the requests when it is first
-    read (scoring tool calls by name and arguments never reads it); None once found."""
+    _result: ToolResult = attrs.field(default=None, converter=_as_result, alias="result")
+    """The result (``result``): given as its text (or None), or for a record a fold
+    made, found in the requests when first read (``ToolResult``)."""
 
-    def __getattr__(self, name: str) -> object:
-        # Only reached when a slot is unset: the result of a folded record.
-        find = object.__getattribute__(self, "_result") if name == "result" else None
-        if find is None:
-            raise AttributeError(name)
-        find(self)
-        return object.__getattribute__(self, name)
+    @property
+    def result(self) -> str | None:
+        """Text of the tool result a later request carried for this call's id; None if none
+        did."""
+        return self._result.text
 
-
-_RESULT_SLOT = ToolCallRecord.__dict__["result"]
-_FIND_SLOT = ToolCallRecord.__dict__["_result"]
-_SET_TURN, _SET_CALL = _setters(
-    ToolCallRecord, ("turn", "call", "result", "_result"), "_tool_calls"
-)[:2]
-_SET_INDEX, _SET_EXCHANGE, _SET_TURN_CALL = _setters(Turn, ("index", "exchange", "call"), "_turn")
-
-
-def _turn(index: int, exchange: Exchange, call: ModelCall) -> Turn:
-    """``Turn(index=index, exchange=exchange, call=call)``, built slot by slot (one a
-    model call, in a fold)."""
-    turn: Turn = object.__new__(Turn)
-    _SET_INDEX(turn, index)
-    _SET_EXCHANGE(turn, exchange)
-    _SET_TURN_CALL(turn, call)
-    return turn
+    def __repr__(self) -> str:
+        return f"ToolCallRecord(turn={self.turn!r}, call={self.call!r}, result={self.result!r})"
 
 
 @attrs.frozen(kw_only=True)
@@ -200,30 +230,26 @@ class _Results:
         self._turns = turns
         self._found: dict[str, tuple[int, str]] | None = None
 
-    def __call__(self, record: ToolCallRecord) -> None:
+    def of(self, turn: int, call_id: str) -> str | None:
+        """The result of call ``call_id`` (made in ``turn``) a later request carried."""
         if self._found is None:
             self._found = _results(self._turns)
-        call = record.call
-        seen = self._found.get(call.id) if call.id else None
-        _RESULT_SLOT.__set__(
-            record, seen[1] if seen is not None and seen[0] > record.turn else None
-        )
-        _FIND_SLOT.__set__(record, None)
+        seen = self._found.get(call_id) if call_id else None
+        return seen[1] if seen is not None and seen[0] > turn else None
 
 
 def _tool_calls(turns: list[Turn]) -> tuple[ToolCallRecord, ...]:
     """Every tool call of the turns, each result left to be found when first read."""
-    find = _Results(turns)
-    records = []
-    for turn in turns:
-        for call in turn.call.tool_calls:
-            # Built slot by slot, its result left unset for ``find`` to set when first read.
-            record: ToolCallRecord = object.__new__(ToolCallRecord)
-            _SET_TURN(record, turn.index)
-            _SET_CALL(record, call)
-            _FIND_SLOT.__set__(record, find)
-            records.append(record)
-    return tuple(records)
+    results = _Results(turns)
+    return tuple(
+        ToolCallRecord(
+            turn=turn.index,
+            call=call,
+            result=ToolResult(find=functools.partial(results.of, turn.index, call.id)),
+        )
+        for turn in turns
+        for call in turn.call.tool_calls
+    )
 
 
 class SessionFold:
@@ -263,7 +289,7 @@ class SessionFold:
             self.last_exchange = (event, call)
             index = len(turns) if call is not None else None
             if call is not None:
-                turns.append(_turn(len(turns), event, call))
+                turns.append(Turn(index=len(turns), exchange=event, call=call))
             else:
                 self._others.append(event)
             if event.error is not None:

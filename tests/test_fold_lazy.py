@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -120,9 +121,12 @@ def test_threads_reading_one_session_at_once_see_the_same_calls(events: Sequence
     [
         lambda s: pickle.loads(pickle.dumps(s)),
         copy.deepcopy,
-        lambda s: attrs.evolve(s, turns=tuple(attrs.evolve(t) for t in s.turns)),
+        lambda s: attrs.evolve(s, turns=tuple(msgspec.structs.replace(t) for t in s.turns)),
         lambda s: attrs.evolve(
-            s, turns=tuple(attrs.evolve(t, call=attrs.evolve(t.call, error="x")) for t in s.turns)
+            s,
+            turns=tuple(
+                msgspec.structs.replace(t, call=attrs.evolve(t.call, error="x")) for t in s.turns
+            ),
         ),
     ],
     ids=["pickle", "deepcopy", "evolve", "evolve a field"],
@@ -205,13 +209,14 @@ def test_a_sessions_usage_is_the_turns_added_one_by_one(usages: list[Usage]) -> 
 def test_turns_and_tool_call_records_a_fold_builds_are_the_ones_their_constructors_build(
     events: Sequence[Event],
 ) -> None:
-    """The fold builds turns and tool call records slot by slot; each equals, hashes,
-    prints and pickles as the constructor's, its result read when first asked for."""
+    """The fold's turns and tool call records equal, hash, print and pickle as the ones
+    their constructors build from the same values; a record's result is found when first
+    asked for, and a record built with a result holds it as given."""
     from evaltape.recorder import ToolCallRecord, Turn
 
     session = fold(events)
     records = session.tool_calls
-    assert records and all(object.__getattribute__(r, "_result") is not None for r in records)
+    assert records and not any(r._result.found for r in records)  # left to be found
     for record in records:
         made = ToolCallRecord(turn=record.turn, call=record.call, result=record.result)
         assert record == made and hash(record) == hash(made) and repr(record) == repr(made)
