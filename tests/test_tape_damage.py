@@ -282,6 +282,38 @@ def test_reading_in_blocks_says_what_checking_each_frame_on_its_own_says(
         assert said[1:] == said[:1] * 3
 
 
+def _read_bytes(path: Path, data: bytes) -> tuple[object, ...]:
+    """``_read_all`` of a reader given ``data`` in memory, named ``path``."""
+    reader = TapeReader(path, strict=False, data=data)
+    sessions = [(s.session_id, s.events, s.complete, s.problem) for s in reader.sessions()]
+    return sessions, reader.scan(), [(n.kind, n.offset, n.message) for n in reader.notes]
+
+
+def test_reading_a_tapes_bytes_says_what_reading_its_file_says(
+    large: Written, tmp_path: Path
+) -> None:
+    """A tape sent whole to a worker is read from its bytes: cut, flipped, with its file
+    header damaged, the sessions and notes are the file's, naming the same path."""
+    rng = random.Random(11)
+    variants = [large.data, large.data[: len(large.data) - 7], b"", large.data[:5]]
+    header = bytearray(large.data)
+    header[3] ^= 0x01  # a damaged magic: salvaged, read on as this version's format
+    variants.append(bytes(header))
+    for _ in range(10):
+        data = bytearray(large.data)
+        data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        variants.append(bytes(data))
+    path = tmp_path / "bytes.tape"
+    noted = 0
+    for data in variants:
+        path.write_bytes(data)
+        from_file = _read_all(path)
+        path.unlink()  # what is read is the bytes
+        assert _read_bytes(path, data) == from_file
+        noted += len(from_file[2])
+    assert noted >= 10  # the damaged variants were noted: there was something to compare
+
+
 def test_a_packed_session_pickles_to_the_same_session_damage_and_all(
     large: Written, tmp_path: Path
 ) -> None:
