@@ -6,10 +6,10 @@ of its frames; a larger tape it reads, and sends its sessions still
 compressed as the tape stores them.  A task carries ``BATCH`` sessions'
 worth (a tape counting as its size suggests); today's cases (rubrics
 included), the scorer and the floors go once to the object store.  Workers
-read, decode, fold and score.  At most two
-batches per CPU of the cluster are in flight, which bounds the driver's
-memory; results come back in the order sessions were read.  Nothing is
-written on the workers.
+read, decode, fold and score.  At most two batches per CPU of the cluster,
+and at most ``IN_FLIGHT_BYTES`` of tapes, are in flight, which bounds the
+driver's memory; results come back in the order sessions were read.  Nothing
+is written on the workers.
 """
 
 from __future__ import annotations
