@@ -198,3 +198,24 @@ def test_the_cli_rescore_on_every_core_prints_what_threads_print(tmp_path: Path)
         outputs.append(json.loads(json.dumps(found).replace(run_id, "RUN")))
     assert outputs[0]["counts"] == outputs[1]["counts"] and outputs[0]["counts"]
     assert outputs[0] == outputs[1]
+
+
+def test_a_pool_started_by_sessions_still_gets_the_cases_with_the_whole_tapes_after(
+    tmp_path: Path,
+) -> None:
+    """Today's cases go to the processes once, when the pool starts with a whole tape;
+    a pool the sessions of a larger tape started gets them with each later tape."""
+    cases = _suite_with_scorer(tmp_path, "mixed_checks")
+    big, small = tmp_path / "big.tape", tmp_path / "small.tape"
+    _tape(big, 6)
+    _tape(small, 1)
+    limit = (big.stat().st_size + small.stat().st_size) // 2
+    where = {"cassettes": tmp_path, "results": tmp_path}
+    here = rescore_tapes([big, small], cases, make_scorer(), **where)
+    for tapes in ([big, small], [small, big]):
+        pool = Pool(batch=1, whole_limit=limit)
+        there = rescore_on(pool, tapes, cases, make_scorer(), **where)
+        assert pool.made[0].tapes == 1 and pool.made[0].batches == 7
+        assert len(there.rescored) == 7
+        key = sorted((r.tape, r.session_id, r.verdict) for r in there.rescored)
+        assert key == sorted((r.tape, r.session_id, r.verdict) for r in here.rescored)

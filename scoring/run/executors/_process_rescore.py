@@ -30,10 +30,22 @@ BATCH = 64
 """Sessions per batch sent to a process."""
 
 
+_STARTED_WITH: list[bytes] = []
+"""In a pool process: today's cases, pickled, as the pool was started with them (once a
+process, not once a batch: a project's cases, rubrics included, can be large)."""
+
+
+def _started(cases: bytes) -> None:
+    _STARTED_WITH[:] = [cases]
+
+
 def _score_batch(blob: bytes) -> list[object]:
     """In a pool process: unpickle a batch (what cannot be unpickled here, such as a
-    scorer this process cannot import, fails the batch, not the process) and score it."""
+    scorer this process cannot import, fails the batch, not the process) and score it;
+    a batch of whole tapes sent without today's cases takes those the pool started with."""
     units, cases, scorer, floors = pickle.loads(blob)
+    if cases is None and _STARTED_WITH and any(isinstance(u, WholeTape) for u in units):
+        cases = pickle.loads(_STARTED_WITH[0])
     return list(score_units(units, cases, scorer, floors))
 
 
@@ -58,6 +70,7 @@ class ProcessRescorer:
         self._processes = max(1, processes)
         self._pool: ProcessPoolExecutor | None = None
         self._cases: TapeCases | None = None
+        self._pool_cases = False  # the pool's processes were started with ``_cases``
         self._batches: Batches[Future[list[object]]] = Batches(
             self._send, self._land, batch=batch, limit=2 * self._processes
         )
@@ -69,10 +82,17 @@ class ProcessRescorer:
 
     def _send(self, items: Sequence[Unit]) -> Future[list[object]]:
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(
-                max_workers=self._processes, mp_context=multiprocessing.get_context("spawn")
-            )
-        cases = self._cases if any(isinstance(u, WholeTape) for u in items) else None
+            # Started after the first tape came, the processes get today's cases once.
+            self._pool_cases = self._cases is not None
+            spawn = multiprocessing.get_context("spawn")
+            if self._pool_cases:
+                self._pool = ProcessPoolExecutor(
+                    self._processes, spawn, _started, (pickle.dumps(self._cases),)
+                )
+            else:
+                self._pool = ProcessPoolExecutor(self._processes, spawn)
+        whole = not self._pool_cases and any(isinstance(u, WholeTape) for u in items)
+        cases = self._cases if whole else None
         blob = pickle.dumps((list(items), cases, self._scorer, self._floors))
         return self._pool.submit(_score_batch, blob)
 
