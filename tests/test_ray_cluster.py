@@ -230,13 +230,28 @@ def test_a_cluster_that_wants_a_token_says_how_to_give_it_and_works_once_given(
         assert "OK: " in done.stdout and "harness unchanged" in done.stdout
 
 
-def test_an_address_nobody_answers_at_is_one_line_and_exit_2(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["replay", "rescore", "rescore a run"])
+def test_an_address_nobody_answers_at_is_one_line_and_exit_2(tmp_path: Path, command: str) -> None:
+    """Every command that takes the executor connects: a rescore of a run record too,
+    which is scored on the cluster, not quietly in this process."""
     with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    argv = [command]
+    if command == "rescore a run":
+        from evaltape.scoring import RunKind, RunRecord, RunState
+        from evaltape.scoring.results._record_files import write_record
+
+        record = RunRecord(
+            run_id="20261203T000000.000Z-0000ab",
+            kind=RunKind.RESCORE,
+            state=RunState.COMPLETED,
+            started_at=0.0,
+        )
+        argv = ["rescore", str(write_record(tmp_path, record))]
     done = subprocess.run(
-        [sys.executable, "-m", "evaltape.scoring.cli", "replay", "--executor", "ray",
+        [sys.executable, "-m", "evaltape.scoring.cli", *argv, "--executor", "ray",
          "--ray-address", f"127.0.0.1:{port}", "--results", str(tmp_path)],
         cwd=ROOT, env={**env, "HOME": str(tmp_path)}, capture_output=True, text=True,
         timeout=120,

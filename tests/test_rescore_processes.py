@@ -219,3 +219,31 @@ def test_a_pool_started_by_sessions_still_gets_the_cases_with_the_whole_tapes_af
         assert len(there.rescored) == 7
         key = sorted((r.tape, r.session_id, r.verdict) for r in there.rescored)
         assert key == sorted((r.tape, r.session_id, r.verdict) for r in here.rescored)
+
+
+def test_rescoring_a_run_record_in_two_processes_gives_what_one_thread_gives() -> None:
+    """A run's attempts are scored where the rescore's executor says, not only here: the
+    shipped cassettes' sessions, as a rescore record names them, rescored in a pool."""
+    from evaltape.scoring import RunKind, RunRecord, RunState
+    from evaltape.scoring.run.rescore._run import rescore_run
+
+    suites = load_suites([REPO / "evals"], rubrics_dir=REPO / "evals" / "rubrics")
+    cases = {c.id: c for s in suites for c in s.cases}
+    scorer = make_scorer(sandbox=Sandbox.find())
+    where = {"cassettes": REPO / "cassettes", "results": REPO / ".evaltape" / "results"}
+    tapes = rescore_tapes(find_tapes(REPO / "cassettes"), cases, scorer, **where)
+    record = RunRecord(
+        run_id="20261203T000000.000Z-0000aa",
+        kind=RunKind.RESCORE,
+        state=RunState.COMPLETED,
+        started_at=0.0,
+        attempts=tuple(r.attempt_result() for r in tapes.rescored),
+    )
+    here = rescore_run(record, cases, scorer, **where)
+    pool = Pool(batch=16)
+    there = rescore_run(record, cases, scorer, **where, rescorer=pool)
+    assert len(here.rescored) == 168 and pool.made[0].batches == 168 // 16 + 1
+    assert [r.attempt_result() for r in there.rescored] == [
+        r.attempt_result() for r in here.rescored
+    ]
+    assert (there.skipped, there.notes) == (here.skipped, here.notes)

@@ -108,6 +108,7 @@ def run_rescore(request: RescoreRequest) -> RescoreOutcome:
                 results=config.results,
                 selected=wanted.__contains__,
                 floors=floors,
+                rescorer=rescorer,
             )
         else:
             files: list[Path] = []
