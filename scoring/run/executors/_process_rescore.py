@@ -30,13 +30,14 @@ BATCH = 64
 """Sessions per batch sent to a process."""
 
 
-_STARTED_WITH: list[bytes] = []
-"""In a pool process: today's cases, pickled, as the pool was started with them (once a
-process, not once a batch: a project's cases, rubrics included, can be large)."""
+_STARTED_WITH: list[TapeCases] = []
+"""In a pool process: today's cases, as the pool was started with them (sent and
+unpickled once a process, not once a batch: a project's cases, rubrics included, can
+be large)."""
 
 
 def _started(cases: bytes) -> None:
-    _STARTED_WITH[:] = [cases]
+    _STARTED_WITH[:] = [pickle.loads(cases)]
 
 
 def _score_batch(blob: bytes) -> list[object]:
@@ -45,7 +46,7 @@ def _score_batch(blob: bytes) -> list[object]:
     a batch of whole tapes sent without today's cases takes those the pool started with."""
     units, cases, scorer, floors = pickle.loads(blob)
     if cases is None and _STARTED_WITH and any(isinstance(u, WholeTape) for u in units):
-        cases = pickle.loads(_STARTED_WITH[0])
+        cases = _STARTED_WITH[0]
     return list(score_units(units, cases, scorer, floors))
 
 

@@ -37,6 +37,7 @@ from ._whole import (
     WholeTape,
     land_tape,
     read_tape,
+    run_id_of,
 )
 
 # -- rescoring tapes --------------------------------------------------------------
@@ -153,8 +154,7 @@ def rescore_on(
         for tape in tapes:
             label = tape_label(tape, cassettes=cassettes, results=results)
             wanted = None if keep is None else frozenset(keep.get(tape, ()))
-            size = _whole_size(tape, whole.whole_limit) if whole is not None else None
-            if whole is not None and size is not None:
+            if whole is not None and (size := _whole_size(tape, whole.whole_limit)) is not None:
                 unit = WholeTape(path=tape, label=label, wanted=wanted, size=size)
                 whole.add_tape(unit, chosen, functools.partial(read, tape))
                 continue
@@ -162,8 +162,7 @@ def rescore_on(
             def score(
                 packed: PackedSession, case: Case, what: str, tape: Path = tape, label: str = label
             ) -> None:
-                header = packed.header
-                before = originals.find(dict(header.metadata).get("run_id"), header.session_id)
+                before = originals.find(run_id_of(packed), packed.header.session_id)
                 item = RescoreItem(case=case, packed=packed, tape=label, before=before)
                 scoring.add(item, functools.partial(landed, tape, what))
 

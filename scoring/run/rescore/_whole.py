@@ -87,6 +87,12 @@ class TapeRead:
     """The tape decodes to more than a rescore reads (``OverBudget``), if it does."""
 
 
+def run_id_of(packed: PackedSession) -> object:
+    """The run id ``packed``'s start names in its metadata (any value; None if none): what
+    finds the verdict the session got when it ran."""
+    return dict(packed.header.metadata).get("run_id")
+
+
 def read_tape(
     tape: Path,
     cases: Mapping[str, Case],
@@ -130,7 +136,7 @@ def score_tape(tape: WholeTape, cases: TapeCases, scorer: Scorer, floors: Floors
     def score(packed: PackedSession, case: Case, what: str) -> None:
         item = RescoreItem(case=case, packed=packed, tape=tape.label)
         landed = rescore_items((item,), scorer, floors)[0]
-        steps.append((len(notes), what, landed, dict(packed.header.metadata).get("run_id")))
+        steps.append((len(notes), what, landed, run_id_of(packed)))
 
     wanted = (lambda sid: True) if tape.wanted is None else tape.wanted.__contains__
     try:
