@@ -12,7 +12,6 @@ caller passes every time in.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
 from typing import Any, ClassVar, Protocol, TypeAlias
 
 import attrs
@@ -143,23 +142,6 @@ class Chunk:
     """Raw bytes, still content-encoded as sent on the wire."""
 
 
-def _built_once(
-    event: object, name: str, field: str, pending: str, build: Callable[[Any], object]
-) -> object:
-    """``__getattr__`` of an event whose ``field`` a reader left unset: ``build`` it from
-    the ``pending`` slot the first time it is read, then clear that slot (reading every
-    field, as equality and pickling do, reads ``field`` first: it comes before)."""
-    if name != field:
-        raise AttributeError(name)
-    source = object.__getattribute__(event, pending)
-    if source is None:  # built by another thread since, or never given
-        return object.__getattribute__(event, field)
-    value = build(source)
-    object.__setattr__(event, field, value)
-    object.__setattr__(event, pending, None)
-    return value
-
-
 @attrs.frozen(kw_only=True)
 class Assembled:
     """What a streamed response says once its events are put together, as the recorder's
@@ -190,15 +172,25 @@ class Assembled:
 
 
 class LazyBody(Protocol):
-    """A body built when first asked for."""
+    """A request body a reader has not built yet (a body stored as a delta,
+    ``tape._delta.DeltaBody``): built when first asked for, then kept; it pickles
+    as its bytes."""
 
     def built(self) -> bytes:
         """The body's bytes."""
         ...
 
 
-class PackedChunks(Protocol):
-    """A response's chunks as a tape stores them, built when first asked for."""
+class ChunkSource(Protocol):
+    """A response's chunks held as something other than a tuple: as a tape stores
+    them (``tape._chunks.StoredChunks``, built when first asked for), or with the
+    message the recorder assembled from them (``with_assembled``).  Either pickles
+    as what it holds."""
+
+    @property
+    def assembled(self) -> Assembled | None:
+        """The message assembled from these very chunks, None if none was."""
+        ...
 
     def body(self) -> bytes:
         """The chunks' bytes, joined."""
@@ -207,6 +199,14 @@ class PackedChunks(Protocol):
     def chunks(self) -> tuple[Chunk, ...]:
         """The chunks."""
         ...
+
+
+def _body_of(source: bytes | LazyBody) -> bytes:
+    return source if isinstance(source, bytes) else source.built()
+
+
+def _chunks_of(source: tuple[Chunk, ...] | ChunkSource) -> tuple[Chunk, ...]:
+    return source if isinstance(source, tuple) else source.chunks()
 
 
 @attrs.frozen(kw_only=True)
@@ -219,25 +219,52 @@ class Request:
     """Full URL."""
     headers: Headers = ()
     """Headers in wire order, names lower-cased."""
-    body: bytes = b""
-    """Body bytes exactly as sent."""
-    _lazy: LazyBody | None = attrs.field(default=None, init=False, eq=False, hash=False, repr=False)
-    """For a request read from a tape before its body was asked for: what builds it
-    (a body stored as a delta, ``_delta.DeltaBody``); None once built.  Last, so
-    whatever reads every field reads ``body`` first."""
+    _body: bytes | LazyBody = attrs.field(default=b"", alias="body", eq=_body_of)
+    """What ``body`` is: its bytes, or (read from a tape) the delta that builds them
+    when first asked for.  Compared, hashed and pickled as the bytes."""
 
-    def __getattr__(self, name: str) -> object:
-        # Only reached when a slot is unset: ``body`` of a tape-read request.
-        return _built_once(self, name, "body", "_lazy", lambda lazy: lazy.built())
+    @property
+    def body(self) -> bytes:
+        """Body bytes exactly as sent."""
+        return _body_of(self._body)
+
+    def __repr__(self) -> str:
+        return (
+            f"Request(method={self.method!r}, url={self.url!r}, "
+            f"headers={self.headers!r}, body={self.body!r})"
+        )
 
 
-def unbuilt_body(request: Request) -> LazyBody | None:
-    """What builds ``request.body`` if nothing has asked for it yet, else None."""
-    try:
-        lazy: LazyBody | None = object.__getattribute__(request, "_lazy")
-    except AttributeError:  # (unpickled from a version without the slot)
-        return None
-    return lazy
+def body_source(request: Request) -> LazyBody | None:
+    """What builds ``request.body``, for a body a tape stores as a delta (a reader
+    that knows what changed reads the delta without building the body), built yet
+    or not; None for a body held as bytes."""
+    source = request._body
+    return None if isinstance(source, bytes) else source
+
+
+class _Assembled:
+    """Chunks with the message the recorder assembled from them (``with_assembled``)."""
+
+    __slots__ = ("_chunks", "assembled")
+
+    def __init__(self, chunks: tuple[Chunk, ...], assembled: Assembled) -> None:
+        self._chunks = chunks
+        self.assembled: Assembled | None = assembled
+
+    def body(self) -> bytes:
+        return b"".join(c.data for c in self._chunks)
+
+    def chunks(self) -> tuple[Chunk, ...]:
+        return self._chunks
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_Assembled, (self._chunks, self.assembled))
+
+
+def with_message(chunks: tuple[Chunk, ...], assembled: Assembled) -> ChunkSource:
+    """``chunks`` holding the message the recorder assembled from them."""
+    return _Assembled(chunks, assembled)
 
 
 @attrs.frozen(kw_only=True)
@@ -248,41 +275,50 @@ class Response:
     """Status code."""
     headers: Headers = ()
     """Headers in wire order, names lower-cased."""
-    chunks: tuple[Chunk, ...] = ()
-    """Body as received: one chunk for a plain body, many for a stream."""
+    _chunks: tuple[Chunk, ...] | ChunkSource = attrs.field(
+        default=(), alias="chunks", eq=_chunks_of
+    )
+    """What ``chunks`` are: a tuple, or a ``ChunkSource`` (as a tape stores them, or with
+    their assembled message).  Compared and hashed as the tuple of chunks."""
     streamed: bool = False
     """True when the caller consumed the body as a stream."""
-    assembled: Assembled | None = attrs.field(default=None, init=False, eq=False, hash=False)
-    """A streamed response's message as the recorder assembled it from these chunks
-    (``with_assembled``); None when it was not.  Derived from the chunks, so not part of
-    equality, and not an argument: a copy (``attrs.evolve``) holds none, so a copy with
-    other chunks can never carry the message of these."""
-    _packed: PackedChunks | None = attrs.field(
-        default=None, init=False, eq=False, hash=False, repr=False
-    )
-    """For a response read from a tape before its chunks were asked for: its stored chunks
-    (``tape._chunks.StoredChunks``), which give the joined body and build the chunks;
-    None once they exist."""
 
-    def __getattr__(self, name: str) -> object:
-        # Only reached when a slot is unset: ``chunks`` of a tape-read response.
-        return _built_once(self, name, "chunks", "_packed", lambda packed: packed.chunks())
+    @property
+    def chunks(self) -> tuple[Chunk, ...]:
+        """Body as received: one chunk for a plain body, many for a stream."""
+        return _chunks_of(self._chunks)
 
     @property
     def body(self) -> bytes:
         """The whole raw body (joined chunks)."""
-        packed = self._packed
-        if packed is not None:
-            return packed.body()
-        return b"".join(c.data for c in self.chunks)
+        source = self._chunks
+        if isinstance(source, tuple):
+            return b"".join(c.data for c in source)
+        return source.body()
+
+    @property
+    def assembled(self) -> Assembled | None:
+        """A streamed response's message as the recorder assembled it from these chunks
+        (``with_assembled``); None when it was not.  It lives with the chunks it was
+        made from: a copy given other chunks (``attrs.evolve``) holds none, so it can
+        never carry the message of these."""
+        source = self._chunks
+        return None if isinstance(source, tuple) else source.assembled
+
+    def __repr__(self) -> str:
+        return (
+            f"Response(status={self.status!r}, headers={self.headers!r}, "
+            f"chunks={self.chunks!r}, streamed={self.streamed!r})"
+        )
 
 
 def with_assembled(response: Response, assembled: Assembled | None) -> Response:
     """A copy of ``response`` holding ``assembled``, the message its chunks make (the
-    recorder's adapters say so, ``recorder.apis.assemble``; a reader, that the tape does)."""
-    copy = attrs.evolve(response)
-    object.__setattr__(copy, "assembled", assembled)  # (not an argument, see the field)
-    return copy
+    recorder's adapters say so, ``recorder.apis.assemble``), or holding none."""
+    chunks = response.chunks
+    if assembled is None:
+        return attrs.evolve(response, chunks=chunks)
+    return attrs.evolve(response, chunks=with_message(chunks, assembled))
 
 
 @attrs.frozen(kw_only=True)

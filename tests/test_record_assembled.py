@@ -100,8 +100,10 @@ def test_a_recorded_stream_keeps_its_message_and_the_fold_reads_it_not_the_chunk
     assert streams == []  # read from the assembled message
     assert turn.call == parsed.turns[0].call
     assert turn.call.output_text == "I will read it" and turn.call.tool_calls[0].name == "read"
-    # What the chunks say, parsed, is the same call (a copy holds no assembled message).
-    bare = attrs.evolve(recorded, response=attrs.evolve(recorded.response))
+    # What the chunks say, parsed, is the same call (a copy given the chunks as a tuple
+    # holds no assembled message).
+    chunks = recorded.response.chunks
+    bare = attrs.evolve(recorded, response=attrs.evolve(recorded.response, chunks=chunks))
     assert bare.response is not None and bare.response.assembled is None
     assert fold([header, bare]).turns[0].call == turn.call
     assert len(streams) == 1

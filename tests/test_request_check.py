@@ -36,7 +36,7 @@ from evaltape.recorder import (
     fold,
     open_session,
 )
-from evaltape.recorder._events import unbuilt_body
+from evaltape.recorder._events import body_source
 from evaltape.recorder.apis.reuse._chain import Chain
 from evaltape.recorder.apis.reuse._check import check, follow
 from evaltape.recorder.apis.reuse._pieces import _pieces, _usual
@@ -63,6 +63,12 @@ def _taped(tmp: Path, bodies: list[bytes], name: str = "s.tape") -> list[Event]:
     return list(session.events)
 
 
+def _unbuilt(request: Request) -> DeltaBody | None:
+    """The delta that builds ``request.body``, while it has not been built; else None."""
+    source = body_source(request)
+    return source if isinstance(source, DeltaBody) and not source.is_built else None
+
+
 def _requests(events: list[Event]) -> list[Request]:
     return [e.request for e in events if isinstance(e, Exchange)]
 
@@ -87,12 +93,12 @@ def _messages(n: int, extra: str = "") -> bytes:
 def test_a_growing_conversation_is_folded_without_building_its_bodies(tmp_path: Path) -> None:
     events = _taped(tmp_path, [_messages(n) for n in range(1, 9)])
     requests = _requests(events)
-    assert all(unbuilt_body(r) is not None for r in requests[1:])  # stored as deltas
+    assert all(_unbuilt(r) is not None for r in requests[1:])  # stored as deltas
     session = fold(events)
     assert all(not t.call.error for t in session.turns)
-    assert all(unbuilt_body(r) is not None for r in requests[1:])  # still not built
+    assert all(_unbuilt(r) is not None for r in requests[1:])  # still not built
     assert [t.call for t in session.turns] == _reference(events)  # reads every request side
-    assert all(unbuilt_body(r) is None for r in requests)
+    assert all(_unbuilt(r) is None for r in requests)
 
 
 _DAMAGE = {
@@ -127,7 +133,7 @@ def test_damage_in_the_new_bytes_of_a_delta_is_seen_as_json_loads_sees_it(
     for what, damage in _DAMAGE.items():
         damaged = _damaged(3, damage)
         events = _taped(tmp_path, [_messages(1), _messages(2), damaged, _messages(4)])
-        assert unbuilt_body(_requests(events)[2]) is not None, what  # a delta
+        assert _unbuilt(_requests(events)[2]) is not None, what  # a delta
         got = [t.call for t in fold(events).turns]
         assert got == _reference(events), what
         assert (got[2].error == "") == _valid(damaged), (what, got[2].error)
@@ -293,12 +299,12 @@ def test_deltas_with_copies_are_checked_without_building_them_and_as_json_loads_
             copies = [
                 r
                 for r in requests
-                if isinstance(lazy := unbuilt_body(r), DeltaBody) and len(lazy.ref) > 3
+                if isinstance(lazy := body_source(r), DeltaBody) and len(lazy.ref) > 3
             ]
             assert copies, (where, what)  # the writer did store copies
             got = [t.call for t in fold(events).turns]
             if what == "none":
-                assert all(unbuilt_body(r) is not None for r in requests[1:]), where
+                assert all(_unbuilt(r) is not None for r in requests[1:]), where
             assert got == _reference(events), (where, what)
             assert [c.error == "" for c in got] == list(map(_valid, bodies)), (where, what)
 
@@ -309,9 +315,9 @@ def test_deltas_with_copies_are_checked_without_building_them_and_as_json_loads_
 def test_a_lazy_body_equals_hashes_copies_and_pickles_as_its_bytes(tmp_path: Path) -> None:
     events = _taped(tmp_path, [_messages(n) for n in range(1, 4)])
     lazy = _requests(events)[2]
-    assert unbuilt_body(lazy) is not None
+    assert _unbuilt(lazy) is not None
     built = Request(method=lazy.method, url=lazy.url, headers=lazy.headers, body=_messages(3))
-    assert unbuilt_body(pickle.loads(pickle.dumps(lazy))) is None
+    assert _unbuilt(pickle.loads(pickle.dumps(lazy))) is None
     assert lazy == built and hash(lazy) == hash(built)
     assert attrs.evolve(lazy, url="x").body == _messages(3)
     assert pickle.loads(pickle.dumps(events)) == events

@@ -55,8 +55,11 @@ def test_a_time_that_is_not_whole_microseconds_is_stored_as_the_float_it_is(valu
     plain = to_plain(exchange("u", b"{}", duration=0.0))
     plain["at"] = value
     stored_at, stored_duration, back = _stored_times(plain)
-    assert type(stored_at) is float and stored_at == value and back[0] == value
-    assert math.copysign(1.0, back[0]) == math.copysign(1.0, value)
+    assert type(stored_at) is float and math.copysign(1.0, stored_at) == math.copysign(1.0, value)
+    assert stored_at == value
+    # Read back, it is what an ``Exchange`` holds: whole microseconds, -0.0 as 0.0.
+    assert back[0] == round(value, 6)
+    assert math.copysign(1.0, back[0]) == (1.0 if value == 0 else math.copysign(1.0, value))
     assert stored_duration == 0 and back[1] == 0.0
 
 

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from .._events import Assembled, Exchange, Request, unbuilt_body
+from .._events import Assembled, Exchange, Request, body_source
 from ..tape._delta import DeltaBody
 from . import _anthropic, _openai_chat, _openai_responses
 from ._assembled import ASSEMBLY, assembled_of, call_of
@@ -135,7 +135,7 @@ class CallDecoder:
         if url not in self._apis:
             self._apis = {url: api_of_path(urlsplit(url).path)}  # URLs recur in a row
         api = self._apis[url]
-        lazy = unbuilt_body(request)
+        lazy = body_source(request)
         # What a later delta names as its base: the unbuilt body, else its bytes.
         token = lazy if isinstance(lazy, DeltaBody) else request.body
         body: Any

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from itertools import accumulate
 from operator import add, le
+from typing import Any
 
-from .._events import Chunk
+from .._events import Assembled, Chunk, with_message
 
 Columns = tuple[list[int], list[int], list[int]]
 
@@ -65,13 +66,6 @@ def encode_chunks(body: bytes, sizes: list[int]) -> tuple[bytes, Columns]:
     return b"".join(parts), (pre, suf, mid)
 
 
-_EXACT = 2**53
-"""Counts below this are exact as floats."""
-_new = object.__new__
-_set_at = Chunk.__dict__["at"].__set__
-_set_data = Chunk.__dict__["data"].__set__
-
-
 class StoredChunks:
     """The columns of a stored response, checked (no chunk copies more than the chunk
     before it holds); ``size`` is known before any chunk is built, and ``body`` builds
@@ -98,27 +92,31 @@ class StoredChunks:
         if pre and (pre[0] or suf[0] or not all(map(le, map(add, pre[1:], suf[1:]), self.sizes))):
             raise ValueError("a chunk refers past the end of the chunk before it")
         self._body: bytes | None = None
+        self._chunks: tuple[Chunk, ...] | None = None
+        self.assembled: Assembled | None = None
+        """The message the recorder assembled from these chunks, if the tape keeps one."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # (pickled as what it holds, not as columns and a half-built cache)
+        if self.assembled is None:
+            return (tuple, (self.chunks(),))
+        return (with_message, (self.chunks(), self.assembled))
 
     def chunks(self) -> tuple[Chunk, ...]:
         """The chunks themselves (``steps``: each one's time in whole milliseconds since
-        the one before), built when a reader first asks for them."""
+        the one before), built when a reader first asks for them, then kept."""
+        built = self._chunks
+        if built is None:
+            built = self._chunks = self._built()
+        return built
+
+    def _built(self) -> tuple[Chunk, ...]:
         body = self.body()
-        chunks = []
-        start = 0
-        for size, now in zip(self.sizes, accumulate(self.steps), strict=True):
-            end = start + size
-            if -_EXACT < now < _EXACT:
-                # The usual case, without the rounding converter (a quarter of reading
-                # a tape): n / 1000 for an int n below 2**53 is already the float the
-                # converter's rounding gives.
-                chunk = _new(Chunk)
-                _set_at(chunk, now / 1000)
-                _set_data(chunk, body[start:end])
-                chunks.append(chunk)
-            else:
-                chunks.append(Chunk(at=now / 1000, data=body[start:end]))
-            start = end
-        return tuple(chunks)
+        ends = accumulate(self.sizes)
+        return tuple(
+            Chunk(at=now / 1000, data=body[end - size : end])
+            for size, end, now in zip(self.sizes, ends, accumulate(self.steps), strict=True)
+        )
 
     def body(self) -> bytes:
         """The chunks' bytes, joined in order (built once)."""

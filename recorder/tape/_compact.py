@@ -28,7 +28,7 @@ from collections.abc import Callable
 from itertools import accumulate
 from typing import Any
 
-from .._events import Assembled, Exchange, Request, Response, TransportError
+from .._events import Exchange, Request, Response, TransportError
 from ._chunks import StoredChunks, encode_chunks
 from ._codec import Plain
 from ._delta import DeltaBody, DeltaEncoder
@@ -156,54 +156,22 @@ Parts = tuple[
     float,
     float,
     tuple[str, str, Headers, bytes | DeltaBody],
-    tuple[int, Headers, bool, StoredChunks, Assembled | None] | None,
+    tuple[int, Headers, bool, StoredChunks] | None,
     TransportError | None,
 ]
 """What ``exchange_of`` takes: at, duration, request parts, response parts, error."""
-
-
-_SET_METHOD, _SET_URL, _SET_HEADERS, _SET_BODY, _SET_LAZY = (
-    Request.__dict__[n].__set__ for n in ("method", "url", "headers", "body", "_lazy")
-)
-_SET_AT, _SET_DURATION, _SET_REQUEST, _SET_RESPONSE, _SET_ERROR = (
-    Exchange.__dict__[n].__set__ for n in ("at", "duration", "request", "response", "error")
-)
-_RESPONSE_SLOTS = {
-    name: Response.__dict__[name].__set__
-    for name in ("status", "headers", "streamed", "assembled", "_packed")
-}
-_new = object.__new__
 
 
 def exchange_of(parts: Parts) -> Exchange:
     """The exchange of checked parts (``_typed.CompactDecoder.parts``): a request body stored
     as a delta is built when first read, a response's chunks when first asked for."""
     at, duration, (method, url, headers, body), response, error = parts
-    built = _new(Request)
-    _SET_METHOD(built, method)
-    _SET_URL(built, url)
-    _SET_HEADERS(built, headers)
-    if type(body) is bytes:
-        _SET_BODY(built, body)
-        _SET_LAZY(built, None)
-    else:  # a delta, built when first asked for
-        _SET_LAZY(built, body)
+    request = Request(method=method, url=url, headers=headers, body=body)
     answer = None
     if response is not None:
-        status, r_headers, streamed, chunks, assembled = response
-        answer = _new(Response)
-        _RESPONSE_SLOTS["status"](answer, status)
-        _RESPONSE_SLOTS["headers"](answer, r_headers)
-        _RESPONSE_SLOTS["streamed"](answer, streamed)
-        _RESPONSE_SLOTS["assembled"](answer, assembled)
-        _RESPONSE_SLOTS["_packed"](answer, chunks)
-    exchange = _new(Exchange)
-    _SET_AT(exchange, at)
-    _SET_DURATION(exchange, duration)
-    _SET_REQUEST(exchange, built)
-    _SET_RESPONSE(exchange, answer)
-    _SET_ERROR(exchange, error)
-    return exchange
+        status, r_headers, streamed, chunks = response
+        answer = Response(status=status, headers=r_headers, chunks=chunks, streamed=streamed)
+    return Exchange(at=at, duration=duration, request=request, response=answer, error=error)
 
 
 def _header_text(headers: Any) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from typing import Any
 
 KEEP = 4
 """How many recent request bodies of a session may serve as a base."""
@@ -223,6 +224,14 @@ class DeltaBody:
 
     def __len__(self) -> int:
         return self.size
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (bytes, (self.built(),))  # (pickled as its bytes, not as its chain)
+
+    @property
+    def is_built(self) -> bool:
+        """True once ``built`` has built the body."""
+        return self._built is not None
 
     def built(self) -> bytes:
         """The body's bytes (built once; a chain of unbuilt bases is built oldest first,

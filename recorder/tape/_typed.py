@@ -194,8 +194,9 @@ class CompactDecoder:
             chunks = StoredChunks(r.new, r.pre, r.suf, r.mid, r.steps)
             r_headers, text = self.headers.pairs(r.headers, chunks.size)
             size += chunks.size - len(r.new) + text
-            made = None if r.assembled is None else r.assembled.value()
-            response = (r.status, r_headers, r.streamed, chunks, made)
+            if r.assembled is not None:
+                chunks.assembled = r.assembled.value()
+            response = (r.status, r_headers, r.streamed, chunks)
         charge(size)
         request = (q.method, q.url, headers, delta.decode_lazy(ref, middle))
         error = None if x.error is None else x.error.value()
