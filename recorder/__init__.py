@@ -42,7 +42,7 @@ from ._session import (
 )
 from ._transport import Flavor, RecordingTransport
 from ._version import VERSION
-from .apis import Message, ModelCall, ToolCall, Usage, decode_call
+from .apis import Message, ModelCall, RequestSide, ToolCall, Usage, decode_call
 from .tape._reader import RecordedSession, TapeReader, read_sessions
 from .tape._writer import open_session
 
@@ -66,6 +66,7 @@ __all__ = [
     "RecordedSession",
     "RecordingTransport",
     "Request",
+    "RequestSide",
     "Response",
     "RunnerFact",
     "Scalar",

@@ -155,14 +155,17 @@ def test_fold_gives_each_turn_the_call_decode_call_gives() -> None:
     assert len(session.turns[-1].call.input_messages) == 2 + 2 * 4
 
 
-def test_a_call_answered_from_a_blank_one_is_the_one_the_constructor_builds() -> None:
-    """``answered`` builds a blank call's answer slot by slot; it equals, hashes, prints
-    and pickles as ``ModelCall(api=..., **fields)``, and a call that is not blank is
-    evolved."""
+def test_a_call_answered_from_a_start_is_the_one_the_constructor_builds() -> None:
+    """``answered`` builds a call from a start (its API, request side, status and
+    streaming) once; it equals, hashes, prints and pickles as ``ModelCall(**fields)``,
+    and a call that is already a ``ModelCall`` is evolved."""
     import pickle
 
     from evaltape.recorder.apis._model import (
+        CallStart,
+        Message,
         ModelCall,
+        RequestSide,
         ToolCall,
         Usage,
         answered,
@@ -179,12 +182,25 @@ def test_a_call_answered_from_a_blank_one_is_the_one_the_constructor_builds() ->
         "usage": Usage(input_tokens=3, output_tokens=2),
         "error": "oops",
     }
+    asked = ("m", (Message(role="user", text="hi"),), ("open_file",))
     for api in ("openai.chat", "openai.responses", "anthropic.messages"):
         built = answered(blank(api), **fields)
         made = ModelCall(api=api, **fields)
         assert built == made and hash(built) == hash(made) and repr(built) == repr(made)
         assert pickle.loads(pickle.dumps(built)) == made
-        assert built is not blank(api) and blank(api) == ModelCall(api=api)  # (untouched)
+        start = CallStart(api=api, asked=RequestSide(lambda: asked), status=200, streamed=True)
+        built = answered(start, **fields)
+        made = ModelCall(
+            api=api,
+            model_requested="m",
+            input_messages=asked[1],
+            tools_offered=asked[2],
+            status=200,
+            streamed=True,
+            **fields,
+        )
+        assert built == made and hash(built) == hash(made) and repr(built) == repr(made)
+        assert pickle.loads(pickle.dumps(built)) == made
         other = ModelCall(api=api, model_requested="asked", status=200)
         assert answered(other, **fields) == ModelCall(
             api=api, model_requested="asked", status=200, **fields

@@ -17,6 +17,7 @@ from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
 import attrs
+import msgspec
 
 from .._events import Assembled, Exchange, Request, body_source
 from ..tape._delta import DeltaBody
@@ -32,13 +33,16 @@ from ._bodies import (
 from ._encoding import content, encoded, header
 from ._model import (
     Api,
+    Asked,
+    Calling,
+    CallStart,
     Message,
     ModelCall,
+    RequestSide,
     ToolCall,
     Usage,
     blank,
-    request_pending,
-    set_request,
+    with_error,
 )
 from ._registry import api_by_shape, api_of_path
 from .reuse._session import BodyParser, Memo
@@ -53,7 +57,7 @@ _FOLLOWED: dict[str, Any] = {}
 """Stands for a request body ``CallDecoder._checks`` found to be a JSON object."""
 
 
-def _no_fast_path(call: ModelCall, body: bytes) -> None:
+def _no_fast_path(call: Calling, body: bytes) -> None:
     return None
 
 
@@ -62,9 +66,9 @@ class _Adapter:
     api: Api
     conversation: str
     read_request: Callable[[dict[str, Any], Memo[Any]], ModelCall]
-    read_response: Callable[[ModelCall, Any], ModelCall]
-    read_stream: Callable[[ModelCall, SseStream], ModelCall]
-    read_stream_bytes: Callable[[ModelCall, bytes], ModelCall | None]
+    read_response: Callable[[Calling, Any], ModelCall]
+    read_stream: Callable[[Calling, SseStream], ModelCall]
+    read_stream_bytes: Callable[[Calling, bytes], ModelCall | None]
 
 
 _ADAPTERS: dict[str, _Adapter] = {
@@ -93,9 +97,8 @@ def assemble(exchange: Exchange) -> Assembled | None:
     if api is None or "text/event-stream" not in kind:
         return None
     adapter = _ADAPTERS[api]
-    start = blank(adapter.api)
-    call = _read_response(start, exchange, kind, adapter, True, stored=False)[0]
-    return None if call is start else assembled_of(call)
+    call = _read_response(blank(adapter.api), exchange, kind, adapter, True, stored=False)
+    return assembled_of(call)
 
 
 def decode_call(exchange: Exchange) -> ModelCall | None:
@@ -135,9 +138,10 @@ class CallDecoder:
         if url not in self._apis:
             self._apis = {url: api_of_path(urlsplit(url).path)}  # URLs recur in a row
         api = self._apis[url]
-        lazy = body_source(request)
-        # What a later delta names as its base: the unbuilt body, else its bytes.
-        token = lazy if isinstance(lazy, DeltaBody) else request.body
+        source = body_source(request)
+        # What a later delta names as its base: the delta the body is stored as, else
+        # its bytes.
+        token = source if isinstance(source, DeltaBody) else request.body
         body: Any
         response = exchange.response
         kind = "" if response is None else header(response.headers, "content-type").lower()
@@ -158,23 +162,19 @@ class CallDecoder:
         memo = self._memos.get(api)
         if memo is None:
             memo = self._memos[api] = Memo()
-        start = blank(adapter.api)
-        call, status, streamed = _read_response(start, exchange, kind, adapter, streamed)
-        if call is start:  # (the shared blank value is never changed)
-            call = ModelCall(api=adapter.api)
+        # The request side (the conversation normalized, the tools offered) is found
+        # when first asked for: scoring a trajectory or an answer never asks.
+        pending = request if body is _FOLLOWED else obj(body)
+        self._requests.append((adapter.read_request, pending, memo, adapter.api))
+        asked = RequestSide(functools.partial(self._side, len(self._requests) - 1))
+        start = CallStart(api=adapter.api, asked=asked)
+        call = _read_response(start, exchange, kind, adapter, streamed)
         if exchange.error is not None:
             failure = f"{exchange.error.type}: {exchange.error.message}"
             error = f"transport failed: {failure}"
         else:
             error = call.error or problem
-        # ``call`` is this decode's own (the adapters build a new value for every
-        # change), so what the transport adds is set on it, and the request side (the
-        # conversation normalized, the tools offered) is left to be read when first
-        # asked for: scoring a trajectory or an answer never asks.
-        pending = request if body is _FOLLOWED else obj(body)
-        self._requests.append((adapter.read_request, pending, memo, adapter.api))
-        fill = functools.partial(self._fill, len(self._requests) - 1)
-        return request_pending(call, fill, status=status, streamed=streamed, error=error)
+        return call if error == call.error else with_error(call, error)
 
     def _parser(self, api: str) -> BodyParser:
         parser = self._parsers.get(api)
@@ -209,13 +209,13 @@ class CallDecoder:
             return load_json(data, "request body")
         return self._parser(api).load(data, "request body", token)
 
-    def _fill(self, index: int, call: ModelCall) -> None:
-        """Set ``call``'s request side: that of this decoder's ``index``-th call, with
-        every earlier call's request read first, in order, as the memo needs."""
+    def _side(self, index: int) -> Asked:
+        """The request side of this decoder's ``index``-th call, with every earlier
+        call's request read first, in order, as the memo needs."""
         with self._lock:
             while len(self._filled) <= index:
                 pending = self._requests[len(self._filled)]
-                assert pending is not None  # (cleared only once filled)
+                assert pending is not None  # (cleared only once read)
                 read, body, memo, api = pending
                 if isinstance(body, Request):  # followed (valid, not encoded): parsed now
                     parser = self._fill_parsers.get(api)
@@ -227,49 +227,50 @@ class CallDecoder:
                     (request.model_requested, request.input_messages, request.tools_offered)
                 )
                 self._requests[len(self._filled) - 1] = None  # the body is not needed again
-            set_request(call, *self._filled[index])
+            return self._filled[index]
 
 
 def _read_response(
-    call: ModelCall,
+    start: CallStart,
     exchange: Exchange,
     kind: str,
     adapter: _Adapter,
     asked: bool,
     *,
     stored: bool = True,
-) -> tuple[ModelCall, int | None, bool]:
-    """The call with what the response says, and the response's status and streaming;
-    ``kind`` is its Content-Type, lower case ("" if none).  ``stored``: a stream's
-    message assembled when it was recorded, by today's adapters, is taken as it is."""
+) -> ModelCall:
+    """The call ``start`` starts, with what the response says, its status and whether it
+    streamed; ``kind`` is its Content-Type, lower case ("" if none), ``asked`` whether the
+    request asked for a stream.  ``stored``: a stream's message assembled when it was
+    recorded, by today's adapters, is taken as it is."""
     response = exchange.response
     if response is None:
-        return call, None, asked
+        return with_error(msgspec.structs.replace(start, streamed=asked), "")
+    status = response.status
     assembled = response.assembled
     if (
         stored
         and assembled is not None
         and assembled.version == ASSEMBLY
-        and response.status < 400
+        and status < 400
         and "text/event-stream" in kind
     ):
-        return call_of(assembled, call), response.status, True
+        return call_of(assembled, msgspec.structs.replace(start, status=status, streamed=True))
     data, undecoded = content(response.body, response.headers)
     streamed = "text/event-stream" in kind or (
         not kind and (asked or data.lstrip().startswith((b"data:", b"event:")))
     )
-    status = response.status
+    known = msgspec.structs.replace(start, status=status, streamed=streamed)
     if status >= 400:
-        return attrs.evolve(call, error=error_text(status, data)), status, streamed
+        return with_error(known, error_text(status, data))
+    call: ModelCall
     if streamed:
-        quick = adapter.read_stream_bytes(call, data)
-        call = quick if quick is not None else adapter.read_stream(call, parse_sse(data))
+        quick = adapter.read_stream_bytes(known, data)
+        call = quick if quick is not None else adapter.read_stream(known, parse_sse(data))
     else:
         value, problem = load_json(data, "response body")
-        call = attrs.evolve(call, error=problem) if problem else adapter.read_response(call, value)
-    if undecoded:
-        call = attrs.evolve(call, error=undecoded)
-    return call, status, streamed
+        call = with_error(known, problem) if problem else adapter.read_response(known, value)
+    return with_error(call, undecoded) if undecoded else call
 
 
 __all__ = [
@@ -278,6 +279,7 @@ __all__ = [
     "CallDecoder",
     "Message",
     "ModelCall",
+    "RequestSide",
     "ToolCall",
     "Usage",
     "assemble",

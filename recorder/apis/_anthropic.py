@@ -14,8 +14,6 @@ from collections.abc import Mapping
 from itertools import chain
 from typing import Any, Final
 
-import attrs
-
 from .._events import Headers
 from . import _fast_streams as fast
 from ._bodies import (
@@ -33,6 +31,7 @@ from ._bodies import (
 from ._encoding import header
 from ._model import (
     NO_USAGE,
+    Calling,
     Message,
     ModelCall,
     ToolCall,
@@ -40,6 +39,7 @@ from ._model import (
     answered,
     reported_usage,
     tool_call,
+    with_error,
 )
 from ._spec import ApiSpec, Item, call_item, fold_messages, fold_text, text_of
 from .reuse._session import Memo
@@ -161,11 +161,11 @@ def _content(
     return "".join(output), "\n".join(thinking), tuple(calls)
 
 
-def read_response(call: ModelCall, body: Any) -> ModelCall:
+def read_response(call: Calling, body: Any) -> ModelCall:
     """Add what a JSON ``message`` body says."""
     message = obj(body)
     if message.get("type") == "error":
-        return attrs.evolve(call, error=stream_error(message, "error in response body"))
+        return with_error(call, stream_error(message, "error in response body"))
     blocks = dict(enumerate(map(obj, arr(message.get("content")))))
     output, thinking, calls = _content(blocks, {}, {}, {})
     return answered(
@@ -185,7 +185,7 @@ _PING = '{"type": "ping"}'
 """What a ping's data is read as (never parsed: the walks skip pings by name)."""
 
 
-def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> ModelCall:
+def read_stream(call: Calling, stream: SseStream, *, batch: bool = True) -> ModelCall:
     """Add what a stream of message events says, deltas joined per content block.
 
     ``batch=False`` parses the events one by one; the call is the same either way.
@@ -248,7 +248,7 @@ def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> Mo
 
 
 def _streamed(
-    call: ModelCall,
+    call: Calling,
     message: dict[str, Any],
     usage: dict[str, Any] | None,
     gathered: tuple[dict[int, dict[str, Any]], _Parts, _Parts, _Parts],
@@ -271,7 +271,7 @@ def _streamed(
 
 
 def _read_typed(
-    call: ModelCall, names: tuple[str, ...], payloads: tuple[str, ...]
+    call: Calling, names: tuple[str, ...], payloads: tuple[str, ...]
 ) -> ModelCall | None:
     """``read_stream``'s call from typed events (``_fast_streams``), or None to read it
     the general way: a stream with an error event (the substring is a superset),
@@ -282,7 +282,7 @@ def _read_typed(
     return None if events is None else _from_events(call, names, events)
 
 
-def read_stream_bytes(call: ModelCall, body: bytes) -> ModelCall | None:
+def read_stream_bytes(call: Calling, body: bytes) -> ModelCall | None:
     """``read_stream(call, parse_sse(body))`` for the usual body (``fast.named_events``:
     ``event:``/``data:`` line pairs), cut and parsed straight from its bytes; None for
     any other body, or one with an error event, which ``read_stream`` then reads.  A
@@ -303,7 +303,7 @@ _NO_MESSAGE = fast.MessageHead()
 
 
 def _from_events(
-    call: ModelCall, names: tuple[str, ...], events: list[fast.MessagesEvent]
+    call: Calling, names: tuple[str, ...], events: list[fast.MessagesEvent]
 ) -> ModelCall | None:
     """The call typed events make (the walk of ``read_stream``); None for a stream with
     an error event, which the general walk reads."""

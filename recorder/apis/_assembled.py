@@ -11,7 +11,14 @@ re-derives old tapes.
 from __future__ import annotations
 
 from .._events import Assembled
-from ._model import NO_USAGE, ModelCall, answered, blank, reported_usage, tool_call
+from ._model import (
+    NO_USAGE,
+    Calling,
+    ModelCall,
+    answered,
+    reported_usage,
+    tool_call,
+)
 
 ASSEMBLY = 1
 """The version of the adapters' reading of streams; raise it whenever an adapter reads
@@ -48,12 +55,12 @@ def assembled_of(call: ModelCall) -> Assembled | None:
     )
 
 
-def call_of(assembled: Assembled, call: ModelCall) -> ModelCall:
-    """``call`` (a ``blank`` one) with what ``assembled`` says: the call the adapters
+def call_of(assembled: Assembled, call: Calling) -> ModelCall:
+    """The call ``call`` starts, with what ``assembled`` says: the call the adapters
     made of the stream when it was recorded."""
     counts = assembled.usage
     return answered(
-        blank(call.api),
+        call,
         model_responded=assembled.model,
         response_id=assembled.response_id,
         output_text=assembled.output_text,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Literal, TypeAlias, get_args
+from typing import Any, Literal, TypeAlias
 
 import attrs
 import msgspec
@@ -84,16 +84,6 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
 NO_USAGE = Usage(reported=False)
 """``Usage.unknown()``, shared: a frozen value, so one serves every call that reported none."""
-
-_Setter = Callable[[Any, Any], None]
-
-
-def _setters(cls: type, names: tuple[str, ...], builder: str) -> tuple[_Setter, ...]:
-    """The slot setters of the attrs class ``cls``, whose fields must be ``names`` in
-    order: ``builder`` builds its values slot by slot and must set each of them."""
-    if tuple(a.name for a in attrs.fields(cls)) != names:
-        raise RuntimeError(f"{cls.__name__}'s fields changed: {builder}() must set each")
-    return tuple(cls.__dict__[name].__set__ for name in names)
 
 
 def reported_usage(
@@ -185,20 +175,85 @@ class Message:
     """Optional participant or tool name the API carried with the message."""
 
 
+Asked: TypeAlias = tuple[str, tuple[Message, ...], tuple[str, ...]]
+"""What a call's request says: the model asked for, the conversation, the tools offered."""
+
+
+class RequestSide:
+    """The request side of a call (``Asked``), found when first asked for: a fold
+    decodes each response as it goes and reads a request's conversation only for a
+    scorer that asks (scoring a trajectory or an answer never does).  Found once,
+    then kept; it pickles as what it found."""
+
+    __slots__ = ("_find", "_found")
+
+    def __init__(self, find: Callable[[], Asked]) -> None:
+        """``find()`` gives the request side; it is called once, the first time it is read."""
+        self._find: Callable[[], Asked] | None = find
+        self._found: Asked | None = None
+
+    @property
+    def is_found(self) -> bool:
+        """True once the request side has been found."""
+        return self._found is not None
+
+    def found(self) -> Asked:
+        """The request side."""
+        found = self._found
+        if found is None:
+            find = self._find
+            assert find is not None  # (cleared only once found)
+            found = self._found = find()
+            self._find = None  # (what found it is not needed again)
+        return found
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_known, self.found())
+
+
+def _known(model: str, messages: tuple[Message, ...], tools: tuple[str, ...]) -> RequestSide:
+    side = RequestSide(lambda: (model, messages, tools))
+    side.found()
+    return side
+
+
+def _model_of(value: str | RequestSide) -> str:
+    return value if isinstance(value, str) else value.found()[0]
+
+
+def _messages_of(value: tuple[Message, ...] | RequestSide) -> tuple[Message, ...]:
+    return value if isinstance(value, tuple) else value.found()[1]
+
+
+def _tools_of(value: tuple[str, ...] | RequestSide) -> tuple[str, ...]:
+    return value if isinstance(value, tuple) else value.found()[2]
+
+
 @attrs.frozen(kw_only=True)
 class ModelCall:
-    """One request to a model API and what came back, decoded."""
+    """One request to a model API and what came back, decoded.
+
+    ``model_requested``, ``input_messages`` and ``tools_offered`` are what the
+    request says; each may be given as its value or as the call's ``RequestSide``
+    (a fold's calls: found when first read).  Compared, hashed and pickled as the
+    values."""
 
     api: Api
     """Which API the call spoke."""
-    model_requested: str = ""
-    """The ``model`` field of the request."""
+    _model_requested: str | RequestSide = attrs.field(
+        default="", alias="model_requested", eq=_model_of
+    )
+    """``model_requested``, or the request side that finds it."""
     model_responded: str = ""
     """The model the response names (often a dated snapshot of the requested one)."""
-    input_messages: tuple[Message, ...] = ()
-    """The conversation the request sent, system prompt and tool results included."""
-    tools_offered: tuple[str, ...] = ()
-    """Names of the tools the request offered, in request order."""
+    _input_messages: tuple[Message, ...] | RequestSide = attrs.field(
+        default=(), alias="input_messages", eq=_messages_of
+    )
+    """``input_messages``, or the request side that finds them."""
+    _tools_offered: tuple[str, ...] | RequestSide = attrs.field(
+        default=(), alias="tools_offered", eq=_tools_of
+    )
+    """``tools_offered``, or the request side that finds them."""
     output_text: str = ""
     """The text the model produced (refusals included)."""
     thinking: str = ""
@@ -217,73 +272,50 @@ class ModelCall:
     """HTTP status code, None if no response arrived."""
     error: str = ""
     """Why the call failed (HTTP status >= 400, broken stream, bad body); empty if it did not."""
-    _request: Callable[[ModelCall], None] | None = attrs.field(
-        default=None, init=False, eq=False, hash=False, repr=False
-    )
-    """For a call a fold decoded before its request side was asked for: what fills
-    ``model_requested``, ``input_messages`` and ``tools_offered`` (``CallDecoder``);
-    None once they are filled.  Last, so whatever reads every field reads them first."""
 
-    def __getattr__(self, name: str) -> object:
-        # Only reached when a slot is unset: the request side of a folded call.
-        fill = object.__getattribute__(self, "_request") if name in REQUEST_SIDE else None
-        if fill is None:
-            raise AttributeError(name)
-        fill(self)
-        return object.__getattribute__(self, name)
+    @property
+    def model_requested(self) -> str:
+        """The ``model`` field of the request."""
+        return _model_of(self._model_requested)
 
+    @property
+    def input_messages(self) -> tuple[Message, ...]:
+        """The conversation the request sent, system prompt and tool results included."""
+        return _messages_of(self._input_messages)
 
-_BLANK: dict[str, ModelCall] = {api: ModelCall(api=api) for api in get_args(Api)}
-"""The call of each API holding nothing else, made once at import."""
+    @property
+    def tools_offered(self) -> tuple[str, ...]:
+        """Names of the tools the request offered, in request order."""
+        return _tools_of(self._tools_offered)
 
-
-def blank(api: Api) -> ModelCall:
-    """The call of ``api`` holding nothing else, which the adapters start from (one
-    shared value: ``answered`` builds on it, and nothing may change it)."""
-    return _BLANK[api]
+    def __repr__(self) -> str:
+        names = (str(a.alias) for a in attrs.fields(ModelCall))
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        return f"ModelCall({shown})"
 
 
-(
-    _SET_API,
-    _SET_MODEL_REQUESTED,
-    _SET_MODEL_RESPONDED,
-    _SET_INPUT,
-    _SET_TOOLS,
-    _SET_OUTPUT,
-    _SET_THINKING,
-    _SET_CALLS,
-    _SET_FINISH,
-    _SET_ID,
-    _SET_USAGE,
-    _SET_STREAMED,
-    _SET_STATUS,
-    _SET_ERROR,
-    _SET_PENDING,
-) = _setters(
-    ModelCall,
-    (
-        "api",
-        "model_requested",
-        "model_responded",
-        "input_messages",
-        "tools_offered",
-        "output_text",
-        "thinking",
-        "tool_calls",
-        "finish_reason",
-        "response_id",
-        "usage",
-        "streamed",
-        "status",
-        "error",
-        "_request",
-    ),
-    "answered",
-)
+class CallStart(msgspec.Struct, frozen=True, kw_only=True):
+    """What a call is known to be before its response is read: the API, the request
+    side, and the response's status and streaming.  The adapters build the call once
+    from it (``answered``)."""
+
+    api: Api
+    asked: RequestSide | None = None
+    status: int | None = None
+    streamed: bool = False
+
+
+Calling: TypeAlias = CallStart | ModelCall
+"""What the adapters build a call from: a start, or (decoding one response alone) a call."""
+
+
+def blank(api: Api) -> CallStart:
+    """The start of a call of ``api`` that knows nothing else yet."""
+    return CallStart(api=api)
 
 
 def answered(
-    call: ModelCall,
+    call: Calling,
     *,
     model_responded: str,
     response_id: str,
@@ -294,10 +326,10 @@ def answered(
     usage: Usage,
     error: str = "",
 ) -> ModelCall:
-    """``call`` with what a response says (``attrs.evolve``); a ``blank`` call's is
-    built slot by slot, as ``ModelCall(api=..., **fields)`` would build it (a fold makes
-    one a response, and the generated ``__init__`` costs twice as much)."""
-    if call is not _BLANK.get(call.api):
+    """The call ``call`` starts, with what a response says: built once, by the
+    constructor, from a ``CallStart`` (a fold makes one a response); a copy
+    (``attrs.evolve``) of a ``ModelCall``."""
+    if isinstance(call, ModelCall):
         return attrs.evolve(
             call,
             model_responded=model_responded,
@@ -309,56 +341,36 @@ def answered(
             usage=usage,
             error=error,
         )
-    built: ModelCall = object.__new__(ModelCall)
-    _SET_API(built, call.api)
-    _SET_MODEL_REQUESTED(built, "")
-    _SET_MODEL_RESPONDED(built, model_responded)
-    _SET_INPUT(built, ())
-    _SET_TOOLS(built, ())
-    _SET_OUTPUT(built, output_text)
-    _SET_THINKING(built, thinking)
-    _SET_CALLS(built, tool_calls)
-    _SET_FINISH(built, finish_reason)
-    _SET_ID(built, response_id)
-    _SET_USAGE(built, usage)
-    _SET_STREAMED(built, False)
-    _SET_STATUS(built, None)
-    _SET_ERROR(built, error)
-    _SET_PENDING(built, None)
-    return built
+    asked = call.asked
+    return ModelCall(
+        api=call.api,
+        model_requested="" if asked is None else asked,
+        model_responded=model_responded,
+        input_messages=() if asked is None else asked,
+        tools_offered=() if asked is None else asked,
+        output_text=output_text,
+        thinking=thinking,
+        tool_calls=tool_calls,
+        finish_reason=finish_reason,
+        response_id=response_id,
+        usage=usage,
+        streamed=call.streamed,
+        status=call.status,
+        error=error,
+    )
 
 
-REQUEST_SIDE = frozenset({"model_requested", "input_messages", "tools_offered"})
-"""The fields of a call that only its request says."""
-_REQUEST_DELETERS = tuple(ModelCall.__dict__[name].__delete__ for name in sorted(REQUEST_SIDE))
-
-
-def request_pending(
-    call: ModelCall,
-    fill: Callable[[ModelCall], None],
-    *,
-    status: int | None,
-    streamed: bool,
-    error: str,
-) -> ModelCall:
-    """``call``, a value built from a response alone that nothing else holds yet, given
-    the exchange's ``status``, ``streamed`` and ``error`` and its request side left to
-    ``fill``, which is called with the call the first time one of those fields is read
-    and must set them with ``set_request``."""
-    _SET_STATUS(call, status)
-    _SET_STREAMED(call, streamed)
-    _SET_ERROR(call, error)
-    for delete in _REQUEST_DELETERS:
-        delete(call)
-    _SET_PENDING(call, fill)
-    return call
-
-
-def set_request(
-    call: ModelCall, model: str, messages: tuple[Message, ...], tools: tuple[str, ...]
-) -> None:
-    """Fill the request side of a call ``request_pending`` made."""
-    _SET_MODEL_REQUESTED(call, model)
-    _SET_INPUT(call, messages)
-    _SET_TOOLS(call, tools)
-    _SET_PENDING(call, None)
+def with_error(call: Calling, error: str) -> ModelCall:
+    """The call ``call`` starts (or ``call``) failed with ``error``: nothing answered."""
+    if isinstance(call, ModelCall):
+        return attrs.evolve(call, error=error)
+    asked = call.asked
+    return ModelCall(
+        api=call.api,
+        model_requested="" if asked is None else asked,
+        input_messages=() if asked is None else asked,
+        tools_offered=() if asked is None else asked,
+        streamed=call.streamed,
+        status=call.status,
+        error=error,
+    )

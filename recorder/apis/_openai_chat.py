@@ -11,8 +11,6 @@ from __future__ import annotations
 from itertools import repeat
 from typing import Any, Final
 
-import attrs
-
 from .._events import Headers
 from . import _fast_streams as fast
 from ._bodies import (
@@ -29,6 +27,7 @@ from ._bodies import (
 )
 from ._model import (
     NO_USAGE,
+    Calling,
     Message,
     ModelCall,
     ToolCall,
@@ -36,6 +35,7 @@ from ._model import (
     answered,
     reported_usage,
     tool_call,
+    with_error,
 )
 from ._spec import OPENAI_DROPPED, ApiSpec, Item, call_item, fold_messages, text_of
 from .reuse._session import Memo
@@ -126,11 +126,11 @@ def _first_choice(body: dict[str, Any]) -> dict[str, Any]:
     return next((c for c in choices if c.get("index", 0) == 0), choices[0] if choices else {})
 
 
-def read_response(call: ModelCall, body: Any) -> ModelCall:
+def read_response(call: Calling, body: Any) -> ModelCall:
     """Add what a JSON ``chat.completion`` body says."""
     body = obj(body)
     if "error" in body:
-        return attrs.evolve(call, error=stream_error(body, "error in response body"))
+        return with_error(call, stream_error(body, "error in response body"))
     choice = _first_choice(body)
     message = obj(choice.get("message"))
     return answered(
@@ -197,7 +197,7 @@ def _done_at(payloads: tuple[str, ...]) -> int | None:
         return None
 
 
-def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> ModelCall:
+def read_stream(call: Calling, stream: SseStream, *, batch: bool = True) -> ModelCall:
     """Add what a ``chat.completion.chunk`` stream says, fragments reassembled by index.
 
     ``batch=False`` parses the events one by one (``decode_payloads``); the
@@ -266,7 +266,7 @@ def _tool_calls(slots: dict[int, _Slot]) -> tuple[ToolCall, ...]:
 
 
 def _read_typed(
-    call: ModelCall, payloads: tuple[str, ...], done: bool, complete: bool
+    call: Calling, payloads: tuple[str, ...], done: bool, complete: bool
 ) -> ModelCall | None:
     """``read_stream``'s call from typed chunks (``_fast_streams``), or None to read it
     the general way: a stream with an error chunk or a legacy ``function_call`` (the
@@ -277,7 +277,7 @@ def _read_typed(
     return None if chunks is None else _from_chunks(call, chunks, done, complete)
 
 
-def read_stream_bytes(call: ModelCall, body: bytes) -> ModelCall | None:
+def read_stream_bytes(call: Calling, body: bytes) -> ModelCall | None:
     """``read_stream(call, parse_sse(body))`` for the usual body (``fast.data_events``:
     one-line ``data:`` events closed by ``[DONE]``), cut and parsed straight from its
     bytes; None for any other body, which ``read_stream`` then reads."""
@@ -304,7 +304,7 @@ def _add_fragments(slots: dict[int, _Slot], fragments: list[fast.ChatToolFragmen
 
 
 def _from_chunks(
-    call: ModelCall, chunks: list[fast.ChatChunk], done: bool, complete: bool
+    call: Calling, chunks: list[fast.ChatChunk], done: bool, complete: bool
 ) -> ModelCall | None:
     """The call typed chunks make (the walk of ``read_stream``); None for a stream with
     an error chunk or a legacy ``function_call``, which the general walk reads."""

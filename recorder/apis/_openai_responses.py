@@ -28,6 +28,7 @@ from ._bodies import (
 )
 from ._model import (
     NO_USAGE,
+    Calling,
     Message,
     ModelCall,
     ToolCall,
@@ -174,7 +175,7 @@ def _failure(response: dict[str, Any]) -> str:
     return "response failed" if response.get("status") == "failed" else ""
 
 
-def read_response(call: ModelCall, body: Any) -> ModelCall:
+def read_response(call: Calling, body: Any) -> ModelCall:
     """Add what a JSON ``response`` object says."""
     response = obj(body)
     output, thinking, calls = _outputs(arr(response.get("output")))
@@ -215,7 +216,7 @@ class _Item:
         return self.item
 
 
-def read_stream(call: ModelCall, stream: SseStream, *, batch: bool = True) -> ModelCall:
+def read_stream(call: Calling, stream: SseStream, *, batch: bool = True) -> ModelCall:
     """Add what a stream of Responses events says.
 
     ``batch=False`` parses the events one by one; the call is the same either way.
