@@ -11,7 +11,7 @@ The encoding is byte-exact.  See docs/format.md, "Compact exchanges".
 
 from __future__ import annotations
 
-from itertools import accumulate
+from itertools import accumulate, islice
 from operator import add, le
 from typing import Any
 
@@ -83,13 +83,13 @@ class StoredChunks:
             raise ValueError("compact exchange: the chunk columns differ in length")
         if sum(self._mid) != len(new):
             raise ValueError("the chunks' new bytes do not add up to the stored bytes")
-        self.size = sum(self._pre) + sum(self._suf) + len(new)
+        copies = list(map(add, pre, suf))
+        self.size = sum(copies) + len(new)
         """Bytes of the joined chunks."""
-        pre, suf = self._pre, self._suf
-        self.sizes = list(map(add, map(add, pre, suf), self._mid))
+        self.sizes = list(map(add, copies, mid))
         """Each chunk's length."""
         # Chunk i copies pre[i] + suf[i] bytes of chunk i - 1 (chunk 0: of nothing).
-        if pre and (pre[0] or suf[0] or not all(map(le, map(add, pre[1:], suf[1:]), self.sizes))):
+        if copies and (copies[0] or not all(map(le, islice(copies, 1, None), self.sizes))):
             raise ValueError("a chunk refers past the end of the chunk before it")
         self._body: bytes | None = None
         self._chunks: tuple[Chunk, ...] | None = None
