@@ -15,6 +15,7 @@ import enum
 from typing import Any, ClassVar, Protocol, TypeAlias
 
 import attrs
+import msgspec
 
 Scalar: TypeAlias = str | int | float | bool | None
 Headers: TypeAlias = tuple[tuple[str, str], ...]
@@ -131,15 +132,23 @@ def _milliseconds(at: float) -> float:
     return round(float(at) * 1000) / 1000 + 0.0
 
 
-@attrs.frozen(kw_only=True)
-class Chunk:
-    """Bytes of a response body as they arrived."""
+class Chunk(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Bytes of a response body as they arrived.
 
-    at: float = attrs.field(converter=_milliseconds)
+    A frozen ``msgspec`` struct (a stream has dozens a turn, and a replay builds each
+    one it serves): equal, hashable and immutable as the attrs events are;
+    ``msgspec.structs.replace`` makes a changed copy."""
+
+    at: float
     """Seconds since the exchange started, rounded to whole milliseconds (pacing a
     replay needs no finer times, and finer ones cost a tenth of a streamed tape)."""
     data: bytes
     """Raw bytes, still content-encoded as sent on the wire."""
+
+    def __post_init__(self) -> None:
+        # The rounding a constructor (or ``replace``) gives ``at``, as an attrs
+        # converter would (msgspec's documented way to set a field of a frozen struct).
+        msgspec.structs.force_setattr(self, "at", _milliseconds(self.at))
 
 
 @attrs.frozen(kw_only=True)

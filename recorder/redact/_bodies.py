@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import zlib
 
-import attrs
+import msgspec
 import zstandard
 
 from .._events import (
@@ -82,7 +82,7 @@ def split_like(data: bytes, chunks: tuple[Chunk, ...]) -> tuple[Chunk, ...]:
     for i, chunk in enumerate(chunks):
         seen += len(chunk.data)
         end = len(data) if i == len(chunks) - 1 else len(data) * seen // total
-        out.append(attrs.evolve(chunk, data=data[pos:end]))
+        out.append(msgspec.structs.replace(chunk, data=data[pos:end]))
         pos = end
     return tuple(out)
 
@@ -94,7 +94,7 @@ def cut_at(data: bytes, chunks: tuple[Chunk, ...]) -> tuple[Chunk, ...]:
     for chunk in chunks:
         end = pos + len(chunk.data)
         piece = data[pos:end]
-        out.append(chunk if piece == chunk.data else attrs.evolve(chunk, data=piece))
+        out.append(chunk if piece == chunk.data else msgspec.structs.replace(chunk, data=piece))
         pos = end
     return tuple(out)
 

@@ -31,6 +31,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 
 import attrs
+import msgspec
 
 from .._events import (
     Assembled,
@@ -291,7 +292,9 @@ class Redactor:
         decoded = decode_body(joined, encoding)
         if decoded is None and joined:  # cannot be checked: not written raw
             marker = unreadable_marker(encoding)
-            return tuple(attrs.evolve(c, data=b"" if i else marker) for i, c in enumerate(chunks))
+            return tuple(
+                msgspec.structs.replace(c, data=b"" if i else marker) for i, c in enumerate(chunks)
+            )
         if decoded is None or decoded is joined:
             red = self.redact_bytes(joined)
             return chunks if red is joined else cut_at(red, chunks)

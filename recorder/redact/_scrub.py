@@ -34,6 +34,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 import attrs
+import msgspec
 
 from .._events import Chunk, Exchange, Headers, Request, Response
 
@@ -197,7 +198,9 @@ class Scrubber:
         """A copy of ``response`` with the workspace path scrubbed from a plain body."""
         if not self._paths or _encoded(response.headers):
             return response
-        chunks = tuple(attrs.evolve(c, data=self.scrub_text(c.data)) for c in response.chunks)
+        chunks = tuple(
+            msgspec.structs.replace(c, data=self.scrub_text(c.data)) for c in response.chunks
+        )
         if all(a.data == b.data for a, b in zip(chunks, response.chunks, strict=True)):
             return response
         body = b"".join(c.data for c in chunks)
@@ -218,7 +221,7 @@ class Scrubber:
         if _encoded(headers):
             return chunk
         data = self.restore(chunk.data)
-        return chunk if data == chunk.data else attrs.evolve(chunk, data=data)
+        return chunk if data == chunk.data else msgspec.structs.replace(chunk, data=data)
 
 
 def _encoded(headers: Iterable[tuple[str, str]]) -> bool:
