@@ -211,11 +211,19 @@ class ChunkSource(Protocol):
 
 
 def _body_of(source: bytes | LazyBody) -> bytes:
-    return source if isinstance(source, bytes) else source.built()
+    if isinstance(source, bytes):
+        return source
+    if isinstance(source, bytearray | memoryview):  # (not what the type says, but kept)
+        return bytes(source)
+    return source.built()
 
 
 def _chunks_of(source: tuple[Chunk, ...] | ChunkSource) -> tuple[Chunk, ...]:
-    return source if isinstance(source, tuple) else source.chunks()
+    if isinstance(source, tuple):
+        return source
+    if isinstance(source, list):  # (not what the type says, but kept)
+        return tuple(source)
+    return source.chunks()
 
 
 @attrs.frozen(kw_only=True)
@@ -249,7 +257,7 @@ def body_source(request: Request) -> LazyBody | None:
     that knows what changed reads the delta without building the body), built yet
     or not; None for a body held as bytes."""
     source = request._body
-    return None if isinstance(source, bytes) else source
+    return None if isinstance(source, bytes | bytearray | memoryview) else source
 
 
 class _Assembled:
@@ -301,7 +309,7 @@ class Response:
     def body(self) -> bytes:
         """The whole raw body (joined chunks)."""
         source = self._chunks
-        if isinstance(source, tuple):
+        if isinstance(source, tuple | list):
             return b"".join(c.data for c in source)
         return source.body()
 
@@ -312,7 +320,7 @@ class Response:
         made from: a copy given other chunks (``attrs.evolve``) holds none, so it can
         never carry the message of these."""
         source = self._chunks
-        return None if isinstance(source, tuple) else source.assembled
+        return None if isinstance(source, tuple | list) else source.assembled
 
     def __repr__(self) -> str:
         return (

@@ -202,7 +202,10 @@ class RequestSide:
         found = self._found
         if found is None:
             find = self._find
-            assert find is not None  # (cleared only once found)
+            if find is None:  # found by another thread since: ``_found`` is set first
+                found = self._found
+                assert found is not None
+                return found
             found = self._found = find()
             self._find = None  # (what found it is not needed again)
         return found
