@@ -44,6 +44,7 @@ from _fold_reference import CallDecoder as ReferenceDecoder  # noqa: E402
 from evals.perf._report import machine, publish  # noqa: E402
 from evals.perf.sdk_traffic import APIS, TOOL_NAMES, ModelServer, record_session  # noqa: E402
 from evaltape.recorder import Event, Exchange, TapeReader, fold, open_session  # noqa: E402
+from evaltape.recorder._events import with_assembled  # noqa: E402
 from evaltape.scoring import Case, Scorer, make_scorer, rescore_tapes  # noqa: E402
 from evaltape.scoring.cases._frozen import FrozenMap  # noqa: E402
 
@@ -102,7 +103,7 @@ def _unassembled(event: Event) -> Event:
     """``event`` without its assembled message, as a tape of format 2.0 reads."""
     if not isinstance(event, Exchange) or event.response is None:
         return event
-    return attrs.evolve(event, response=attrs.evolve(event.response))  # (a copy holds none)
+    return attrs.evolve(event, response=with_assembled(event.response, None))
 
 
 def copy_sessions(
