@@ -367,13 +367,14 @@ def with_error(call: Calling, error: str) -> ModelCall:
     """The call ``call`` starts (or ``call``) failed with ``error``: nothing answered."""
     if isinstance(call, ModelCall):
         return attrs.evolve(call, error=error)
-    asked = call.asked
-    return ModelCall(
-        api=call.api,
-        model_requested="" if asked is None else asked,
-        input_messages=() if asked is None else asked,
-        tools_offered=() if asked is None else asked,
-        streamed=call.streamed,
-        status=call.status,
+    return answered(
+        call,
+        model_responded="",
+        response_id="",
+        output_text="",
+        thinking="",
+        tool_calls=(),
+        finish_reason="",
+        usage=NO_USAGE,
         error=error,
     )
