@@ -49,7 +49,7 @@ from evaltape.recorder import (  # noqa: E402
     TapeReader,
     open_session,
 )
-from evaltape.recorder._events import Chunk  # noqa: E402
+from evaltape.recorder._events import Chunk, with_assembled  # noqa: E402
 from evaltape.recorder.tape import _frames, _table_budget  # noqa: E402
 from evaltape.recorder.tape._buffer import SessionBuffer, append_session  # noqa: E402
 from evaltape.recorder.tape._writer import stream_params  # noqa: E402
@@ -144,7 +144,9 @@ def _without_times(e: Exchange, chunks: bool) -> Exchange:
     if e.response is None or len(e.response.chunks) < 2:
         return e
     zeroed = tuple(Chunk(at=0.0, data=c.data) for c in e.response.chunks)
-    return attrs.evolve(e, response=attrs.evolve(e.response, chunks=zeroed))
+    # (other chunks hold no assembled message: the one these make is given back)
+    response = with_assembled(attrs.evolve(e.response, chunks=zeroed), e.response.assembled)
+    return attrs.evolve(e, response=response)
 
 
 def _step_entropy(exchanges: list[Exchange]) -> int:
