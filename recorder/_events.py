@@ -12,7 +12,7 @@ caller passes every time in.
 from __future__ import annotations
 
 import enum
-from typing import Any, ClassVar, Protocol, TypeAlias
+from typing import ClassVar, Protocol, TypeAlias
 
 import attrs
 import msgspec
@@ -274,9 +274,6 @@ class _Assembled:
 
     def chunks(self) -> tuple[Chunk, ...]:
         return self._chunks
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_Assembled, (self._chunks, self.assembled))
 
 
 def with_message(chunks: tuple[Chunk, ...], assembled: Assembled) -> ChunkSource:

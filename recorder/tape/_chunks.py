@@ -73,10 +73,17 @@ class StoredChunks:
     message never asks)."""
 
     def __init__(
-        self, new: bytes, pre: list[int], suf: list[int], mid: list[int], steps: list[int]
+        self,
+        new: bytes,
+        pre: list[int],
+        suf: list[int],
+        mid: list[int],
+        steps: list[int],
+        assembled: Assembled | None = None,
     ) -> None:
         """The columns as the typed decode gives them (``_typed.py``): lists of ints, the
-        first three holding no negative length."""
+        first three holding no negative length; ``assembled``, the message the recorder
+        assembled from these chunks, if the tape keeps one."""
         self._new = new
         self._pre, self._suf, self._mid, self.steps = pre, suf, mid, steps
         if not len(self._pre) == len(self._suf) == len(self._mid) == len(self.steps):
@@ -93,8 +100,7 @@ class StoredChunks:
             raise ValueError("a chunk refers past the end of the chunk before it")
         self._body: bytes | None = None
         self._chunks: tuple[Chunk, ...] | None = None
-        self.assembled: Assembled | None = None
-        """The message the recorder assembled from these chunks, if the tape keeps one."""
+        self.assembled = assembled
 
     def __reduce__(self) -> tuple[Any, ...]:
         # (pickled as what it holds, not as columns and a half-built cache)

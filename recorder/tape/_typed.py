@@ -191,11 +191,10 @@ class CompactDecoder:
         size = packed + body_size - len(middle) + text
         response = None
         if r is not None:
-            chunks = StoredChunks(r.new, r.pre, r.suf, r.mid, r.steps)
+            made = None if r.assembled is None else r.assembled.value()
+            chunks = StoredChunks(r.new, r.pre, r.suf, r.mid, r.steps, made)
             r_headers, text = self.headers.pairs(r.headers, chunks.size)
             size += chunks.size - len(r.new) + text
-            if r.assembled is not None:
-                chunks.assembled = r.assembled.value()
             response = (r.status, r_headers, r.streamed, chunks)
         charge(size)
         request = (q.method, q.url, headers, delta.decode_lazy(ref, middle))
